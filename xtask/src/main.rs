@@ -1,0 +1,39 @@
+//! Project automation, run as `cargo xtask <task>` (alias in `.cargo/config.toml`).
+//!
+//! Few dependencies on purpose: this binary only shells out to `cargo`, `npm`
+//! and `node`, and compares files. Each task lives in its own module.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::process::ExitCode;
+
+mod util;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(task) = args.first() else {
+        print_help();
+        return ExitCode::from(2);
+    };
+    let rest = &args[1..];
+    let result = match task.as_str() {
+        "help" | "--help" | "-h" => {
+            print_help();
+            Ok(())
+        }
+        other => Err(format!("unknown task `{other}` (try `cargo xtask help`)")),
+    };
+    let _ = rest;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_help() {
+    println!(
+        "cargo xtask <task>\n\ntasks:\n  help          this text\n"
+    );
+}
