@@ -1,0 +1,58 @@
+//! The `lce` command-line tool.
+//!
+//! `lce check [FILE]` reports malformed canonical JSON Lines. Exit status:
+//! 0 when every line is well-formed, 1 when any is not, 2 for usage or I/O
+//! errors. Messages go to stderr as `FILE:LINE: message`; `--json` writes a
+//! machine-readable report to stdout instead.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::process::ExitCode;
+
+mod check;
+mod input;
+
+const USAGE: &str = "\
+lce: Canonical Lifecycle Events v1 toolkit
+
+usage:
+  lce check [--json] [FILE]     report malformed lines (FILE or - = stdin)
+  lce help                      this text
+
+exit status: 0 ok, 1 input rejected, 2 usage or I/O error";
+
+/// A failure that is not about the input's content: bad usage or I/O.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl From<lexopt::Error> for UsageError {
+    fn from(e: lexopt::Error) -> Self {
+        UsageError(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let Some(cmd) = args.next() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest: Vec<std::ffi::OsString> = args.collect();
+    let result = match cmd.to_str() {
+        Some("check") => check::run(rest),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(true)
+        }
+        _ => Err(UsageError(format!(
+            "unknown command {cmd:?}; try `lce help`"
+        ))),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(UsageError(msg)) => {
+            eprintln!("lce: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

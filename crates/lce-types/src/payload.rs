@@ -1,0 +1,479 @@
+//! The typed payloads (`data`) of the 21 event types.
+//!
+//! Members and enumeration values follow `docs/events.md`. Every struct
+//! rejects unknown members; optional members may be absent or `null`, and are
+//! omitted when serialized.
+
+use serde::{Deserialize, Serialize};
+
+use crate::opaque::{JsonObject, OpaqueJson};
+
+macro_rules! string_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident => $text:literal ),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[non_exhaustive]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $text)] $variant ),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The value as written in JSON.
+            pub fn as_str(self) -> &'static str {
+                match self { $( $name::$variant => $text ),+ }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// `run.finished.outcome`: the only successful outcome.
+    pub enum Outcome { /// The run completed.
+        Success => "success" }
+}
+
+string_enum! {
+    /// How durable the thread state is after the run (rule 13).
+    pub enum Durability {
+        /// The final state is committed (`durable_revision`, `head_ref`).
+        Committed => "committed",
+        /// Not committed: only an adapter-side value; never valid in full mode.
+        Uncommitted => "uncommitted",
+    }
+}
+
+string_enum! {
+    /// `run.interrupted.reason`.
+    pub enum InterruptReason {
+        /// A form awaits the user's input.
+        HumanInput => "human_input",
+        /// Tool calls await approval.
+        ToolApproval => "tool_approval",
+    }
+}
+
+string_enum! {
+    /// `interrupt.requested.interrupt_type`.
+    pub enum InterruptType {
+        /// A form to fill in.
+        FormInput => "form_input",
+        /// Tool calls to approve, edit or reject.
+        ToolApproval => "tool_approval",
+    }
+}
+
+impl InterruptType {
+    /// The `run.interrupted` reason that matches this interrupt (rule 14).
+    pub fn reason(self) -> InterruptReason {
+        match self {
+            InterruptType::FormInput => InterruptReason::HumanInput,
+            InterruptType::ToolApproval => InterruptReason::ToolApproval,
+        }
+    }
+}
+
+string_enum! {
+    /// `run.cancelled.reason` (D11).
+    pub enum CancelReason {
+        /// The client asked to stop.
+        ClientRequest => "client_request",
+        /// The client went away.
+        Disconnect => "disconnect",
+        /// The service is shutting down.
+        Shutdown => "shutdown",
+        /// The run's deadline passed.
+        Deadline => "deadline",
+    }
+}
+
+string_enum! {
+    /// Whether side effects may have happened before a run ended (D8).
+    pub enum SideEffectStatus {
+        /// Nothing was forwarded.
+        None => "none",
+        /// Output or side effects may have happened.
+        Possible => "possible",
+        /// Side effects are known to have happened.
+        Known => "known",
+    }
+}
+
+string_enum! {
+    /// The role of a text or reasoning span.
+    pub enum Role { /// The assistant speaks.
+        Assistant => "assistant" }
+}
+
+string_enum! {
+    /// `namespace.exited.outcome`.
+    pub enum NamespaceOutcome {
+        /// The subagent finished.
+        Success => "success",
+        /// The subagent stopped on an interrupt.
+        Interrupted => "interrupted",
+        /// The subagent was cancelled.
+        Cancelled => "cancelled",
+        /// The subagent failed.
+        Error => "error",
+    }
+}
+
+string_enum! {
+    /// A decision a user may take on a tool approval.
+    pub enum Decision {
+        /// Run the call as proposed.
+        Approve => "approve",
+        /// Run the call with edited arguments.
+        Edit => "edit",
+        /// Do not run the call.
+        Reject => "reject",
+    }
+}
+
+/// `run.started`: the first event of every stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStarted {
+    /// The root assistant message, when known up front.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// Which harness produced the run (`deepagents`, `strands`, ...).
+    pub harness_id: String,
+    /// The adapter's version.
+    pub adapter_version: String,
+    /// The provider's own run id, opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_run_id: Option<String>,
+}
+
+/// The durable thread state the control plane committed (D10).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadState {
+    /// Durability of the state.
+    pub durability: Durability,
+    /// The committed revision.
+    pub durable_revision: u64,
+    /// Opaque reference to the committed head.
+    pub head_ref: String,
+}
+
+/// `run.finished`: terminal, successful.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunFinished {
+    /// Always `success`.
+    pub outcome: Outcome,
+    /// The provider's stop reason (`end_turn`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Filled by the coordinator from its commit (D10, D10a).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_state: Option<ThreadState>,
+}
+
+/// `run.interrupted`: terminal for this stream, resumable later.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunInterrupted {
+    /// The pending interrupt (rule 14).
+    pub interrupt_id: String,
+    /// Why the run waits; matches the interrupt's type.
+    pub reason: InterruptReason,
+}
+
+/// `run.cancelled`: terminal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunCancelled {
+    /// Who or what cancelled the run.
+    pub reason: CancelReason,
+    /// Whether side effects may have happened.
+    pub side_effect_status: SideEffectStatus,
+}
+
+/// `run.error`: terminal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunError {
+    /// A safe machine code (`harness_event_invalid`, `thread_durability_uncertain`, ...).
+    pub code: String,
+    /// A sanitized user-facing message.
+    pub message: String,
+    /// Whether retrying may help.
+    pub retryable: bool,
+    /// Seconds to wait before retrying, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+    /// Whether side effects may have happened.
+    pub side_effect_status: SideEffectStatus,
+}
+
+/// The `run.error` code of a failed final commit (rule 15).
+pub const THREAD_DURABILITY_UNCERTAIN: &str = "thread_durability_uncertain";
+
+/// `text.started` / `reasoning.started`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpanStarted {
+    /// The span's message id.
+    pub message_id: String,
+    /// The speaker.
+    pub role: Role,
+}
+
+/// `text.delta` / `reasoning.delta`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpanDelta {
+    /// The span's message id.
+    pub message_id: String,
+    /// The next piece of text (empty deltas are dropped, D7).
+    pub delta: String,
+}
+
+/// `text.finished` / `reasoning.finished`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpanFinished {
+    /// The span's message id.
+    pub message_id: String,
+}
+
+/// `tool.started`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolStarted {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The arguments; `{}` when streamed later as `tool.arguments.delta` (D6).
+    pub arguments: JsonObject,
+    /// The assistant message that made the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_message_id: Option<String>,
+}
+
+/// `tool.arguments.delta`: a fragment of the arguments' JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolArgumentsDelta {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The next fragment of JSON text.
+    pub delta: String,
+}
+
+/// `tool.finished`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFinished {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// A bounded display projection of the result (may be empty).
+    pub result: String,
+    /// An engine reference to the full result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_ref: Option<String>,
+}
+
+/// `tool.error`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolError {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// A safe machine code (`tool_error`, `tool_rejected`, ...).
+    pub code: String,
+    /// A bounded, sanitized message.
+    pub message: String,
+    /// Whether retrying may help.
+    pub retryable: bool,
+}
+
+/// The `tool.error` code of a rejected approval (D13).
+pub const TOOL_REJECTED: &str = "tool_rejected";
+
+/// A field of a form-input interrupt. Members keep DA's wire order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormField {
+    /// The field's name.
+    pub field_name: String,
+    /// A label to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_label: Option<String>,
+    /// A description to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_description: Option<String>,
+    /// The input type (`text`, `select`, ...).
+    pub field_type: String,
+    /// Allowed values, opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_values: Option<OpaqueJson>,
+    /// Whether a value is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// The default value, opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_value: Option<OpaqueJson>,
+    /// A placeholder to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+}
+
+/// One tool call awaiting approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolApproval {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The proposed arguments.
+    pub tool_args: JsonObject,
+    /// What the user may decide; absent means approve, edit and reject.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_decisions: Option<Vec<Decision>>,
+}
+
+impl ToolApproval {
+    /// The default decisions, in DA's order.
+    pub const DEFAULT_DECISIONS: [Decision; 3] =
+        [Decision::Approve, Decision::Edit, Decision::Reject];
+
+    /// The allowed decisions, defaults applied.
+    pub fn decisions(&self) -> &[Decision] {
+        self.allowed_decisions
+            .as_deref()
+            .unwrap_or(&Self::DEFAULT_DECISIONS)
+    }
+}
+
+/// `interrupt.requested`: a form or tool approvals; followed by `run.interrupted`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterruptRequested {
+    /// The interrupt's id.
+    pub interrupt_id: String,
+    /// Form or approval.
+    pub interrupt_type: InterruptType,
+    /// The agent that raised it.
+    pub agent_id: String,
+    /// The form's prompt (forms only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The form's fields (forms only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FormField>>,
+    /// The calls awaiting approval (approvals only, at least one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_approvals: Option<Vec<ToolApproval>>,
+}
+
+/// `namespace.entered`: a subagent starts (D1, D2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceEntered {
+    /// The child agent.
+    pub agent_id: String,
+    /// The child's display name.
+    pub agent_name: String,
+    /// The delegation call; also the new namespace path element.
+    pub parent_tool_call_id: String,
+}
+
+/// `namespace.exited`: a subagent ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceExited {
+    /// The child agent (same as the entry).
+    pub agent_id: String,
+    /// The delegation call (same as the entry).
+    pub parent_tool_call_id: String,
+    /// How the subagent ended.
+    pub outcome: NamespaceOutcome,
+}
+
+/// `warning`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warning {
+    /// A safe machine code.
+    pub code: String,
+    /// A sanitized user-facing message.
+    pub message: String,
+    /// Bounded, schema-specific details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<JsonObject>,
+}
+
+/// `usage.updated`. Missing metrics stay absent: never invented (zero only
+/// when known to be zero).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UsageUpdated {
+    /// Input tokens so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output tokens so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Cached input tokens so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Cost so far; finite.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::payload::finite_f64"
+    )]
+    pub cost: Option<f64>,
+    /// The currency of `cost`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Whether this is the run's last usage update.
+    #[serde(default, rename = "final", skip_serializing_if = "is_false")]
+    pub is_final: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn finite_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    use serde::de::Error as _;
+    let v = Option::<f64>::deserialize(d)?;
+    match v {
+        Some(x) if !x.is_finite() => Err(D::Error::custom(
+            crate::error::ErrorMarker::NumberOutOfRange.message("cost must be finite"),
+        )),
+        _ => Ok(v),
+    }
+}
+
+/// `provider.metadata`: internal/observability only; never on a public wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderMetadata {
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Allowlisted scalar metadata (the sanitizer enforces the allowlist).
+    pub metadata: JsonObject,
+}

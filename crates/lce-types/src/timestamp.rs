@@ -1,0 +1,304 @@
+//! RFC 3339 timestamps (D3): parsed to a precise instant, text kept as sent.
+
+use std::fmt;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::ErrorMarker;
+
+/// An RFC 3339 timestamp with a `Z` or numeric offset.
+///
+/// It never orders events (D3); it is the source of the wire timestamps.
+/// The instant is exact to the nanosecond; the original text is kept so that
+/// serialization gives back the bytes that arrived.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Timestamp {
+    text: Box<str>,
+    /// Whole seconds since the Unix epoch (UTC), floor-rounded.
+    secs: i64,
+    /// Nanoseconds within `secs`, `0..1_000_000_000`.
+    nanos: u32,
+}
+
+impl Timestamp {
+    /// Parses an RFC 3339 date-time (`2026-08-17T09:00:00.5Z`, `...+02:00`).
+    pub fn parse(text: &str) -> Result<Self, TimestampError> {
+        let (secs, nanos) = parse_rfc3339(text.as_bytes()).ok_or(TimestampError)?;
+        Ok(Timestamp {
+            text: text.into(),
+            secs,
+            nanos,
+        })
+    }
+
+    /// The timestamp of `secs` seconds and `nanos` nanoseconds after the Unix
+    /// epoch, written as UTC with nanosecond precision trimmed of zeros.
+    pub fn from_unix(secs: i64, nanos: u32) -> Option<Self> {
+        if nanos >= 1_000_000_000 {
+            return None;
+        }
+        let days = secs.div_euclid(86_400);
+        let rem = secs.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        if !(0..=9999).contains(&y) {
+            return None;
+        }
+        let mut text = format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            rem / 3600,
+            (rem / 60) % 60,
+            rem % 60
+        );
+        if nanos > 0 {
+            let frac = format!("{nanos:09}");
+            text.push('.');
+            text.push_str(frac.trim_end_matches('0'));
+        }
+        text.push('Z');
+        Some(Timestamp {
+            text: text.into(),
+            secs,
+            nanos,
+        })
+    }
+
+    /// The text as it arrived.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whole seconds since the Unix epoch (floor).
+    pub fn unix_seconds(&self) -> i64 {
+        self.secs
+    }
+
+    /// Nanoseconds past [`Timestamp::unix_seconds`].
+    pub fn subsec_nanos(&self) -> u32 {
+        self.nanos
+    }
+
+    /// Milliseconds since the Unix epoch, floor-rounded (AG-UI 1.0 wire).
+    pub fn unix_millis(&self) -> i64 {
+        self.secs
+            .saturating_mul(1000)
+            .saturating_add(i64::from(self.nanos / 1_000_000))
+    }
+
+    /// Microseconds since the Unix epoch, floor-rounded (Python `datetime`
+    /// keeps microseconds).
+    pub fn unix_micros(&self) -> i64 {
+        self.secs
+            .saturating_mul(1_000_000)
+            .saturating_add(i64::from(self.nanos / 1000))
+    }
+
+    /// Unix seconds as Python's `datetime.timestamp()` computes them: the
+    /// microsecond count divided by 10^6, correctly rounded.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn unix_seconds_f64(&self) -> f64 {
+        // |micros| < 2^53 for every year 0..=9999, so the conversion is exact
+        // and the division is the correctly rounded quotient, as in Python.
+        self.unix_micros() as f64 / 1_000_000.0
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Timestamp({})", self.text)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The text is not an RFC 3339 date-time with an offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not an RFC 3339 date-time with an offset")]
+pub struct TimestampError;
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Timestamp::parse(&text).map_err(|_| {
+            D::Error::custom(
+                ErrorMarker::InvalidTimestamp
+                    .message("expected RFC 3339 date-time with offset, like 2026-08-17T09:00:00Z"),
+            )
+        })
+    }
+}
+
+fn digits(b: &[u8], at: usize, n: usize) -> Option<u32> {
+    let s = b.get(at..at + n)?;
+    let mut v = 0u32;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some(v)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if is_leap(y) => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
+    let year = i64::from(digits(b, 0, 4)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
+        return None;
+    }
+    let month = digits(b, 5, 2)?;
+    let day = digits(b, 8, 2)?;
+    if !matches!(b.get(10), Some(b'T' | b't')) {
+        return None;
+    }
+    let hour = digits(b, 11, 2)?;
+    if b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+        return None;
+    }
+    let minute = digits(b, 14, 2)?;
+    let second = digits(b, 17, 2)?;
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut i = 19;
+    let mut nanos = 0u32;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            if i - start < 9 {
+                nanos = nanos * 10 + u32::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        let n = i - start;
+        if n == 0 {
+            return None;
+        }
+        for _ in n..9 {
+            nanos *= 10;
+        }
+    }
+    let offset_secs: i64 = match b.get(i)? {
+        b'Z' | b'z' => {
+            i += 1;
+            0
+        }
+        sign @ (b'+' | b'-') => {
+            let oh = digits(b, i + 1, 2)?;
+            if b.get(i + 3) != Some(&b':') {
+                return None;
+            }
+            let om = digits(b, i + 4, 2)?;
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            i += 6;
+            let v = i64::from(oh * 3600 + om * 60);
+            if *sign == b'-' { -v } else { v }
+        }
+        _ => return None,
+    };
+    if i != b.len() {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_secs;
+    Some((secs, nanos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_utc_and_offsets() {
+        let t = Timestamp::parse("2026-08-17T00:00:00Z").unwrap();
+        assert_eq!(t.unix_seconds(), 1_786_924_800);
+        assert_eq!(t.unix_seconds_f64(), 1_786_924_800.0);
+        let t = Timestamp::parse("2026-08-17T02:00:00.123456789+02:00").unwrap();
+        assert_eq!(t.unix_seconds(), 1_786_924_800);
+        assert_eq!(t.subsec_nanos(), 123_456_789);
+        assert_eq!(t.unix_millis(), 1_786_924_800_123);
+        assert_eq!(t.unix_seconds_f64(), 1_786_924_800.123_456);
+        let t = Timestamp::parse("1969-12-31T23:59:59.5Z").unwrap();
+        assert_eq!((t.unix_seconds(), t.subsec_nanos()), (-1, 500_000_000));
+        assert_eq!(t.unix_millis(), -500);
+    }
+
+    #[test]
+    fn rejects_non_rfc3339() {
+        for bad in [
+            "2026-13-01T00:00:00Z",
+            "2026-02-29T00:00:00Z",
+            "2026-08-17T00:00:00",
+            "2026-08-17 00:00:00Z",
+            "2026-08-17T24:00:00Z",
+            "2026-08-17T00:00:00.Z",
+            "2026-08-17T00:00:00+0200",
+            "2026-08-17T00:00:00Zjunk",
+            "",
+            "２０２６-08-17T00:00:00Z",
+        ] {
+            assert!(Timestamp::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Timestamp::parse("2024-02-29T00:00:00Z").is_ok());
+    }
+
+    #[test]
+    fn from_unix_round_trips() {
+        let t = Timestamp::from_unix(1_786_924_800, 500_000_000).unwrap();
+        assert_eq!(t.as_str(), "2026-08-17T00:00:00.5Z");
+        assert_eq!(Timestamp::parse(t.as_str()).unwrap(), t);
+    }
+}
