@@ -6,6 +6,7 @@
 
 use std::process::ExitCode;
 
+mod conformance;
 mod util;
 
 fn main() -> ExitCode {
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
             print_help();
             Ok(())
         }
+        "conformance" => conformance::run(rest),
         other => Err(format!("unknown task `{other}` (try `cargo xtask help`)")),
     };
     let _ = rest;
@@ -34,6 +36,6 @@ fn main() -> ExitCode {
 
 fn print_help() {
     println!(
-        "cargo xtask <task>\n\ntasks:\n  help          this text\n"
+        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n"
     );
 }
