@@ -1,0 +1,146 @@
+//! JSON string escaping in the three styles.
+//!
+//! The hot loop scans bytes against a 256-entry class table and copies every
+//! run of bytes that needs no escape with one `extend_from_slice`.
+
+use bytes::BytesMut;
+
+/// Class of a byte: copy as is.
+const OK: u8 = 0;
+/// Class of a byte: write as `\u00xx`.
+const U: u8 = b'u';
+/// Class of a byte: lead byte of a non-ASCII char that must be written as
+/// `\uXXXX` (or a surrogate pair). Only in the ASCII table.
+const N: u8 = b'N';
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+const fn build_table(ensure_ascii: bool) -> [u8; 256] {
+    let mut t = [OK; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = U;
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    if ensure_ascii {
+        t[0x7f] = U;
+        let mut i = 0x80;
+        while i < 0x100 {
+            t[i] = N;
+            i += 1;
+        }
+    }
+    t
+}
+
+/// Escape classes for `ensure_ascii=True` (Python default).
+static TABLE_ASCII: [u8; 256] = build_table(true);
+/// Escape classes for raw UTF-8 output (Python `ensure_ascii=False`, serde_json).
+static TABLE_RAW: [u8; 256] = build_table(false);
+
+/// Writes `\uXXXX` for one UTF-16 code unit, lowercase hex.
+#[inline]
+fn push_u16_escape(out: &mut BytesMut, cu: u16) {
+    let b = [
+        b'\\',
+        b'u',
+        HEX[usize::from(cu >> 12)],
+        HEX[usize::from((cu >> 8) & 0xf)],
+        HEX[usize::from((cu >> 4) & 0xf)],
+        HEX[usize::from(cu & 0xf)],
+    ];
+    out.extend_from_slice(&b);
+}
+
+/// Writes `c` as `\uXXXX`, or as a surrogate pair above U+FFFF.
+#[inline]
+fn push_char_escape(out: &mut BytesMut, c: char) {
+    let mut units = [0u16; 2];
+    for cu in c.encode_utf16(&mut units).iter() {
+        push_u16_escape(out, *cu);
+    }
+}
+
+/// Writes the body of a JSON string (no quotes) for `s`.
+///
+/// `ensure_ascii`: escape every code point above U+007E (DEL included) as
+/// `\uXXXX`; otherwise non-ASCII, DEL, U+2028 and U+2029 are copied raw.
+pub(crate) fn write_escaped_body(out: &mut BytesMut, s: &str, ensure_ascii: bool) {
+    let table = if ensure_ascii {
+        &TABLE_ASCII
+    } else {
+        &TABLE_RAW
+    };
+    let bytes = s.as_bytes();
+    let mut start = 0usize;
+    let mut i = 0usize;
+    while let Some(&b) = bytes.get(i) {
+        let class = table[usize::from(b)];
+        if class == OK {
+            i += 1;
+            continue;
+        }
+        if let Some(run) = bytes.get(start..i) {
+            out.extend_from_slice(run);
+        }
+        match class {
+            U => {
+                let e = [
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 0xf)],
+                ];
+                out.extend_from_slice(&e);
+                i += 1;
+            }
+            N => {
+                // `i` is always on a char boundary: runs end only on ASCII
+                // bytes or lead bytes, and we step over whole chars.
+                match s.get(i..).and_then(|t| t.chars().next()) {
+                    Some(c) => {
+                        push_char_escape(out, c);
+                        i += c.len_utf8();
+                    }
+                    None => {
+                        // Unreachable for a valid &str; stay total anyway.
+                        i += 1;
+                    }
+                }
+            }
+            short => {
+                out.extend_from_slice(&[b'\\', short]);
+                i += 1;
+            }
+        }
+        start = i;
+    }
+    if let Some(run) = bytes.get(start..) {
+        out.extend_from_slice(run);
+    }
+}
+
+/// Writes one char of a decoded string body.
+#[inline]
+pub(crate) fn write_escaped_char(out: &mut BytesMut, c: char, ensure_ascii: bool) {
+    let mut buf = [0u8; 4];
+    write_escaped_body(out, c.encode_utf8(&mut buf), ensure_ascii);
+}
+
+/// Writes `s` as a quoted JSON string.
+#[inline]
+pub(crate) fn write_quoted(out: &mut BytesMut, s: &str, ensure_ascii: bool) {
+    out.reserve(s.len() + 2);
+    out.extend_from_slice(b"\"");
+    write_escaped_body(out, s, ensure_ascii);
+    out.extend_from_slice(b"\"");
+}

@@ -1,0 +1,265 @@
+//! Float text: Python `repr` and serde_json's (ryu's) compact form.
+//!
+//! Both start from the same shortest round-trip digits, which Rust's `{:e}`
+//! formatting yields; only the layout rules differ. No heap allocation.
+
+use core::fmt::Write as _;
+
+use bytes::BytesMut;
+
+use crate::WireError;
+
+/// A fixed stack buffer that `core::fmt` can write into.
+struct StackBuf {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl core::fmt::Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
+        let dst = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Shortest round-trip decimal digits of a finite float:
+/// `value = (-1)^neg × 0.d1d2…dn × 10^(exp + 1)`, i.e. `d1.d2…dn × 10^exp`.
+struct Decimal {
+    neg: bool,
+    digits: [u8; 20],
+    n: usize,
+    /// Scientific exponent: the power of ten of the first digit.
+    exp: i32,
+}
+
+impl Decimal {
+    fn digits(&self) -> &[u8] {
+        self.digits.get(..self.n).unwrap_or(&[])
+    }
+}
+
+/// Formats `args` into a fresh stack buffer.
+fn stack_format(args: core::fmt::Arguments<'_>) -> Result<StackBuf, WireError> {
+    let mut sb = StackBuf {
+        buf: [0; 48],
+        len: 0,
+    };
+    sb.write_fmt(args).map_err(|_| WireError::NonFinite)?;
+    Ok(sb)
+}
+
+impl StackBuf {
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// Decomposes a finite `v` into its shortest round-trip digits, choosing
+/// among equally short candidates the one closest to `v`, ties to even
+/// (what Python's `repr` and serde_json print).
+fn decompose(v: f64) -> Result<Decimal, WireError> {
+    if !v.is_finite() {
+        return Err(WireError::NonFinite);
+    }
+    // `{:e}` prints the shortest digits that round-trip, e.g. `-1.2345e-5`,
+    // but on an exact tie between two shortest candidates it may pick the
+    // odd one (`-1101730524277610.25` gives `…103e15`, Python `…102e15`).
+    let shortest = stack_format(format_args!("{v:e}"))?;
+    let d = parse_exp_form(shortest.bytes())?;
+    // The correctly rounded n-digit form (ties to even) is the closest
+    // n-digit decimal; when it round-trips it is the answer.
+    let exact = stack_format(format_args!("{v:.prec$e}", prec = d.n.saturating_sub(1)))?;
+    if exact.bytes() != shortest.bytes() {
+        let round_trips = core::str::from_utf8(exact.bytes())
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_some_and(|back| back.to_bits() == v.to_bits());
+        if round_trips {
+            return parse_exp_form(exact.bytes());
+        }
+    }
+    Ok(d)
+}
+
+/// Parses Rust's `{:e}` output (`-1.2345e-5`, `5e-324`, `0e0`).
+fn parse_exp_form(text: &[u8]) -> Result<Decimal, WireError> {
+    let mut d = Decimal {
+        neg: false,
+        digits: [0; 20],
+        n: 0,
+        exp: 0,
+    };
+    let mut it = text.iter().copied().peekable();
+    if it.peek() == Some(&b'-') {
+        d.neg = true;
+        it.next();
+    }
+    for b in it.by_ref() {
+        match b {
+            b'0'..=b'9' => {
+                let slot = d.digits.get_mut(d.n).ok_or(WireError::NonFinite)?;
+                *slot = b;
+                d.n += 1;
+            }
+            b'.' => {}
+            b'e' => break,
+            _ => return Err(WireError::NonFinite),
+        }
+    }
+    let mut exp_neg = false;
+    let mut exp: i32 = 0;
+    for b in it {
+        match b {
+            b'-' => exp_neg = true,
+            b'0'..=b'9' => exp = exp.saturating_mul(10).saturating_add(i32::from(b - b'0')),
+            _ => return Err(WireError::NonFinite),
+        }
+    }
+    d.exp = if exp_neg { -exp } else { exp };
+    // Defensive: drop trailing zeros of the mantissa (keep one digit).
+    while d.n > 1 && d.digits.get(d.n - 1) == Some(&b'0') {
+        d.n -= 1;
+    }
+    if d.n == 0 {
+        return Err(WireError::NonFinite);
+    }
+    Ok(d)
+}
+
+/// Appends `n` ASCII zeros.
+fn push_zeros(out: &mut BytesMut, n: usize) {
+    const Z: [u8; 32] = [b'0'; 32];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(Z.len());
+        out.extend_from_slice(Z.get(..k).unwrap_or(&[]));
+        left -= k;
+    }
+}
+
+/// Appends a small non-negative integer in decimal, at least `min_digits` long.
+fn push_exp_digits(out: &mut BytesMut, e: u32, min_digits: usize) {
+    let mut buf = [b'0'; 10];
+    let mut i = buf.len();
+    let mut v = e;
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    let start = i.min(buf.len().saturating_sub(min_digits));
+    out.extend_from_slice(buf.get(start..).unwrap_or(&[]));
+}
+
+/// Writes the fixed (non-scientific) form `digits × 10^(exp - n + 1)`.
+/// Returns after writing; integral values get `.0`.
+fn push_fixed(out: &mut BytesMut, d: &Decimal) {
+    let digits = d.digits();
+    if d.exp >= 0 {
+        let int_len = d.exp.unsigned_abs() as usize + 1;
+        if digits.len() <= int_len {
+            out.extend_from_slice(digits);
+            push_zeros(out, int_len - digits.len());
+            out.extend_from_slice(b".0");
+        } else {
+            let (a, b) = digits.split_at(int_len);
+            out.extend_from_slice(a);
+            out.extend_from_slice(b".");
+            out.extend_from_slice(b);
+        }
+    } else {
+        out.extend_from_slice(b"0.");
+        push_zeros(out, (d.exp.unsigned_abs() as usize).saturating_sub(1));
+        out.extend_from_slice(digits);
+    }
+}
+
+/// Writes the mantissa of the scientific form: `d1` or `d1.d2…dn`.
+fn push_sci_mantissa(out: &mut BytesMut, d: &Decimal) {
+    let digits = d.digits();
+    if let Some((first, rest)) = digits.split_first() {
+        out.extend_from_slice(&[*first]);
+        if !rest.is_empty() {
+            out.extend_from_slice(b".");
+            out.extend_from_slice(rest);
+        }
+    }
+}
+
+/// Writes `v` exactly as Python's `repr(float)` (and so `json.dumps`) does.
+///
+/// Shortest round-trip digits; integral values keep a `.0` (`1.0`,
+/// `100000.0`, `-0.0`); scientific form when the decimal exponent is below -4
+/// or at least 16, with a sign and at least two exponent digits (`1e+16`,
+/// `1e-07`, `1.5e+300`). NaN and infinities give [`WireError::NonFinite`] and
+/// write nothing.
+pub fn write_py_float(out: &mut BytesMut, v: f64) -> Result<(), WireError> {
+    let d = decompose(v)?;
+    if d.neg {
+        out.extend_from_slice(b"-");
+    }
+    if (-4..16).contains(&d.exp) {
+        push_fixed(out, &d);
+    } else {
+        push_sci_mantissa(out, &d);
+        out.extend_from_slice(if d.exp < 0 { b"e-" } else { b"e+" });
+        push_exp_digits(out, d.exp.unsigned_abs(), 2);
+    }
+    Ok(())
+}
+
+/// Writes `v` exactly as `serde_json` 1.0.154 (the workspace's locked
+/// version, which formats with `zmij`) does: shortest round-trip digits, `.0`
+/// on integral values in fixed form, fixed form for decimal exponents -5
+/// through 15, otherwise `1e+16`, `1.5e+300`, `1e-7` (a sign, no zero
+/// padding). Older serde_json releases (ryu) wrote `1e16`; both parse to the
+/// same value. NaN and infinities give [`WireError::NonFinite`] and write
+/// nothing.
+pub fn write_compact_float(out: &mut BytesMut, v: f64) -> Result<(), WireError> {
+    let d = decompose(v)?;
+    if d.neg {
+        out.extend_from_slice(b"-");
+    }
+    if (-5..16).contains(&d.exp) {
+        push_fixed(out, &d);
+    } else {
+        push_sci_mantissa(out, &d);
+        out.extend_from_slice(if d.exp < 0 { b"e-" } else { b"e+" });
+        push_exp_digits(out, d.exp.unsigned_abs(), 1);
+    }
+    Ok(())
+}
+
+/// Appends the decimal digits of `v`.
+pub(crate) fn push_u64(out: &mut BytesMut, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(buf.get(i..).unwrap_or(&[]));
+}
+
+/// Appends the decimal digits of `v`, with a `-` when negative.
+pub(crate) fn push_i64(out: &mut BytesMut, v: i64) {
+    if v < 0 {
+        out.extend_from_slice(b"-");
+    }
+    push_u64(out, v.unsigned_abs());
+}

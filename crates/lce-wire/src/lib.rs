@@ -1,0 +1,53 @@
+//! `lce-wire`: the byte layer both wire encoders write through.
+//!
+//! It writes JSON text and SSE frames byte for byte as the wire formats
+//! require (`docs`: wire-formats §1, §2, §6):
+//!
+//! - [`JsonWriter`] writes JSON straight into a [`bytes::BytesMut`] in one of
+//!   three [`Style`]s: Python `json.dumps` with `ensure_ascii` on (DA
+//!   `custom`) or off (DA `agui`), and serde_json's compact form (standard
+//!   AG-UI 1.0). It places separators itself, prints floats as Python `repr`
+//!   ([`write_py_float`]) or as serde_json does ([`write_compact_float`]), and
+//!   re-lays already-valid JSON text kept byte-exact from input
+//!   ([`JsonWriter::opaque`]) without building a tree.
+//! - [`sse`] frames: `event: <name>\ndata: <json>\n\n`, `data: <json>\n\n`
+//!   and comments, refusing CR/LF injection and leaving no partial frame on
+//!   error.
+//! - [`truncate_display`]: the 2000-code-point cut of tool results.
+//!
+//! Dependencies: `bytes` and `thiserror` only; this crate depends on no other
+//! `lce` crate, so it knows nothing of events, only of bytes. Nothing here
+//! panics on any input, and there is no `unsafe`.
+
+mod error;
+mod escape;
+mod float;
+mod opaque;
+pub mod sse;
+mod truncate;
+mod writer;
+
+pub use error::WireError;
+pub use float::{write_compact_float, write_py_float};
+pub use sse::{write_comment, write_data_frame, write_event_frame};
+pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
+pub use writer::{JsonWriter, Style};
+
+/// Deepest nesting [`JsonWriter::opaque`] accepts; deeper input gives
+/// [`WireError::TooDeep`].
+pub const MAX_OPAQUE_DEPTH: usize = 128;
+
+/// Appends `s` as a quoted JSON string escaped in `style`.
+pub fn write_json_string(out: &mut bytes::BytesMut, s: &str, style: Style) {
+    escape::write_quoted(out, s, style.ensure_ascii());
+}
+
+/// Re-lays one valid JSON value `raw_json` into `out` in `style` (see
+/// [`JsonWriter::opaque`]); on error `out` is left as it was.
+pub fn write_opaque(
+    out: &mut bytes::BytesMut,
+    raw_json: &str,
+    style: Style,
+) -> Result<(), WireError> {
+    JsonWriter::new(out, style).opaque(raw_json)
+}

@@ -1,0 +1,87 @@
+//! Server-sent-events framing (wire-formats §2).
+//!
+//! Every function appends one whole frame or nothing: on any error the
+//! buffer is truncated back to the length it had before the call.
+
+use bytes::BytesMut;
+
+use crate::WireError;
+
+/// Whether `s` holds a CR or LF byte.
+#[inline]
+fn has_newline(s: &[u8]) -> bool {
+    s.iter().any(|&b| b == b'\n' || b == b'\r')
+}
+
+/// Runs `data` to append the frame's JSON, then checks it holds no raw CR/LF.
+fn data_part(
+    out: &mut BytesMut,
+    data: impl FnOnce(&mut BytesMut) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    out.extend_from_slice(b"data: ");
+    let start = out.len();
+    data(out)?;
+    if out.get(start..).is_none_or(has_newline) {
+        return Err(WireError::InjectedNewline);
+    }
+    out.extend_from_slice(b"\n\n");
+    Ok(())
+}
+
+/// Appends `event: <event>\ndata: <json>\n\n` (DA `custom` and `agui`), the
+/// JSON written by `data`.
+///
+/// An event name holding CR or LF, JSON holding a raw CR or LF, or an error
+/// from `data` leaves `out` as it was and returns the error
+/// ([`WireError::InjectedNewline`] for the newline cases).
+pub fn write_event_frame(
+    out: &mut BytesMut,
+    event: &str,
+    data: impl FnOnce(&mut BytesMut) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    if has_newline(event.as_bytes()) {
+        return Err(WireError::InjectedNewline);
+    }
+    let start = out.len();
+    out.reserve(event.len() + 64);
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(event.as_bytes());
+    out.extend_from_slice(b"\n");
+    let r = data_part(out, data);
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
+}
+
+/// Appends `data: <json>\n\n` (standard AG-UI 1.0), the JSON written by
+/// `data`.
+///
+/// JSON holding a raw CR or LF, or an error from `data`, leaves `out` as it
+/// was and returns the error.
+pub fn write_data_frame(
+    out: &mut BytesMut,
+    data: impl FnOnce(&mut BytesMut) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    let start = out.len();
+    let r = data_part(out, data);
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
+}
+
+/// Appends the comment frame `: <text>\n\n` (e.g. a keep-alive).
+///
+/// Text holding CR or LF gives [`WireError::InjectedNewline`] and writes
+/// nothing.
+pub fn write_comment(out: &mut BytesMut, text: &str) -> Result<(), WireError> {
+    if has_newline(text.as_bytes()) {
+        return Err(WireError::InjectedNewline);
+    }
+    out.reserve(text.len() + 4);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(b"\n\n");
+    Ok(())
+}

@@ -1,0 +1,388 @@
+//! The streaming JSON writer.
+
+use bytes::BytesMut;
+
+use crate::WireError;
+use crate::escape::write_quoted;
+use crate::float::{push_i64, push_u64, write_compact_float, write_py_float};
+
+/// How JSON text is laid out and escaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// Python's `json.dumps`: separators `", "` and `": "`, floats by Python
+    /// `repr`, integers of any size kept digit for digit.
+    ///
+    /// `ensure_ascii: true` is `json.dumps(obj)` (DA `custom`): every code
+    /// point above U+007E, DEL included, becomes `\uXXXX` (lowercase hex,
+    /// surrogate pairs above U+FFFF). `ensure_ascii: false` is
+    /// `json.dumps(obj, ensure_ascii=False)` (DA `agui`): non-ASCII raw.
+    Python {
+        /// Escape everything above U+007E as `\uXXXX`.
+        ensure_ascii: bool,
+    },
+    /// serde_json's compact form (standard AG-UI 1.0): separators `,` and
+    /// `:`, non-ASCII raw, floats as serde_json (ryu) prints them.
+    Compact,
+}
+
+impl Style {
+    /// The `custom` style: `json.dumps(obj)`.
+    pub const PY_ASCII: Style = Style::Python { ensure_ascii: true };
+    /// The `agui` style: `json.dumps(obj, ensure_ascii=False)`.
+    pub const PY_UTF8: Style = Style::Python {
+        ensure_ascii: false,
+    };
+
+    /// Whether strings escape every code point above U+007E.
+    #[inline]
+    pub fn ensure_ascii(self) -> bool {
+        matches!(self, Style::Python { ensure_ascii: true })
+    }
+
+    /// Separator between items of an object or array.
+    #[inline]
+    pub(crate) fn item_sep(self) -> &'static [u8] {
+        match self {
+            Style::Python { .. } => b", ",
+            Style::Compact => b",",
+        }
+    }
+
+    /// Separator between a key and its value.
+    #[inline]
+    pub(crate) fn key_sep(self) -> &'static [u8] {
+        match self {
+            Style::Python { .. } => b": ",
+            Style::Compact => b":",
+        }
+    }
+}
+
+/// Number of nesting levels whose "first element" flag lives inline.
+const INLINE_LEVELS: usize = 128;
+
+/// Writes JSON text straight into a [`BytesMut`], placing separators itself.
+///
+/// The writer never validates call order beyond comma placement: calling
+/// [`key`](Self::key) outside an object or ending a container that was never
+/// begun yields invalid JSON, never a panic. Nesting depth is unbounded (the
+/// first 128 levels need no allocation); [`opaque`](Self::opaque) input is
+/// bounded by [`crate::MAX_OPAQUE_DEPTH`].
+#[derive(Debug)]
+pub struct JsonWriter<'a> {
+    out: &'a mut BytesMut,
+    style: Style,
+    /// Current nesting depth; 0 = top level.
+    depth: usize,
+    /// Bit `d - 1` set: level `d` has had no element yet (`d <= 128`).
+    first_bits: u128,
+    /// Flags for levels deeper than 128 (empty in practice).
+    deep: Vec<bool>,
+    /// A key was just written: the next value takes no separator.
+    after_key: bool,
+}
+
+/// Saved writer state, to roll back a failed [`JsonWriter::opaque`].
+pub(crate) struct Checkpoint {
+    len: usize,
+    depth: usize,
+    first_bits: u128,
+    deep_len: usize,
+    cur_first: bool,
+    after_key: bool,
+}
+
+impl<'a> JsonWriter<'a> {
+    /// A writer appending to `out` in `style`.
+    #[inline]
+    pub fn new(out: &'a mut BytesMut, style: Style) -> Self {
+        JsonWriter {
+            out,
+            style,
+            depth: 0,
+            first_bits: 0,
+            deep: Vec::new(),
+            after_key: false,
+        }
+    }
+
+    /// The style this writer uses.
+    #[inline]
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
+    /// Current nesting depth (0 at top level).
+    #[inline]
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// The bytes written so far (the whole buffer, including what was in it
+    /// before this writer was made).
+    #[inline]
+    pub fn buffer(&self) -> &BytesMut {
+        self.out
+    }
+
+    fn get_first(&self, level: usize) -> bool {
+        if level == 0 {
+            false
+        } else if level <= INLINE_LEVELS {
+            self.first_bits & (1u128 << (level - 1)) != 0
+        } else {
+            self.deep
+                .get(level - INLINE_LEVELS - 1)
+                .copied()
+                .unwrap_or(false)
+        }
+    }
+
+    fn set_first(&mut self, level: usize, v: bool) {
+        if level == 0 {
+        } else if level <= INLINE_LEVELS {
+            let bit = 1u128 << (level - 1);
+            if v {
+                self.first_bits |= bit;
+            } else {
+                self.first_bits &= !bit;
+            }
+        } else if let Some(slot) = self.deep.get_mut(level - INLINE_LEVELS - 1) {
+            *slot = v;
+        }
+    }
+
+    /// Writes the separator a new value (or key) needs, if any.
+    #[inline]
+    pub(crate) fn pre_value(&mut self) {
+        if self.after_key {
+            self.after_key = false;
+            return;
+        }
+        if self.depth == 0 {
+            return;
+        }
+        if self.get_first(self.depth) {
+            self.set_first(self.depth, false);
+        } else {
+            self.out.extend_from_slice(self.style.item_sep());
+        }
+    }
+
+    fn push_level(&mut self) {
+        self.depth += 1;
+        if self.depth > INLINE_LEVELS {
+            self.deep.push(true);
+        } else {
+            self.set_first(self.depth, true);
+        }
+    }
+
+    fn pop_level(&mut self) {
+        if self.depth > INLINE_LEVELS {
+            self.deep.pop();
+        }
+        self.depth = self.depth.saturating_sub(1);
+        self.after_key = false;
+    }
+
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            len: self.out.len(),
+            depth: self.depth,
+            first_bits: self.first_bits,
+            deep_len: self.deep.len(),
+            cur_first: self.get_first(self.depth),
+            after_key: self.after_key,
+        }
+    }
+
+    pub(crate) fn rollback(&mut self, cp: &Checkpoint) {
+        self.out.truncate(cp.len);
+        self.depth = cp.depth;
+        self.first_bits = cp.first_bits;
+        self.deep.truncate(cp.deep_len);
+        self.set_first(cp.depth, cp.cur_first);
+        self.after_key = cp.after_key;
+    }
+
+    /// Direct access to the output, for the opaque transcoder.
+    #[inline]
+    pub(crate) fn out_mut(&mut self) -> &mut BytesMut {
+        self.out
+    }
+
+    /// Marks that a key has been written.
+    #[inline]
+    pub(crate) fn set_after_key(&mut self) {
+        self.after_key = true;
+    }
+
+    /// Starts an object: `{`.
+    pub fn begin_object(&mut self) {
+        self.pre_value();
+        self.out.extend_from_slice(b"{");
+        self.push_level();
+    }
+
+    /// Ends an object: `}`.
+    pub fn end_object(&mut self) {
+        self.out.extend_from_slice(b"}");
+        self.pop_level();
+    }
+
+    /// Starts an array: `[`.
+    pub fn begin_array(&mut self) {
+        self.pre_value();
+        self.out.extend_from_slice(b"[");
+        self.push_level();
+    }
+
+    /// Ends an array: `]`.
+    pub fn end_array(&mut self) {
+        self.out.extend_from_slice(b"]");
+        self.pop_level();
+    }
+
+    /// Writes an object key and the key separator; the next call writes its
+    /// value.
+    pub fn key(&mut self, k: &str) {
+        self.pre_value();
+        write_quoted(self.out, k, self.style.ensure_ascii());
+        self.out.extend_from_slice(self.style.key_sep());
+        self.after_key = true;
+    }
+
+    /// Writes a string value.
+    pub fn string(&mut self, s: &str) {
+        self.pre_value();
+        write_quoted(self.out, s, self.style.ensure_ascii());
+    }
+
+    /// Writes an unsigned integer value.
+    pub fn u64(&mut self, v: u64) {
+        self.pre_value();
+        push_u64(self.out, v);
+    }
+
+    /// Writes a signed integer value.
+    pub fn i64(&mut self, v: i64) {
+        self.pre_value();
+        push_i64(self.out, v);
+    }
+
+    /// Writes `true` or `false`.
+    pub fn bool(&mut self, v: bool) {
+        self.pre_value();
+        self.out
+            .extend_from_slice(if v { b"true" as &[u8] } else { b"false" });
+    }
+
+    /// Writes `null`.
+    pub fn null(&mut self) {
+        self.pre_value();
+        self.out.extend_from_slice(b"null");
+    }
+
+    /// Writes a float value: Python `repr` in [`Style::Python`], serde_json's
+    /// form in [`Style::Compact`] (see [`crate::write_compact_float`]).
+    ///
+    /// NaN and infinities give [`WireError::NonFinite`] and write nothing.
+    pub fn f64(&mut self, v: f64) -> Result<(), WireError> {
+        if !v.is_finite() {
+            return Err(WireError::NonFinite);
+        }
+        self.pre_value();
+        match self.style {
+            Style::Python { .. } => write_py_float(self.out, v),
+            Style::Compact => write_compact_float(self.out, v),
+        }
+    }
+
+    /// Appends pre-formatted JSON text as one value, unchanged.
+    ///
+    /// The caller vouches that `json` is one JSON value in this writer's
+    /// style; use [`opaque`](Self::opaque) for text from elsewhere.
+    pub fn raw(&mut self, json: &str) {
+        self.pre_value();
+        self.out.extend_from_slice(json.as_bytes());
+    }
+
+    /// Writes `raw_json` (one valid JSON value, any whitespace and escapes)
+    /// re-laid in this writer's style, without building a tree.
+    ///
+    /// Key order is kept. Strings are decoded and re-escaped; in
+    /// [`Style::Python`] numbers are printed as `json.dumps(json.loads(..))`
+    /// would (integers digit for digit, `-0` as `0`, float lexemes by
+    /// Python `repr`); in [`Style::Compact`] number lexemes are copied.
+    ///
+    /// Duplicate keys are written as they appear (Python's `json.loads`
+    /// would keep only the last value, at the first key's position).
+    ///
+    /// On error nothing is written and the writer is unchanged.
+    pub fn opaque(&mut self, raw_json: &str) -> Result<(), WireError> {
+        let cp = self.checkpoint();
+        let r = crate::opaque::transcode(self, raw_json);
+        if r.is_err() {
+            self.rollback(&cp);
+        }
+        r
+    }
+
+    /// Writes `"k": "v"`.
+    pub fn field_str(&mut self, k: &str, v: &str) {
+        self.key(k);
+        self.string(v);
+    }
+
+    /// Writes `"k": v` for an unsigned integer.
+    pub fn field_u64(&mut self, k: &str, v: u64) {
+        self.key(k);
+        self.u64(v);
+    }
+
+    /// Writes `"k": v` for a signed integer.
+    pub fn field_i64(&mut self, k: &str, v: i64) {
+        self.key(k);
+        self.i64(v);
+    }
+
+    /// Writes `"k": true|false`.
+    pub fn field_bool(&mut self, k: &str, v: bool) {
+        self.key(k);
+        self.bool(v);
+    }
+
+    /// Writes `"k": null`.
+    pub fn field_null(&mut self, k: &str) {
+        self.key(k);
+        self.null();
+    }
+
+    /// Writes `"k": <float>`; on error (non-finite) nothing is written.
+    pub fn field_f64(&mut self, k: &str, v: f64) -> Result<(), WireError> {
+        if !v.is_finite() {
+            return Err(WireError::NonFinite);
+        }
+        self.key(k);
+        self.f64(v)
+    }
+
+    /// Writes `"k": <raw json>` (see [`raw`](Self::raw)).
+    pub fn field_raw(&mut self, k: &str, json: &str) {
+        self.key(k);
+        self.raw(json);
+    }
+
+    /// Writes `"k": <opaque json>` (see [`opaque`](Self::opaque)); on error
+    /// nothing is written, not even the key.
+    pub fn field_opaque(&mut self, k: &str, raw_json: &str) -> Result<(), WireError> {
+        let cp = self.checkpoint();
+        self.key(k);
+        let r = crate::opaque::transcode(self, raw_json);
+        if r.is_err() {
+            self.rollback(&cp);
+        }
+        r
+    }
+}

@@ -1,0 +1,79 @@
+//! Property tests: escaping round-trips, opaque is idempotent, truncation
+//! yields what it promises.
+
+// Test helpers may panic: a panic is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use bytes::BytesMut;
+use lce_wire::{JsonWriter, Style, truncate_display, write_json_string, write_opaque};
+use proptest::prelude::*;
+
+const STYLES: [Style; 3] = [
+    Style::Python { ensure_ascii: true },
+    Style::Python {
+        ensure_ascii: false,
+    },
+    Style::Compact,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn strings_round_trip(s in any::<String>()) {
+        for style in STYLES {
+            let mut out = BytesMut::new();
+            write_json_string(&mut out, &s, style);
+            let text = std::str::from_utf8(&out).unwrap();
+            prop_assert!(!text.contains('\n') && !text.contains('\r'));
+            if style.ensure_ascii() {
+                prop_assert!(text.bytes().all(|b| (0x20..0x7f).contains(&b)));
+            }
+            let back: String = serde_json::from_str(text).unwrap();
+            prop_assert_eq!(&back, &s);
+            // Transcoding our own output is the identity.
+            let mut again = BytesMut::new();
+            write_opaque(&mut again, text, style).unwrap();
+            prop_assert_eq!(&again[..], &out[..]);
+        }
+    }
+
+    #[test]
+    fn floats_round_trip(bits in any::<u64>()) {
+        let v = f64::from_bits(bits);
+        prop_assume!(v.is_finite());
+        for style in STYLES {
+            let mut out = BytesMut::new();
+            JsonWriter::new(&mut out, style).f64(v).unwrap();
+            let text = std::str::from_utf8(&out).unwrap();
+            let back: f64 = text.parse().unwrap();
+            prop_assert_eq!(back.to_bits(), v.to_bits());
+            if style == Style::Compact {
+                prop_assert_eq!(text, serde_json::to_string(&v).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn opaque_never_panics(s in "[\\[\\]{}\",:0-9eE.+\\-a-z\\\\ \\n]{0,40}") {
+        for style in STYLES {
+            let mut out = BytesMut::from("x");
+            if write_opaque(&mut out, &s, style).is_err() {
+                prop_assert_eq!(&out[..], b"x");
+            }
+        }
+    }
+
+    #[test]
+    fn truncation_promise(s in any::<String>(), max in 0usize..40) {
+        let t = truncate_display(&s, max);
+        let n = s.chars().count();
+        if n <= max {
+            prop_assert_eq!(t.as_ref(), s.as_str());
+        } else {
+            let kept: String = s.chars().take(max).collect();
+            let expected = format!("{kept}...[{} chars]", n - max);
+            prop_assert_eq!(t.as_ref(), expected.as_str());
+        }
+    }
+}
