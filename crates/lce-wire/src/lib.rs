@@ -1,7 +1,7 @@
 //! `lce-wire`: the byte layer both wire encoders write through.
 //!
 //! It writes JSON text and SSE frames byte for byte as the wire formats
-//! require (`docs`: wire-formats §1, §2, §6):
+//! require (the wire-formats spec, sections 1, 2 and 6):
 //!
 //! - [`JsonWriter`] writes JSON straight into a [`bytes::BytesMut`] in one of
 //!   three [`Style`]s: Python `json.dumps` with `ensure_ascii` on (DA

@@ -116,6 +116,11 @@ fn python_float_repr_examples() {
         (1e15, "1000000000000000.0"),
         (1e22, "1e+22"),
         (0.30000000000000004, "0.30000000000000004"),
+        // Two shortest candidates at the same distance: Python takes the even
+        // one (Rust's `{:e}` alone would print ...103e15).
+        (-1101730524277610.25, "-1101730524277610.2"),
+        (1101730524277610.75, "1101730524277610.8"),
+        (1125899906842624.5, "1125899906842624.5"),
     ];
     for &(v, s) in cases {
         assert_eq!(py_float(v), s, "{v:?}");
