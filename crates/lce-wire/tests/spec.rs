@@ -93,6 +93,8 @@ fn spec_example_numbers() {
 // ---- floats ----
 
 #[test]
+// The tie cases are written with their exact binary values on purpose.
+#[allow(clippy::excessive_precision)]
 fn python_float_repr_examples() {
     let cases: &[(f64, &str)] = &[
         (1786924800.0, "1786924800.0"),
