@@ -301,6 +301,17 @@ fn classify_json(err: &serde_json::Error, path: String) -> ParseError {
             serde_json::error::Category::Data => classify_data(core),
         }
     };
+    // serde reports a duplicate member at its parent: point at the member.
+    let path = match (kind, err.classify(), backticked(core)) {
+        (ParseErrorKind::DuplicateKey, serde_json::error::Category::Data, Some(name)) => {
+            if path == "$" {
+                safe_name(name)
+            } else {
+                format!("{path}.{}", safe_name(name))
+            }
+        }
+        _ => path,
+    };
     let mut e = ParseError::new(kind, path, detail);
     if err.column() > 0 {
         e.offset = Some(err.column() - 1);

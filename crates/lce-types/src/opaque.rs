@@ -218,7 +218,7 @@ pub(crate) fn strict_scan(b: &[u8]) -> Result<(), (ErrorMarker, &'static str)> {
                 let (end, text) = scan_string(b, i)?;
                 if expect_key {
                     if let Some(Some(keys)) = stack.last_mut() {
-                        if keys.iter().any(|k| *k == text) {
+                        if keys.contains(&text) {
                             return Err((
                                 ErrorMarker::DuplicateKey,
                                 "duplicate key in opaque value",

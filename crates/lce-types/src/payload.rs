@@ -445,13 +445,16 @@ pub struct UsageUpdated {
     /// The currency of `cost`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
-    /// Whether this is the run's last usage update.
-    #[serde(default, rename = "final", skip_serializing_if = "is_false")]
-    pub is_final: bool,
+    /// Whether this is the run's last usage update (absent means `false`).
+    #[serde(default, rename = "final", skip_serializing_if = "Option::is_none")]
+    pub is_final: Option<bool>,
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
+impl UsageUpdated {
+    /// `true` when this update is marked final.
+    pub fn is_final(&self) -> bool {
+        self.is_final == Some(true)
+    }
 }
 
 fn finite_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {

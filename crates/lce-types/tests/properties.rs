@@ -1,0 +1,193 @@
+//! Property tests: parsing never panics, and parse -> serialize -> parse is
+//! the identity for generated events of every type.
+
+use lce_types::{Event, EventLines, EventType, ParseErrorKind};
+use proptest::prelude::*;
+
+fn envelope(ty: &str, data: &str) -> String {
+    format!(
+        r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":1,"timestamp":"2026-08-17T00:00:00Z","namespace":["a"],"data":{data}}}"#
+    )
+}
+
+/// One representative payload per event type (the scenarios hold many more).
+const PAYLOADS: &[(&str, &str)] = &[
+    ("run.started", r#"{"harness_id":"h","adapter_version":"1"}"#),
+    (
+        "run.finished",
+        r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#,
+    ),
+    (
+        "run.interrupted",
+        r#"{"interrupt_id":"i","reason":"human_input"}"#,
+    ),
+    (
+        "run.cancelled",
+        r#"{"reason":"deadline","side_effect_status":"none"}"#,
+    ),
+    (
+        "run.error",
+        r#"{"code":"c","message":"m","retryable":true,"retry_after_seconds":5,"side_effect_status":"possible"}"#,
+    ),
+    ("text.started", r#"{"message_id":"m","role":"assistant"}"#),
+    ("text.delta", r#"{"message_id":"m","delta":"d"}"#),
+    ("text.finished", r#"{"message_id":"m"}"#),
+    (
+        "reasoning.started",
+        r#"{"message_id":"m","role":"assistant"}"#,
+    ),
+    ("reasoning.delta", r#"{"message_id":"m","delta":"d"}"#),
+    ("reasoning.finished", r#"{"message_id":"m"}"#),
+    (
+        "tool.started",
+        r#"{"tool_call_id":"t","tool_name":"n","arguments":{"b":1e16,"a":[1.0,-0]},"parent_message_id":"m"}"#,
+    ),
+    (
+        "tool.arguments.delta",
+        r#"{"tool_call_id":"t","delta":"{\"a"}"#,
+    ),
+    (
+        "tool.finished",
+        r#"{"tool_call_id":"t","result":"","result_ref":"ref"}"#,
+    ),
+    (
+        "tool.error",
+        r#"{"tool_call_id":"t","code":"tool_rejected","message":"no","retryable":false}"#,
+    ),
+    (
+        "interrupt.requested",
+        r#"{"interrupt_id":"i","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[{"field_name":"f","field_type":"select","field_values":["x",2],"required":true,"default_value":"x"}]}"#,
+    ),
+    (
+        "namespace.entered",
+        r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"t"}"#,
+    ),
+    (
+        "namespace.exited",
+        r#"{"agent_id":"a","parent_tool_call_id":"t","outcome":"interrupted"}"#,
+    ),
+    (
+        "warning",
+        r#"{"code":"w","message":"m","details":{"z":{"y":[true,null]}}}"#,
+    ),
+    (
+        "usage.updated",
+        r#"{"input_tokens":1,"cost":0.25,"currency":"USD","final":true}"#,
+    ),
+    (
+        "provider.metadata",
+        r#"{"provider":"p","model":"m","metadata":{"region":"eu"}}"#,
+    ),
+];
+
+#[test]
+fn every_event_type_round_trips() {
+    assert_eq!(PAYLOADS.len(), EventType::ALL.len());
+    for (ty, data) in PAYLOADS {
+        let line = envelope(ty, data);
+        let event = Event::from_json(&line).unwrap_or_else(|e| panic!("{ty}: {e}"));
+        assert_eq!(event.event_type().as_str(), *ty);
+        assert_eq!(Event::from_json(&event.to_json()).unwrap(), event, "{ty}");
+        // canonical member order and opaque values: byte-identical here
+        assert_eq!(event.to_json(), line, "{ty}");
+    }
+}
+
+#[test]
+fn approval_interrupt_rules() {
+    let ok = r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"a","tool_approvals":[{"tool_call_id":"t","tool_name":"n","tool_args":{}}]}"#;
+    assert!(Event::from_json(&envelope("interrupt.requested", ok)).is_ok());
+    let empty = r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"a","tool_approvals":[]}"#;
+    let e = Event::from_json(&envelope("interrupt.requested", empty)).unwrap_err();
+    assert_eq!(e.kind, ParseErrorKind::InvalidValue);
+    let mixed = r#"{"interrupt_id":"i","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[],"tool_approvals":[]}"#;
+    let e = Event::from_json(&envelope("interrupt.requested", mixed)).unwrap_err();
+    assert_eq!(
+        (e.kind, e.path.as_str()),
+        (ParseErrorKind::UnknownField, "data.tool_approvals")
+    );
+}
+
+#[test]
+fn over_long_lines_are_reported_once_and_skipped() {
+    let good = envelope("text.finished", r#"{"message_id":"m"}"#);
+    let input = format!("{good}\n{}\n{good}\n", "x".repeat(5000));
+    let results: Vec<_> = EventLines::with_max_line_bytes(input.as_bytes(), 1000)
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert!(results[0].is_ok() && results[2].is_ok());
+    let e = results[1].as_ref().unwrap_err();
+    assert_eq!((e.kind, e.line), (ParseErrorKind::LineTooLong, Some(2)));
+}
+
+#[test]
+fn crlf_and_missing_final_newline_are_accepted() {
+    let good = envelope("text.finished", r#"{"message_id":"m"}"#);
+    let input = format!("{good}\r\n{good}");
+    let n = EventLines::new(input.as_bytes())
+        .filter(|r| matches!(r, Ok(Ok(_))))
+        .count();
+    assert_eq!(n, 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = Event::from_slice(&bytes);
+    }
+
+    #[test]
+    fn mutated_valid_lines_never_panic(idx in 0usize..21, pos in 0usize..400, byte in any::<u8>()) {
+        let (ty, data) = PAYLOADS[idx];
+        let mut line = envelope(ty, data).into_bytes();
+        let at = pos % line.len();
+        line[at] = byte;
+        let _ = Event::from_slice(&line);
+    }
+
+    #[test]
+    fn text_round_trips(delta in any::<String>(), id in "[a-zA-Z0-9_-]{1,40}") {
+        let data = serde_json::json!({"message_id": id, "delta": delta}).to_string();
+        let event = Event::from_json(&envelope("text.delta", &data)).unwrap();
+        prop_assert_eq!(Event::from_json(&event.to_json()).unwrap(), event);
+    }
+
+    #[test]
+    fn opaque_arguments_round_trip_byte_exact(v in arb_json()) {
+        let args = format!(r#"{{"k":{v}}}"#);
+        let data = format!(r#"{{"tool_call_id":"t","tool_name":"n","arguments":{args}}}"#);
+        let event = Event::from_json(&envelope("tool.started", &data)).unwrap();
+        let lce_types::Payload::ToolStarted(t) = &event.payload else { panic!() };
+        prop_assert_eq!(t.arguments.get(), args.as_str());
+        prop_assert_eq!(Event::from_json(&event.to_json()).unwrap(), event);
+    }
+}
+
+fn arb_json() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null".to_owned()),
+        any::<bool>().prop_map(|b| b.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| format!("{f:e}")),
+        "[1-9][0-9]{19,29}",
+        any::<String>().prop_map(|s| serde_json::to_string(&s).unwrap()),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6)
+                .prop_map(|v| format!("[{}]", v.join(", "))),
+            proptest::collection::btree_map("[a-z]{1,6}", inner, 0..6).prop_map(|m| {
+                let members: Vec<String> = m
+                    .into_iter()
+                    .map(|(k, v)| format!("\"{k}\" : {v}"))
+                    .collect();
+                format!("{{ {} }}", members.join(",\n"))
+            }),
+        ]
+    })
+}
