@@ -1,6 +1,8 @@
 //! Property tests: parsing never panics, and parse -> serialize -> parse is
 //! the identity for generated events of every type.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use lce_types::{Event, EventLines, EventType, ParseErrorKind};
 use proptest::prelude::*;
 
