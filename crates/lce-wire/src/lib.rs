@@ -14,14 +14,17 @@
 //!   and comments, refusing CR/LF injection and leaving no partial frame on
 //!   error.
 //! - [`truncate_display`]: the 2000-code-point cut of tool results.
+//! - [`hold`]: the D13 tool-start holding shared by both DA encoders (the
+//!   one part of this crate that knows canonical events).
 //!
-//! Dependencies: `bytes` and `thiserror` only; this crate depends on no other
-//! `lce` crate, so it knows nothing of events, only of bytes. Nothing here
-//! panics on any input, and there is no `unsafe`.
+//! Dependencies: `bytes`, `thiserror` and `lce-types` (for [`hold`] only);
+//! the byte writers themselves know nothing of events, only of bytes.
+//! Nothing here panics on any input, and there is no `unsafe`.
 
 mod error;
 mod escape;
 mod float;
+pub mod hold;
 mod opaque;
 pub mod sse;
 mod truncate;

@@ -1,0 +1,402 @@
+//! `lce-encode-custom`: canonical lifecycle events to DA's `custom` SSE
+//! protocol, byte for byte (wire-formats §2, §3, §6, §7; decisions D6, D7,
+//! D12, D13, D15).
+//!
+//! [`CustomSseEncoder`] is a stateful [`tokio_util::codec::Encoder`] of
+//! [`Event`]s (owned or borrowed): each event appends zero or more whole
+//! frames `event: <name>\ndata: <json>\n\n` to a [`BytesMut`], the JSON
+//! written as Python's `json.dumps` writes it (`", "`/`": "`,
+//! `ensure_ascii=True`). It needs no async runtime: call
+//! [`CustomSseEncoder::encode_event`] directly, or use it in a `FramedWrite`.
+//!
+//! | canonical | frame |
+//! |---|---|
+//! | `text.delta` (non-empty) | `content{text, namespace}` |
+//! | `tool.started` (+ deltas) | `tool_start{tool_name, tool_call_id, args, namespace}`, held (D13, see [`lce_wire::hold`]) |
+//! | `tool.finished` | `tool_end{tool_call_id, namespace[, result]}` (result cut to 2000 code points, omitted when empty) |
+//! | `tool.error` | `tool_end{tool_call_id, namespace, error: "ERROR: " + message}` (never cut) |
+//! | `warning` | `warning{message, namespace: []}` |
+//! | `interrupt.requested` | `input_required` (form or approval), then silence |
+//! | `run.error` | `error{error}` |
+//! | `run.finished` | `done{}` |
+//! | everything else | nothing (`run.cancelled` closes silently) |
+//!
+//! Tool starts are held until their arguments are complete, and the
+//! duplicate starts a resumed run re-emits before a `tool_rejected` error are
+//! never shown (D13). The starts still held go out before any other frame,
+//! even before the silence of `run.cancelled`. Nothing is written after a run
+//! terminal or after `input_required`.
+//!
+//! Errors ([`EncodeError`]) never carry payload text. On error nothing of the
+//! failing call is left in the buffer.
+//!
+//! May depend on: `lce-types`, `lce-wire` (all JSON and SSE bytes are written
+//! through it), `bytes`, `tokio-util` (the `Encoder` trait) and `thiserror`.
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use lce_encode_custom::{CustomOptions, CustomSseEncoder};
+//! use lce_types::Event;
+//!
+//! let line = r#"{"version":1,"type":"text.delta","run_id":"r","conversation_id":"c","sequence":1,"timestamp":"2026-08-17T00:00:00Z","namespace":["toolu_1"],"data":{"message_id":"m","delta":"Café"}}"#;
+//! let mut enc = CustomSseEncoder::new(CustomOptions::default());
+//! let mut out = BytesMut::new();
+//! enc.encode_event(&Event::from_json(line).unwrap(), &mut out).unwrap();
+//! assert_eq!(
+//!     &out[..],
+//!     b"event: content\ndata: {\"text\": \"Caf\\u00e9\", \"namespace\": [\"toolu_1\"]}\n\n"
+//! );
+//! ```
+
+use bytes::BytesMut;
+use lce_types::{Event, FormField, InterruptRequested, InterruptType, Payload, ToolApproval};
+use lce_wire::hold::{Action, Released, ToolStartHold};
+use lce_wire::{
+    DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display, write_event_frame,
+};
+
+/// Options of the `custom` encoder.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CustomOptions {
+    /// The root agent's display name, written as `agent` in `input_required`
+    /// (D15). `None`: the interrupt's `agent_id`.
+    pub agent_name: Option<String>,
+}
+
+/// Why an event could not be encoded. Never holds payload text.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// A tool call's arguments were not one complete JSON object when its
+    /// start had to go out (a D6 violation upstream).
+    #[error("tool call arguments are not one complete JSON object (event sequence {sequence})")]
+    IncompleteArguments {
+        /// The sequence of the event that released the start.
+        sequence: u64,
+    },
+    /// An interrupt kind this encoder does not know (a newer `lce-types`).
+    #[error("unsupported interrupt type (event sequence {sequence})")]
+    Unsupported {
+        /// The sequence of the event.
+        sequence: u64,
+    },
+    /// The byte layer refused a value (invalid JSON in opaque values, ...).
+    #[error("cannot write event sequence {sequence}: {source}")]
+    Wire {
+        /// The sequence of the event being encoded.
+        sequence: u64,
+        /// What the byte layer refused.
+        source: WireError,
+    },
+    /// I/O error from a sink (required by `tokio_util::codec::Encoder`).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Where the stream is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Frames go out.
+    Open,
+    /// `input_required` was sent, or a run terminal was seen: silence.
+    Closed,
+}
+
+/// The stateful `custom` encoder; see the [crate docs](crate).
+#[derive(Debug)]
+pub struct CustomSseEncoder {
+    options: CustomOptions,
+    hold: ToolStartHold,
+    state: State,
+}
+
+const STYLE: Style = Style::PY_ASCII;
+
+impl CustomSseEncoder {
+    /// A new encoder for one run.
+    pub fn new(options: CustomOptions) -> Self {
+        CustomSseEncoder {
+            options,
+            hold: ToolStartHold::new(),
+            state: State::Open,
+        }
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &CustomOptions {
+        &self.options
+    }
+
+    /// `true` once the stream is over for the client: after a run terminal
+    /// or after `input_required`.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// Appends the frames for `event` to `dst` (possibly none).
+    ///
+    /// On error `dst` is left as it was before the call.
+    pub fn encode_event(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        let start = dst.len();
+        let r = self.encode_inner(event, dst);
+        if r.is_err() {
+            dst.truncate(start);
+        }
+        r
+    }
+
+    /// D13a, for live streams: call when the upstream has no event ready.
+    /// Appends the start frames of held calls whose arguments are already
+    /// complete. Never call it when reading from a file (output would depend
+    /// on timing).
+    ///
+    /// On error `dst` is left as it was before the call.
+    pub fn release_ready(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        if self.state == State::Closed {
+            return Ok(());
+        }
+        let start = dst.len();
+        let mut r = Ok(());
+        for call in self.hold.release_ready() {
+            if let Err(e) = write_tool_start(dst, &call, 0) {
+                r = Err(e);
+                break;
+            }
+        }
+        if r.is_err() {
+            dst.truncate(start);
+        }
+        r
+    }
+
+    fn encode_inner(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        if self.state == State::Closed {
+            return Ok(());
+        }
+        let seq = event.sequence;
+        let step = self.hold.feed(event);
+        let action = step.action;
+        for call in step.released {
+            write_tool_start(dst, &call, seq)?;
+        }
+        if action == Action::Suppress {
+            return Ok(());
+        }
+        let wire = |source| EncodeError::Wire {
+            sequence: seq,
+            source,
+        };
+        let ns = &event.namespace;
+        match &event.payload {
+            Payload::TextDelta(d) if !d.delta.is_empty() => frame(dst, "content", |w| {
+                w.field_str("text", &d.delta);
+                namespace(w, ns);
+                Ok(())
+            })
+            .map_err(wire),
+            Payload::ToolFinished(f) => frame(dst, "tool_end", |w| {
+                w.field_str("tool_call_id", &f.tool_call_id);
+                namespace(w, ns);
+                if !f.result.is_empty() {
+                    w.field_str(
+                        "result",
+                        &truncate_display(&f.result, DA_RESULT_DISPLAY_CHARS),
+                    );
+                }
+                Ok(())
+            })
+            .map_err(wire),
+            Payload::ToolError(e) => frame(dst, "tool_end", |w| {
+                w.field_str("tool_call_id", &e.tool_call_id);
+                namespace(w, ns);
+                w.key("error");
+                let mut text = String::with_capacity(7 + e.message.len());
+                text.push_str("ERROR: ");
+                text.push_str(&e.message);
+                w.string(&text);
+                Ok(())
+            })
+            .map_err(wire),
+            Payload::Warning(warn) => frame(dst, "warning", |w| {
+                w.field_str("message", &warn.message);
+                namespace(w, &[]);
+                Ok(())
+            })
+            .map_err(wire),
+            Payload::InterruptRequested(i) => {
+                if !matches!(
+                    i.interrupt_type,
+                    InterruptType::FormInput | InterruptType::ToolApproval
+                ) {
+                    return Err(EncodeError::Unsupported { sequence: seq });
+                }
+                let agent = self.options.agent_name.as_deref().unwrap_or(&i.agent_id);
+                frame(dst, "input_required", |w| input_required(w, i, agent)).map_err(wire)?;
+                self.state = State::Closed;
+                Ok(())
+            }
+            Payload::RunError(e) => {
+                frame(dst, "error", |w| {
+                    w.field_str("error", &e.message);
+                    Ok(())
+                })
+                .map_err(wire)?;
+                self.state = State::Closed;
+                Ok(())
+            }
+            Payload::RunFinished(_) => {
+                frame(dst, "done", |_| Ok(())).map_err(wire)?;
+                self.state = State::Closed;
+                Ok(())
+            }
+            Payload::RunCancelled(_) | Payload::RunInterrupted(_) => {
+                self.state = State::Closed;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One frame whose data is a JSON object; `body` writes its members.
+fn frame(
+    dst: &mut BytesMut,
+    name: &str,
+    body: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    write_event_frame(dst, name, |out| {
+        let mut w = JsonWriter::new(out, STYLE);
+        w.begin_object();
+        body(&mut w)?;
+        w.end_object();
+        Ok(())
+    })
+}
+
+fn namespace(w: &mut JsonWriter<'_>, ns: &[String]) {
+    w.key("namespace");
+    w.begin_array();
+    for element in ns {
+        w.string(element);
+    }
+    w.end_array();
+}
+
+fn write_tool_start(dst: &mut BytesMut, call: &Released, seq: u64) -> Result<(), EncodeError> {
+    if !call.args.is_complete() {
+        return Err(EncodeError::IncompleteArguments { sequence: seq });
+    }
+    frame(dst, "tool_start", |w| {
+        w.field_str("tool_name", &call.tool_name);
+        w.field_str("tool_call_id", &call.tool_call_id);
+        w.field_opaque("args", call.args.json())?;
+        namespace(w, &call.namespace);
+        Ok(())
+    })
+    .map_err(|source| EncodeError::Wire {
+        sequence: seq,
+        source,
+    })
+}
+
+fn decisions(w: &mut JsonWriter<'_>, a: &ToolApproval) {
+    w.key("allowed_decisions");
+    w.begin_array();
+    for d in a.decisions() {
+        w.string(d.as_str());
+    }
+    w.end_array();
+}
+
+fn input_required(
+    w: &mut JsonWriter<'_>,
+    i: &InterruptRequested,
+    agent: &str,
+) -> Result<(), WireError> {
+    match i.interrupt_type {
+        InterruptType::FormInput => {
+            w.field_str("type", "form_input");
+            w.field_str("interrupt_id", &i.interrupt_id);
+            w.field_str("agent", agent);
+            w.field_str("prompt", i.prompt.as_deref().unwrap_or(""));
+            w.key("fields");
+            w.begin_array();
+            for f in i.fields.as_deref().unwrap_or(&[]) {
+                form_field(w, f)?;
+            }
+            w.end_array();
+        }
+        InterruptType::ToolApproval => {
+            w.field_str("type", "tool_approval");
+            w.field_str("interrupt_id", &i.interrupt_id);
+            w.field_str("agent", agent);
+            let approvals = i.tool_approvals.as_deref().unwrap_or(&[]);
+            if let Some(first) = approvals.first() {
+                w.field_str("tool_name", &first.tool_name);
+                w.field_opaque("tool_args", first.tool_args.get())?;
+                decisions(w, first);
+            }
+            if approvals.len() > 1 {
+                w.key("tool_approvals");
+                w.begin_array();
+                for a in approvals {
+                    w.begin_object();
+                    w.field_str("tool_name", &a.tool_name);
+                    w.field_opaque("tool_args", a.tool_args.get())?;
+                    w.field_str("tool_call_id", &a.tool_call_id);
+                    decisions(w, a);
+                    w.end_object();
+                }
+                w.end_array();
+            }
+        }
+        // Kinds this encoder does not know are refused before the frame.
+        _ => {}
+    }
+    Ok(())
+}
+
+fn form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
+    w.begin_object();
+    w.field_str("field_name", &f.field_name);
+    if let Some(v) = &f.field_label {
+        w.field_str("field_label", v);
+    }
+    if let Some(v) = &f.field_description {
+        w.field_str("field_description", v);
+    }
+    w.field_str("field_type", &f.field_type);
+    if let Some(v) = &f.field_values {
+        w.field_opaque("field_values", v.get())?;
+    }
+    if let Some(v) = f.required {
+        w.field_bool("required", v);
+    }
+    if let Some(v) = &f.default_value {
+        w.field_opaque("default_value", v.get())?;
+    }
+    if let Some(v) = &f.placeholder {
+        w.field_str("placeholder", v);
+    }
+    w.end_object();
+    Ok(())
+}
+
+impl tokio_util::codec::Encoder<&Event> for CustomSseEncoder {
+    type Error = EncodeError;
+
+    fn encode(&mut self, item: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.encode_event(item, dst)
+    }
+}
+
+impl tokio_util::codec::Encoder<Event> for CustomSseEncoder {
+    type Error = EncodeError;
+
+    fn encode(&mut self, item: Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.encode_event(&item, dst)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,399 @@
+//! Unit tests: the frames of wire-formats §3, byte for byte.
+
+use super::*;
+
+struct Run {
+    seq: u64,
+}
+
+impl Run {
+    fn new() -> Self {
+        Run { seq: 0 }
+    }
+
+    fn ev(&mut self, ty: &str, ns: &[&str], data: &str) -> Event {
+        let ns = ns
+            .iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(",");
+        let line = format!(
+            r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{},"timestamp":"2026-08-17T00:00:00Z","namespace":[{ns}],"data":{data}}}"#,
+            self.seq
+        );
+        self.seq += 1;
+        Event::from_json(&line).unwrap()
+    }
+}
+
+fn encode_all(options: CustomOptions, events: &[Event]) -> String {
+    let mut enc = CustomSseEncoder::new(options);
+    let mut out = BytesMut::new();
+    for e in events {
+        enc.encode_event(e, &mut out).unwrap();
+    }
+    String::from_utf8(out.to_vec()).unwrap()
+}
+
+#[test]
+fn spec_section_3_examples() {
+    let mut r = Run::new();
+    let events = vec![
+        r.ev(
+            "run.started",
+            &[],
+            r#"{"harness_id":"h","adapter_version":"1"}"#,
+        ),
+        r.ev("text.started", &[], r#"{"message_id":"m","role":"assistant"}"#),
+        r.ev("text.delta", &[], r#"{"message_id":"m","delta":"Let me search"}"#),
+        r.ev("text.delta", &[], r#"{"message_id":"m","delta":""}"#),
+        r.ev("text.finished", &[], r#"{"message_id":"m"}"#),
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"tc-1","tool_name":"search","arguments":{"q":"rbac"}}"#,
+        ),
+        r.ev("tool.finished", &[], r#"{"tool_call_id":"tc-1","result":"ok"}"#),
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"tc-2","tool_name":"fetch","arguments":{}}"#,
+        ),
+        r.ev(
+            "tool.error",
+            &[],
+            r#"{"tool_call_id":"tc-2","code":"tool_error","message":"HTTP 404: Not Found","retryable":false}"#,
+        ),
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"toolu_1","tool_name":"task","arguments":{}}"#,
+        ),
+        r.ev(
+            "namespace.entered",
+            &[],
+            r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"toolu_1"}"#,
+        ),
+        r.ev("text.started", &["toolu_1"], r#"{"message_id":"n","role":"assistant"}"#),
+        r.ev("text.delta", &["toolu_1"], r#"{"message_id":"n","delta":"Café"}"#),
+        r.ev(
+            "warning",
+            &["toolu_1"],
+            r#"{"code":"w","message":"MCP down ✓","details":{"x":1}}"#,
+        ),
+        r.ev(
+            "usage.updated",
+            &[],
+            r#"{"input_tokens":1}"#,
+        ),
+        r.ev(
+            "run.error",
+            &[],
+            r#"{"code":"internal","message":"Agent execution failed. Check server logs for details.","retryable":false,"side_effect_status":"none"}"#,
+        ),
+        // Nothing after a terminal.
+        r.ev("text.delta", &[], r#"{"message_id":"m","delta":"late"}"#),
+    ];
+    let got = encode_all(CustomOptions::default(), &events);
+    let want = concat!(
+        "event: content\ndata: {\"text\": \"Let me search\", \"namespace\": []}\n\n",
+        "event: tool_start\ndata: {\"tool_name\": \"search\", \"tool_call_id\": \"tc-1\", \"args\": {\"q\": \"rbac\"}, \"namespace\": []}\n\n",
+        "event: tool_end\ndata: {\"tool_call_id\": \"tc-1\", \"namespace\": [], \"result\": \"ok\"}\n\n",
+        "event: tool_start\ndata: {\"tool_name\": \"fetch\", \"tool_call_id\": \"tc-2\", \"args\": {}, \"namespace\": []}\n\n",
+        "event: tool_end\ndata: {\"tool_call_id\": \"tc-2\", \"namespace\": [], \"error\": \"ERROR: HTTP 404: Not Found\"}\n\n",
+        "event: tool_start\ndata: {\"tool_name\": \"task\", \"tool_call_id\": \"toolu_1\", \"args\": {}, \"namespace\": []}\n\n",
+        "event: content\ndata: {\"text\": \"Caf\\u00e9\", \"namespace\": [\"toolu_1\"]}\n\n",
+        "event: warning\ndata: {\"message\": \"MCP down \\u2713\", \"namespace\": []}\n\n",
+        "event: error\ndata: {\"error\": \"Agent execution failed. Check server logs for details.\"}\n\n",
+    );
+    assert_eq!(got, want);
+}
+
+fn approval(n: usize) -> String {
+    let mut list = Vec::new();
+    for k in 0..n {
+        let decisions = if k == 1 {
+            r#","allowed_decisions":["approve","reject"]"#
+        } else {
+            ""
+        };
+        list.push(format!(
+            r#"{{"tool_call_id":"toolu_{k}","tool_name":"delete_file","tool_args":{{"path":"/tmp/a"}}{decisions}}}"#
+        ));
+    }
+    format!(
+        r#"{{"interrupt_id":"toolu_9","interrupt_type":"tool_approval","agent_id":"ops","tool_approvals":[{}]}}"#,
+        list.join(",")
+    )
+}
+
+#[test]
+fn approval_input_required_single() {
+    let mut r = Run::new();
+    let events = vec![
+        r.ev("interrupt.requested", &["x"], &approval(1)),
+        r.ev(
+            "run.interrupted",
+            &[],
+            r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
+        ),
+    ];
+    let got = encode_all(
+        CustomOptions {
+            agent_name: Some("My Agent".into()),
+        },
+        &events,
+    );
+    assert_eq!(
+        got,
+        "event: input_required\ndata: {\"type\": \"tool_approval\", \"interrupt_id\": \"toolu_9\", \"agent\": \"My Agent\", \"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"allowed_decisions\": [\"approve\", \"edit\", \"reject\"]}\n\n"
+    );
+}
+
+#[test]
+fn approval_input_required_many_lists_all_last() {
+    let mut r = Run::new();
+    let events = vec![r.ev("interrupt.requested", &[], &approval(2))];
+    let got = encode_all(CustomOptions::default(), &events);
+    assert_eq!(
+        got,
+        concat!(
+            "event: input_required\ndata: {\"type\": \"tool_approval\", \"interrupt_id\": \"toolu_9\", \"agent\": \"ops\", ",
+            "\"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"allowed_decisions\": [\"approve\", \"edit\", \"reject\"], ",
+            "\"tool_approvals\": [",
+            "{\"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"tool_call_id\": \"toolu_0\", \"allowed_decisions\": [\"approve\", \"edit\", \"reject\"]}, ",
+            "{\"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"tool_call_id\": \"toolu_1\", \"allowed_decisions\": [\"approve\", \"reject\"]}",
+            "]}\n\n"
+        )
+    );
+}
+
+#[test]
+fn form_input_required_fields_in_fixed_order() {
+    let mut r = Run::new();
+    // Members given in a scrambled order; the wire order is fixed.
+    let data = r#"{"interrupt_id":"i1","interrupt_type":"form_input","agent_id":"a","prompt":"Fill ✓","fields":[{"placeholder":"p","default_value":1.0,"required":true,"field_values":["x","é"],"field_type":"select","field_description":"d","field_label":"L","field_name":"f"},{"field_type":"text","field_name":"g"}]}"#;
+    let events = vec![
+        r.ev("interrupt.requested", &[], data),
+        r.ev(
+            "run.interrupted",
+            &[],
+            r#"{"interrupt_id":"i1","reason":"human_input"}"#,
+        ),
+    ];
+    assert_eq!(
+        encode_all(CustomOptions::default(), &events),
+        concat!(
+            "event: input_required\ndata: {\"type\": \"form_input\", \"interrupt_id\": \"i1\", \"agent\": \"a\", \"prompt\": \"Fill \\u2713\", \"fields\": [",
+            "{\"field_name\": \"f\", \"field_label\": \"L\", \"field_description\": \"d\", \"field_type\": \"select\", \"field_values\": [\"x\", \"\\u00e9\"], \"required\": true, \"default_value\": 1.0, \"placeholder\": \"p\"}, ",
+            "{\"field_name\": \"g\", \"field_type\": \"text\"}",
+            "]}\n\n"
+        )
+    );
+}
+
+#[test]
+fn close_events_after_input_required_are_silent() {
+    let mut r = Run::new();
+    let events = vec![
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"toolu_0","tool_name":"delete_file","arguments":{"path":"/tmp/a"}}"#,
+        ),
+        r.ev("interrupt.requested", &[], &approval(1)),
+        r.ev("text.finished", &[], r#"{"message_id":"m"}"#),
+        r.ev("tool.finished", &[], r#"{"tool_call_id":"x","result":"r"}"#),
+        r.ev(
+            "run.interrupted",
+            &[],
+            r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
+        ),
+    ];
+    let got = encode_all(CustomOptions::default(), &events);
+    assert!(got.starts_with("event: tool_start\n"), "{got}");
+    assert_eq!(got.matches("event: ").count(), 2, "{got}");
+    assert!(!got.contains("done"));
+}
+
+#[test]
+fn cancel_releases_held_starts_then_silence_and_done_only_on_finish() {
+    let mut r = Run::new();
+    let events = vec![
+        r.ev(
+            "tool.started",
+            &["n"],
+            r#"{"tool_call_id":"a","tool_name":"t","arguments":{"k":[1,2]}}"#,
+        ),
+        r.ev(
+            "run.cancelled",
+            &[],
+            r#"{"reason":"deadline","side_effect_status":"possible"}"#,
+        ),
+    ];
+    assert_eq!(
+        encode_all(CustomOptions::default(), &events),
+        "event: tool_start\ndata: {\"tool_name\": \"t\", \"tool_call_id\": \"a\", \"args\": {\"k\": [1, 2]}, \"namespace\": [\"n\"]}\n\n"
+    );
+    let mut r = Run::new();
+    let events = vec![r.ev("run.finished", &[], r#"{"outcome":"success"}"#)];
+    assert_eq!(
+        encode_all(CustomOptions::default(), &events),
+        "event: done\ndata: {}\n\n"
+    );
+}
+
+#[test]
+fn streamed_arguments_and_empty_result_and_truncation() {
+    let mut r = Run::new();
+    let long: String = "é".repeat(2001) + "😀";
+    let result = format!(r#"{{"tool_call_id":"b","result":"{long}"}}"#);
+    let events = vec![
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
+        ),
+        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"{\"x\":1e1"}"#),
+        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":""}"#),
+        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"6,\"s\":\"\\u00"}"#),
+        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"e9\"}"}"#),
+        r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":""}"#),
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"b","tool_name":"t","arguments":{}}"#,
+        ),
+        r.ev("tool.finished", &[], &result),
+    ];
+    let got = encode_all(CustomOptions::default(), &events);
+    let cut = "\\u00e9".repeat(2000) + "...[2 chars]";
+    let want = format!(
+        concat!(
+            "event: tool_start\ndata: {{\"tool_name\": \"t\", \"tool_call_id\": \"a\", \"args\": {{\"x\": 1e+16, \"s\": \"\\u00e9\"}}, \"namespace\": []}}\n\n",
+            "event: tool_end\ndata: {{\"tool_call_id\": \"a\", \"namespace\": []}}\n\n",
+            "event: tool_start\ndata: {{\"tool_name\": \"t\", \"tool_call_id\": \"b\", \"args\": {{}}, \"namespace\": []}}\n\n",
+            "event: tool_end\ndata: {{\"tool_call_id\": \"b\", \"namespace\": [], \"result\": \"{}\"}}\n\n",
+        ),
+        cut
+    );
+    assert_eq!(got, want);
+}
+
+#[test]
+fn error_messages_are_never_truncated() {
+    let mut r = Run::new();
+    let msg = "x".repeat(5000);
+    let events = vec![
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
+        ),
+        r.ev(
+            "tool.error",
+            &[],
+            &format!(r#"{{"tool_call_id":"a","code":"tool_error","message":"{msg}","retryable":false}}"#),
+        ),
+    ];
+    let got = encode_all(CustomOptions::default(), &events);
+    assert!(got.contains(&format!("\"error\": \"ERROR: {msg}\"}}")));
+}
+
+#[test]
+fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
+    let mut r = Run::new();
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    let mut out = BytesMut::new();
+    for e in [
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
+        ),
+        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"{\"x\":"}"#),
+    ] {
+        enc.encode_event(&e, &mut out).unwrap();
+    }
+    let err = enc
+        .encode_event(
+            &r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":"r"}"#),
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(matches!(err, EncodeError::IncompleteArguments { sequence: 2 }));
+    assert!(out.is_empty());
+    // A syntactically broken but balanced object is refused by the transcoder.
+    let mut r = Run::new();
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    for e in [
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
+        ),
+        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"{\"x\" 1}"}"#),
+    ] {
+        enc.encode_event(&e, &mut out).unwrap();
+    }
+    let err = enc
+        .encode_event(
+            &r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":"r"}"#),
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(matches!(err, EncodeError::Wire { sequence: 2, .. }), "{err}");
+    assert!(out.is_empty());
+}
+
+#[test]
+fn release_ready_shows_running_tools() {
+    let mut r = Run::new();
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    let mut out = BytesMut::new();
+    enc.encode_event(
+        &r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"a","tool_name":"t","arguments":{"k":"v"}}"#,
+        ),
+        &mut out,
+    )
+    .unwrap();
+    assert!(out.is_empty());
+    enc.release_ready(&mut out).unwrap();
+    assert_eq!(
+        &out[..],
+        b"event: tool_start\ndata: {\"tool_name\": \"t\", \"tool_call_id\": \"a\", \"args\": {\"k\": \"v\"}, \"namespace\": []}\n\n"
+    );
+    out.clear();
+    // Already shown: the rejection is an ordinary tool_end now.
+    enc.encode_event(
+        &r.ev(
+            "tool.error",
+            &[],
+            r#"{"tool_call_id":"a","code":"tool_rejected","message":"no","retryable":false}"#,
+        ),
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(
+        &out[..],
+        b"event: tool_end\ndata: {\"tool_call_id\": \"a\", \"namespace\": [], \"error\": \"ERROR: no\"}\n\n"
+    );
+}
+
+#[test]
+fn tokio_util_encoder_impls() {
+    use tokio_util::codec::Encoder;
+    let mut r = Run::new();
+    let e = r.ev("run.finished", &[], r#"{"outcome":"success"}"#);
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    let mut out = BytesMut::new();
+    Encoder::<&Event>::encode(&mut enc, &e, &mut out).unwrap();
+    assert_eq!(&out[..], b"event: done\ndata: {}\n\n");
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    Encoder::<Event>::encode(&mut enc, e, &mut out).unwrap();
+    assert_eq!(out.len(), 2 * b"event: done\ndata: {}\n\n".len());
+    assert!(enc.is_closed());
+}

@@ -1,0 +1,675 @@
+//! Holding DA tool starts until they can be shown (decisions D6, D7, D13,
+//! D13a, D13b).
+//!
+//! Both DA wires (`custom` and `agui`) show a tool call once, with its whole
+//! arguments object, and DA never shows the duplicate `tool.started` that an
+//! adapter re-emits on a resumed run before the call's
+//! `tool.error{code: "tool_rejected"}` (D13). [`ToolStartHold`] is the one
+//! place that decides when a start may go out; the `custom` and `agui`
+//! encoders (and the invoke accumulator) feed it every canonical event and
+//! render what it hands back.
+//!
+//! # The rules
+//!
+//! - Every `tool.started` is **held**: no frame yet ([`Action::Suppress`]).
+//! - A `tool.arguments.delta` of a held call is absorbed into that call's
+//!   arguments text ([`Action::Suppress`]). The arguments are complete when
+//!   given at start, or (D6) at the first later event that is not a delta of
+//!   that call.
+//! - While the stream carries only `tool.started`, `tool.arguments.delta` of
+//!   held calls, and `tool.error{code: "tool_rejected"}` of held calls, the
+//!   starts stay held. A held call that ends `tool_rejected` is **dropped**:
+//!   neither its start nor its end is shown ([`Action::Suppress`] for the
+//!   error).
+//! - At the first other event, whatever it is (run terminals included, so a
+//!   `run.cancelled` still lets the held starts out first), every held call is
+//!   **released**, in the order the calls started, before the event itself is
+//!   rendered ([`Action::Emit`]).
+//! - Live streams (D13a): when the upstream has no event ready,
+//!   [`ToolStartHold::release_ready`] releases every held call whose
+//!   arguments already form one complete JSON object, so a running tool is
+//!   never hidden while it runs. Input read from a file is always ready: a
+//!   file-driven encoder never calls it and its output is deterministic.
+//! - Empty deltas (`text.delta`, `reasoning.delta`, `tool.arguments.delta`
+//!   with `""`) are dropped before anything else (D7): they are not events
+//!   for the rules above, never release anything and are always
+//!   [`Action::Suppress`].
+//!
+//! A released call carries what a start frame needs: id, name, the raw
+//! arguments JSON text ([`ArgsSource`]), its namespace and the timestamp of
+//! its `tool.started` (D13b).
+//!
+//! The hold is not a validator: a stream that breaks the contract never makes
+//! it panic. Deltas for a call whose arguments were given at start, or for a
+//! call not held, are ignored; a call released with arguments that are not
+//! one complete JSON object says so through [`ArgsSource::is_complete`], and
+//! the encoder decides (the DA encoders refuse to write it).
+//!
+//! ```
+//! use lce_types::Event;
+//! use lce_wire::hold::{Action, ToolStartHold};
+//!
+//! let ev = |seq: u64, ty: &str, data: &str| {
+//!     Event::from_json(&format!(
+//!         r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{data}}}"#
+//!     ))
+//!     .unwrap()
+//! };
+//! let mut hold = ToolStartHold::new();
+//! let step = hold.feed(&ev(1, "tool.started",
+//!     r#"{"tool_call_id":"t1","tool_name":"search","arguments":{"q":"rbac"}}"#));
+//! assert_eq!(step.action, Action::Suppress);
+//! assert_eq!(step.released.count(), 0);
+//!
+//! let step = hold.feed(&ev(2, "tool.finished", r#"{"tool_call_id":"t1","result":"ok"}"#));
+//! assert_eq!(step.action, Action::Emit);
+//! let released: Vec<_> = step.released.collect();
+//! assert_eq!(released[0].tool_call_id, "t1");
+//! assert_eq!(released[0].args.json(), r#"{"q":"rbac"}"#);
+//! ```
+
+use lce_types::{Event, JsonObject, Payload, TOOL_REJECTED, Timestamp};
+
+/// The default bound on one call's streamed arguments text: 256 KiB (D19).
+/// Bytes past it are not kept and the arguments count as incomplete.
+pub const DEFAULT_MAX_ARGUMENTS_BYTES: usize = 256 * 1024;
+
+/// What the encoder does with the event it just fed to the hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Render the event as the wire renders it (after the released starts).
+    Emit,
+    /// Render nothing for this event: a start now held, a delta absorbed, a
+    /// rejected held call dropped, or an empty delta (D7).
+    Suppress,
+}
+
+/// A tool call whose start frame may now go out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Released {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The complete arguments (see [`ArgsSource::is_complete`]).
+    pub args: ArgsSource,
+    /// The namespace of the call's `tool.started`.
+    pub namespace: Vec<String>,
+    /// The timestamp of the call's `tool.started` (D13b).
+    pub timestamp: Timestamp,
+    /// The `parent_message_id` of the call's `tool.started`, if any.
+    pub parent_message_id: Option<String>,
+}
+
+/// The arguments of a call: given whole at start, or assembled from deltas.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgsSource {
+    repr: ArgsRepr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum ArgsRepr {
+    /// The `arguments` of `tool.started` (no delta came).
+    Given(JsonObject),
+    /// The concatenated non-empty deltas.
+    Streamed {
+        text: String,
+        scan: ObjectScan,
+        overflow: bool,
+    },
+}
+
+impl ArgsSource {
+    /// The arguments' JSON text: the started `arguments` byte-exact, or the
+    /// concatenated deltas. Transcode it with [`crate::JsonWriter::opaque`].
+    pub fn json(&self) -> &str {
+        match &self.repr {
+            ArgsRepr::Given(o) => o.get(),
+            ArgsRepr::Streamed { text, .. } => text,
+        }
+    }
+
+    /// `true` when the text is one complete JSON object: always for
+    /// arguments given at start; for deltas, when they close the object they
+    /// open with only whitespace after it (and stayed within the bound).
+    ///
+    /// This is a structural check (brackets and strings balanced); the full
+    /// syntax is checked when the text is transcoded.
+    pub fn is_complete(&self) -> bool {
+        match &self.repr {
+            ArgsRepr::Given(_) => true,
+            ArgsRepr::Streamed { scan, overflow, .. } => !overflow && scan.is_complete(),
+        }
+    }
+
+    /// `true` when the arguments came as `tool.arguments.delta`s.
+    pub fn is_streamed(&self) -> bool {
+        matches!(self.repr, ArgsRepr::Streamed { .. })
+    }
+}
+
+/// Incremental structural scan of a JSON text that must be one object.
+///
+/// Looks only at ASCII bytes, so text split anywhere (mid-token, mid-escape,
+/// mid-UTF-8 sequence) scans the same as the whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct ObjectScan {
+    state: ScanState,
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+enum ScanState {
+    /// Nothing but whitespace so far.
+    #[default]
+    Start,
+    /// Inside the top-level object.
+    Open,
+    /// The object closed; only whitespace after it.
+    Done,
+    /// Not one object (wrong first byte, text after the end).
+    Bad,
+}
+
+impl ObjectScan {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match self.state {
+                ScanState::Bad => return,
+                ScanState::Start => match b {
+                    b' ' | b'\t' | b'\n' | b'\r' => {}
+                    b'{' => {
+                        self.state = ScanState::Open;
+                        self.depth = 1;
+                    }
+                    _ => self.state = ScanState::Bad,
+                },
+                ScanState::Done => {
+                    if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                        self.state = ScanState::Bad;
+                    }
+                }
+                ScanState::Open => {
+                    if self.in_string {
+                        if self.escaped {
+                            self.escaped = false;
+                        } else if b == b'\\' {
+                            self.escaped = true;
+                        } else if b == b'"' {
+                            self.in_string = false;
+                        }
+                        continue;
+                    }
+                    match b {
+                        b'"' => self.in_string = true,
+                        b'{' | b'[' => self.depth = self.depth.saturating_add(1),
+                        b'}' | b']' => {
+                            self.depth = self.depth.saturating_sub(1);
+                            if self.depth == 0 {
+                                self.state = ScanState::Done;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.state == ScanState::Done
+    }
+}
+
+/// The D13 tool-start holding state machine; see the [module docs](self).
+#[derive(Debug)]
+pub struct ToolStartHold {
+    /// Held calls, in start order.
+    held: Vec<Released>,
+    /// Calls released by the current step, handed out by [`Step::released`].
+    out: Vec<Released>,
+    max_arguments_bytes: usize,
+}
+
+impl Default for ToolStartHold {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The hold's answer to one event.
+#[derive(Debug)]
+#[must_use = "released starts must be rendered before the event"]
+pub struct Step<'a> {
+    /// What to do with the event itself, once the released starts are out.
+    pub action: Action,
+    /// The starts to render first, in order. Dropping it unread discards them.
+    pub released: std::vec::Drain<'a, Released>,
+}
+
+impl ToolStartHold {
+    /// An empty hold with the default arguments bound.
+    pub fn new() -> Self {
+        Self::with_max_arguments_bytes(DEFAULT_MAX_ARGUMENTS_BYTES)
+    }
+
+    /// An empty hold keeping at most `max` bytes of one call's streamed
+    /// arguments (more makes them incomplete instead of growing memory).
+    pub fn with_max_arguments_bytes(max: usize) -> Self {
+        ToolStartHold {
+            held: Vec::new(),
+            out: Vec::new(),
+            max_arguments_bytes: max,
+        }
+    }
+
+    /// How many calls are held.
+    pub fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// `true` when no call is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    fn position(&self, tool_call_id: &str) -> Option<usize> {
+        self.held.iter().position(|h| h.tool_call_id == tool_call_id)
+    }
+
+    fn step(&mut self, action: Action) -> Step<'_> {
+        Step {
+            action,
+            released: self.out.drain(..),
+        }
+    }
+
+    /// Feeds the next canonical event; the returned [`Step`] lists the starts
+    /// to render now (before the event) and what to do with the event.
+    pub fn feed(&mut self, event: &Event) -> Step<'_> {
+        self.out.clear();
+        match &event.payload {
+            // D7: empty deltas are not events at all.
+            Payload::TextDelta(d) | Payload::ReasoningDelta(d) if d.delta.is_empty() => {
+                self.step(Action::Suppress)
+            }
+            Payload::ToolArgumentsDelta(d) if d.delta.is_empty() => self.step(Action::Suppress),
+
+            Payload::ToolStarted(s) => {
+                self.held.push(Released {
+                    tool_call_id: s.tool_call_id.clone(),
+                    tool_name: s.tool_name.clone(),
+                    args: ArgsSource {
+                        repr: ArgsRepr::Given(s.arguments.clone()),
+                    },
+                    namespace: event.namespace.clone(),
+                    timestamp: event.timestamp.clone(),
+                    parent_message_id: s.parent_message_id.clone(),
+                });
+                self.step(Action::Suppress)
+            }
+            Payload::ToolArgumentsDelta(d) => match self.position(&d.tool_call_id) {
+                Some(i) => {
+                    let max = self.max_arguments_bytes;
+                    if let Some(h) = self.held.get_mut(i) {
+                        append_delta(&mut h.args, &d.delta, max);
+                    }
+                    self.step(Action::Suppress)
+                }
+                None => self.release_all_and(Action::Emit),
+            },
+            Payload::ToolError(e) if e.code == TOOL_REJECTED => {
+                match self.position(&e.tool_call_id) {
+                    Some(i) => {
+                        // Dropped: neither start nor end is shown.
+                        self.held.remove(i);
+                        self.step(Action::Suppress)
+                    }
+                    None => self.release_all_and(Action::Emit),
+                }
+            }
+            _ => self.release_all_and(Action::Emit),
+        }
+    }
+
+    fn release_all_and(&mut self, action: Action) -> Step<'_> {
+        std::mem::swap(&mut self.held, &mut self.out);
+        self.step(action)
+    }
+
+    /// D13a, for live streams only: call when the upstream has no event
+    /// ready. Releases, in start order, every held call whose arguments are
+    /// already complete; calls still receiving deltas stay held.
+    pub fn release_ready(&mut self) -> std::vec::Drain<'_, Released> {
+        self.out.clear();
+        let mut i = 0;
+        while i < self.held.len() {
+            if self.held.get(i).is_some_and(|h| h.args.is_complete()) {
+                self.out.push(self.held.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        self.out.drain(..)
+    }
+
+    /// Releases every held call, complete or not (end of input without a
+    /// terminal, which the contract forbids; a caller that wants the partial
+    /// output may show them).
+    pub fn release_all(&mut self) -> std::vec::Drain<'_, Released> {
+        self.out.clear();
+        std::mem::swap(&mut self.held, &mut self.out);
+        self.out.drain(..)
+    }
+}
+
+/// Appends a non-empty delta (D6); ignored when the arguments were given
+/// non-empty at start (a contract violation the validator reports).
+fn append_delta(args: &mut ArgsSource, delta: &str, max: usize) {
+    if let ArgsRepr::Given(o) = &args.repr {
+        if !o.is_empty_object() {
+            return;
+        }
+        args.repr = ArgsRepr::Streamed {
+            text: String::new(),
+            scan: ObjectScan::default(),
+            overflow: false,
+        };
+    }
+    if let ArgsRepr::Streamed {
+        text,
+        scan,
+        overflow,
+    } = &mut args.repr
+    {
+        if *overflow || text.len().saturating_add(delta.len()) > max {
+            *overflow = true;
+            return;
+        }
+        text.push_str(delta);
+        scan.feed(delta.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Run {
+        seq: u64,
+    }
+
+    impl Run {
+        fn new() -> Self {
+            Run { seq: 0 }
+        }
+        fn ev(&mut self, ty: &str, ns: &[&str], data: &str) -> Event {
+            let ns = ns
+                .iter()
+                .map(|s| format!("\"{s}\""))
+                .collect::<Vec<_>>()
+                .join(",");
+            let line = format!(
+                r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{},"timestamp":"2026-08-17T00:00:{:02}Z","namespace":[{ns}],"data":{data}}}"#,
+                self.seq,
+                self.seq % 60
+            );
+            self.seq += 1;
+            Event::from_json(&line).unwrap()
+        }
+        fn start(&mut self, id: &str, args: &str) -> Event {
+            self.ev(
+                "tool.started",
+                &[],
+                &format!(r#"{{"tool_call_id":"{id}","tool_name":"t_{id}","arguments":{args}}}"#),
+            )
+        }
+        fn delta(&mut self, id: &str, delta: &str) -> Event {
+            let d = serde_json::to_string(delta).unwrap();
+            self.ev(
+                "tool.arguments.delta",
+                &[],
+                &format!(r#"{{"tool_call_id":"{id}","delta":{d}}}"#),
+            )
+        }
+        fn finished(&mut self, id: &str) -> Event {
+            self.ev(
+                "tool.finished",
+                &[],
+                &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
+            )
+        }
+        fn error(&mut self, id: &str, code: &str) -> Event {
+            self.ev(
+                "tool.error",
+                &[],
+                &format!(
+                    r#"{{"tool_call_id":"{id}","code":"{code}","message":"m","retryable":false}}"#
+                ),
+            )
+        }
+        fn text(&mut self, delta: &str) -> Event {
+            self.ev(
+                "text.delta",
+                &[],
+                &format!(r#"{{"message_id":"m","delta":"{delta}"}}"#),
+            )
+        }
+    }
+
+    /// Feeds and returns (action, released ids).
+    fn feed(h: &mut ToolStartHold, e: &Event) -> (Action, Vec<String>) {
+        let step = h.feed(e);
+        let action = step.action;
+        (action, step.released.map(|r| r.tool_call_id).collect())
+    }
+
+    fn feed_full(h: &mut ToolStartHold, e: &Event) -> (Action, Vec<Released>) {
+        let step = h.feed(e);
+        let action = step.action;
+        (action, step.released.collect())
+    }
+
+    #[test]
+    fn start_released_at_its_finish_with_its_own_timestamp() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let start = r.start("a", r#"{"q": "x"}"#);
+        assert_eq!(feed(&mut h, &start), (Action::Suppress, vec![]));
+        let (action, rel) = feed_full(&mut h, &r.finished("a"));
+        assert_eq!(action, Action::Emit);
+        assert_eq!(rel.len(), 1);
+        assert_eq!(rel[0].timestamp, start.timestamp);
+        assert_eq!(rel[0].tool_name, "t_a");
+        assert_eq!(rel[0].args.json(), r#"{"q": "x"}"#);
+        assert!(rel[0].args.is_complete());
+        assert!(!rel[0].args.is_streamed());
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn d13_resumed_run_drops_rejected_call() {
+        // resumed-after-rejected-approval: start, tool_rejected, text, finish.
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        assert_eq!(
+            feed(&mut h, &r.ev("run.started", &[], r#"{"harness_id":"h","adapter_version":"1"}"#)),
+            (Action::Emit, vec![])
+        );
+        assert_eq!(
+            feed(&mut h, &r.start("del", r#"{"path":"/tmp/a"}"#)),
+            (Action::Suppress, vec![])
+        );
+        assert_eq!(
+            feed(&mut h, &r.error("del", TOOL_REJECTED)),
+            (Action::Suppress, vec![])
+        );
+        assert_eq!(feed(&mut h, &r.text("ok")), (Action::Emit, vec![]));
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn rejected_call_among_others_keeps_the_rest_in_order() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        for id in ["a", "b", "c"] {
+            assert_eq!(
+                feed(&mut h, &r.start(id, "{}")),
+                (Action::Suppress, vec![])
+            );
+        }
+        assert_eq!(feed(&mut h, &r.delta("a", "{}")), (Action::Suppress, vec![]));
+        assert_eq!(
+            feed(&mut h, &r.error("b", TOOL_REJECTED)),
+            (Action::Suppress, vec![])
+        );
+        assert_eq!(h.held_len(), 2);
+        assert_eq!(
+            feed(&mut h, &r.finished("a")),
+            (Action::Emit, vec!["a".into(), "c".into()])
+        );
+    }
+
+    #[test]
+    fn non_rejection_error_releases_and_emits() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", "{}"));
+        assert_eq!(
+            feed(&mut h, &r.error("a", "tool_error")),
+            (Action::Emit, vec!["a".into()])
+        );
+        // A rejection of a call no longer held is rendered like any error.
+        assert_eq!(
+            feed(&mut h, &r.error("zz", TOOL_REJECTED)),
+            (Action::Emit, vec![])
+        );
+    }
+
+    #[test]
+    fn parallel_calls_released_together_in_start_order() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", r#"{"x":1}"#));
+        let _ = feed(&mut h, &r.start("b", r#"{"y":2}"#));
+        assert_eq!(
+            feed(&mut h, &r.finished("b")),
+            (Action::Emit, vec!["a".into(), "b".into()])
+        );
+        assert_eq!(feed(&mut h, &r.finished("a")), (Action::Emit, vec![]));
+    }
+
+    #[test]
+    fn held_starts_go_out_on_run_cancelled() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", r#"{"x":1}"#));
+        let _ = feed(&mut h, &r.start("b", "{}"));
+        let _ = feed(&mut h, &r.delta("b", r#"{"k":"#));
+        let cancel = r.ev(
+            "run.cancelled",
+            &[],
+            r#"{"reason":"deadline","side_effect_status":"possible"}"#,
+        );
+        let (action, rel) = feed_full(&mut h, &cancel);
+        assert_eq!(action, Action::Emit);
+        let ids: Vec<_> = rel.iter().map(|r| r.tool_call_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        // The second one's deltas never completed: the encoder is told.
+        assert!(rel[0].args.is_complete());
+        assert!(!rel[1].args.is_complete());
+    }
+
+    #[test]
+    fn deltas_split_mid_token_and_mid_escape_assemble() {
+        let whole = r#"{"ti\"tle": "Cr\u00e9dit \\ ref", "n": [12.5, {"a": "}"}], "e": "é"}"#;
+        // Every split point, including inside `\u00e9`, `\"` and the UTF-8 of é.
+        for cut in 1..whole.len() {
+            if !whole.is_char_boundary(cut) {
+                continue;
+            }
+            let mut r = Run::new();
+            let mut h = ToolStartHold::new();
+            let _ = feed(&mut h, &r.start("a", "{}"));
+            let _ = feed(&mut h, &r.delta("a", &whole[..cut]));
+            // Not complete before the last piece.
+            assert_eq!(h.release_ready().count(), 0, "cut {cut}");
+            let _ = feed(&mut h, &r.delta("a", &whole[cut..]));
+            let (_, rel) = feed_full(&mut h, &r.finished("a"));
+            assert_eq!(rel[0].args.json(), whole);
+            assert!(rel[0].args.is_complete());
+            assert!(rel[0].args.is_streamed());
+        }
+    }
+
+    #[test]
+    fn scan_is_byte_split_safe_mid_utf8() {
+        // Split inside the two bytes of é: scanning the halves equals the whole.
+        let whole = "{\"k\": \"é}\"}".as_bytes();
+        for cut in 0..=whole.len() {
+            let mut s = ObjectScan::default();
+            s.feed(&whole[..cut]);
+            s.feed(&whole[cut..]);
+            assert!(s.is_complete());
+        }
+    }
+
+    #[test]
+    fn release_ready_releases_only_complete_calls() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", "{}"));
+        let _ = feed(&mut h, &r.delta("a", r#"{"q":"#));
+        let _ = feed(&mut h, &r.start("b", r#"{"x":1}"#));
+        let _ = feed(&mut h, &r.start("c", "{}"));
+        let ids: Vec<_> = h.release_ready().map(|r| r.tool_call_id).collect();
+        // c has no delta yet: its `{}` given at start is complete.
+        assert_eq!(ids, ["b", "c"]);
+        let _ = feed(&mut h, &r.delta("a", "1}"));
+        let ids: Vec<_> = h.release_ready().map(|r| r.tool_call_id).collect();
+        assert_eq!(ids, ["a"]);
+        assert!(h.is_empty());
+        // Once released, a rejection is an ordinary event.
+        assert_eq!(
+            feed(&mut h, &r.error("a", TOOL_REJECTED)),
+            (Action::Emit, vec![])
+        );
+    }
+
+    #[test]
+    fn empty_deltas_are_not_events() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", r#"{"x":1}"#));
+        assert_eq!(feed(&mut h, &r.text("")), (Action::Suppress, vec![]));
+        assert_eq!(feed(&mut h, &r.delta("a", "")), (Action::Suppress, vec![]));
+        assert_eq!(h.held_len(), 1);
+        assert_eq!(feed(&mut h, &r.text("x")), (Action::Emit, vec!["a".into()]));
+    }
+
+    #[test]
+    fn malformed_streams_never_panic() {
+        let mut r = Run::new();
+        let mut h = ToolStartHold::with_max_arguments_bytes(8);
+        let _ = feed(&mut h, &r.start("a", r#"{"given":1}"#));
+        // Delta after non-empty start arguments: ignored.
+        let _ = feed(&mut h, &r.delta("a", "zzz"));
+        let _ = feed(&mut h, &r.start("b", "{}"));
+        let _ = feed(&mut h, &r.delta("b", "[1]"));
+        let _ = feed(&mut h, &r.start("c", "{}"));
+        let _ = feed(&mut h, &r.delta("c", r#"{"long": "over the bound"}"#));
+        let _ = feed(&mut h, &r.start("d", "{}"));
+        let _ = feed(&mut h, &r.delta("d", "{}}}}}"));
+        let (_, rel) = feed_full(&mut h, &r.finished("a"));
+        assert_eq!(rel[0].args.json(), r#"{"given":1}"#);
+        assert!(rel[0].args.is_complete());
+        assert!(!rel[1].args.is_complete());
+        assert!(!rel[2].args.is_complete());
+        assert!(!rel[3].args.is_complete());
+        // A delta of an unknown call releases nothing held and is emitted.
+        assert_eq!(feed(&mut h, &r.delta("nope", "{")), (Action::Emit, vec![]));
+        assert_eq!(h.release_all().count(), 0);
+    }
+}
