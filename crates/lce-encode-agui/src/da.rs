@@ -1,0 +1,354 @@
+//! `agui`: DA's AG-UI dialect, byte for byte (wire-formats §4, §6, §7).
+
+use bytes::BytesMut;
+use lce_types::{Event, FormField, InterruptRequested, InterruptType, Payload, ToolApproval};
+use lce_wire::hold::{Action, Released, ToolStartHold};
+use lce_wire::{DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display};
+
+use crate::frame::{da_frame, json_text};
+use crate::{AguiOptions, EncodeError};
+
+/// The state of one DA `agui` stream.
+#[derive(Debug)]
+pub(crate) struct DaEncoder {
+    options: AguiOptions,
+    hold: ToolStartHold,
+    /// The namespace last announced with `NAMESPACE_CONTEXT` (root at first).
+    announced: Vec<String>,
+    /// Open text messages, in opening order.
+    texts: Vec<String>,
+    /// The `interrupt.requested` held for `RUN_FINISHED`.
+    interrupt: Option<InterruptRequested>,
+    /// A run terminal went out: nothing more until a new `run.started`.
+    closed: bool,
+}
+
+impl DaEncoder {
+    pub(crate) fn new(options: AguiOptions) -> Self {
+        DaEncoder {
+            options,
+            hold: ToolStartHold::new(),
+            announced: Vec::new(),
+            texts: Vec::new(),
+            interrupt: None,
+            closed: false,
+        }
+    }
+
+    pub(crate) fn has_held(&self) -> bool {
+        !self.hold.is_empty()
+    }
+
+    pub(crate) fn release_ready(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        if self.closed {
+            return Ok(());
+        }
+        let released: Vec<Released> = self.hold.release_ready().collect();
+        for call in &released {
+            self.tool_start(dst, call, 0)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn encode(&mut self, ev: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        let seq = ev.sequence;
+        if matches!(ev.payload, Payload::RunStarted(_)) {
+            let options = std::mem::take(&mut self.options);
+            *self = DaEncoder::new(options);
+        } else if self.closed {
+            return Ok(());
+        }
+        let (action, released) = {
+            let step = self.hold.feed(ev);
+            (step.action, step.released.collect::<Vec<Released>>())
+        };
+        for call in &released {
+            self.tool_start(dst, call, seq)?;
+        }
+        if action == Action::Suppress {
+            return Ok(());
+        }
+        self.render(ev, dst).map_err(|source| EncodeError::Wire {
+            sequence: seq,
+            source,
+        })
+    }
+
+    /// Announces `ns` with `NAMESPACE_CONTEXT` when it differs from the last
+    /// one announced.
+    fn namespace(&mut self, dst: &mut BytesMut, ns: &[String], ts: f64) -> Result<(), WireError> {
+        if self.announced == ns {
+            return Ok(());
+        }
+        da_frame(dst, "CUSTOM", ts, |w| {
+            w.field_str("name", "NAMESPACE_CONTEXT");
+            w.key("value");
+            w.begin_object();
+            string_array(w, "namespace", ns);
+            w.end_object();
+            Ok(())
+        })?;
+        self.announced = ns.to_vec();
+        Ok(())
+    }
+
+    /// `[ns] TOOL_CALL_START` + one `TOOL_CALL_ARGS`, stamped with the
+    /// call's own `tool.started` timestamp (D13b).
+    fn tool_start(
+        &mut self,
+        dst: &mut BytesMut,
+        call: &Released,
+        seq: u64,
+    ) -> Result<(), EncodeError> {
+        if !call.args.is_complete() {
+            return Err(EncodeError::IncompleteArguments { sequence: seq });
+        }
+        let wire = |source| EncodeError::Wire {
+            sequence: seq,
+            source,
+        };
+        // The arguments as DA's `json.dumps(args)` (ensure_ascii=True),
+        // carried as a string: non-ASCII arrives double-escaped.
+        let args = json_text(call.args.json(), Style::PY_ASCII).map_err(wire)?;
+        let ts = call.timestamp.unix_seconds_f64();
+        self.namespace(dst, &call.namespace, ts).map_err(wire)?;
+        da_frame(dst, "TOOL_CALL_START", ts, |w| {
+            w.field_str("toolCallId", &call.tool_call_id);
+            w.field_str("toolCallName", &call.tool_name);
+            Ok(())
+        })
+        .map_err(wire)?;
+        da_frame(dst, "TOOL_CALL_ARGS", ts, |w| {
+            w.field_str("toolCallId", &call.tool_call_id);
+            w.field_str("delta", &args);
+            Ok(())
+        })
+        .map_err(wire)
+    }
+
+    /// `[ns] TOOL_CALL_RESULT` (when `content` is not empty) +
+    /// `TOOL_CALL_END`.
+    fn tool_end(
+        &mut self,
+        dst: &mut BytesMut,
+        ev: &Event,
+        tool_call_id: &str,
+        message_id: &str,
+        content: &str,
+    ) -> Result<(), WireError> {
+        let ts = ev.timestamp.unix_seconds_f64();
+        self.namespace(dst, &ev.namespace, ts)?;
+        if !content.is_empty() {
+            da_frame(dst, "TOOL_CALL_RESULT", ts, |w| {
+                w.field_str("message_id", message_id);
+                w.field_str("tool_call_id", tool_call_id);
+                w.field_str(
+                    "content",
+                    &truncate_display(content, DA_RESULT_DISPLAY_CHARS),
+                );
+                w.field_str("role", "tool");
+                Ok(())
+            })?;
+        }
+        da_frame(dst, "TOOL_CALL_END", ts, |w| {
+            w.field_str("toolCallId", tool_call_id);
+            Ok(())
+        })
+    }
+
+    /// `TEXT_MESSAGE_END` for every open text, in opening order.
+    fn close_texts(&mut self, dst: &mut BytesMut, ts: f64) -> Result<(), WireError> {
+        for id in std::mem::take(&mut self.texts) {
+            da_frame(dst, "TEXT_MESSAGE_END", ts, |w| {
+                w.field_str("messageId", &id);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn render(&mut self, ev: &Event, dst: &mut BytesMut) -> Result<(), WireError> {
+        let ts = ev.timestamp.unix_seconds_f64();
+        match &ev.payload {
+            Payload::RunStarted(_) => da_frame(dst, "RUN_STARTED", ts, |w| {
+                w.field_str("runId", &ev.run_id);
+                w.field_str("threadId", &ev.conversation_id);
+                Ok(())
+            }),
+            Payload::TextStarted(p) => {
+                self.namespace(dst, &ev.namespace, ts)?;
+                self.texts.push(p.message_id.clone());
+                da_frame(dst, "TEXT_MESSAGE_START", ts, |w| {
+                    w.field_str("messageId", &p.message_id);
+                    w.field_str("role", "assistant");
+                    Ok(())
+                })
+            }
+            Payload::TextDelta(p) if !p.delta.is_empty() => {
+                self.namespace(dst, &ev.namespace, ts)?;
+                da_frame(dst, "TEXT_MESSAGE_CONTENT", ts, |w| {
+                    w.field_str("messageId", &p.message_id);
+                    w.field_str("delta", &p.delta);
+                    Ok(())
+                })
+            }
+            Payload::TextFinished(p) => {
+                if let Some(pos) = self.texts.iter().position(|id| *id == p.message_id) {
+                    self.texts.remove(pos);
+                }
+                da_frame(dst, "TEXT_MESSAGE_END", ts, |w| {
+                    w.field_str("messageId", &p.message_id);
+                    Ok(())
+                })
+            }
+            Payload::ToolFinished(p) => {
+                let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
+                self.tool_end(dst, ev, &p.tool_call_id, message_id, &p.result)
+            }
+            Payload::ToolError(p) => {
+                let mut content = String::with_capacity(7 + p.message.len());
+                content.push_str("ERROR: ");
+                content.push_str(&p.message);
+                self.tool_end(dst, ev, &p.tool_call_id, &p.tool_call_id, &content)
+            }
+            Payload::Warning(p) => da_frame(dst, "CUSTOM", ts, |w| {
+                w.field_str("name", "WARNING");
+                w.key("value");
+                w.begin_object();
+                w.field_str("message", &p.message);
+                string_array(w, "namespace", &[]);
+                w.end_object();
+                Ok(())
+            }),
+            Payload::InterruptRequested(p) => {
+                self.interrupt = Some(p.clone());
+                Ok(())
+            }
+            Payload::RunFinished(_) => {
+                self.close_texts(dst, ts)?;
+                self.closed = true;
+                da_frame(dst, "RUN_FINISHED", ts, |w| {
+                    w.field_str("runId", &ev.run_id);
+                    w.field_str("threadId", &ev.conversation_id);
+                    w.field_str("outcome", "success");
+                    Ok(())
+                })
+            }
+            Payload::RunInterrupted(p) => {
+                self.close_texts(dst, ts)?;
+                self.closed = true;
+                let held = self.interrupt.take();
+                let agent_name = self.options.agent_name.as_deref();
+                da_frame(dst, "RUN_FINISHED", ts, |w| {
+                    w.field_str("runId", &ev.run_id);
+                    w.field_str("threadId", &ev.conversation_id);
+                    w.field_str("outcome", "interrupt");
+                    w.key("interrupt");
+                    w.begin_object();
+                    match &held {
+                        Some(ir) => {
+                            w.field_str("id", &ir.interrupt_id);
+                            w.field_str("reason", ir.interrupt_type.reason().as_str());
+                            w.key("payload");
+                            interrupt_payload(w, ir, agent_name.unwrap_or(&ir.agent_id))?;
+                        }
+                        None => {
+                            // No interrupt.requested was seen (a contract
+                            // violation): the id and reason are all we know.
+                            w.field_str("id", &p.interrupt_id);
+                            w.field_str("reason", p.reason.as_str());
+                            w.key("payload");
+                            w.begin_object();
+                            w.end_object();
+                        }
+                    }
+                    w.end_object();
+                    Ok(())
+                })
+            }
+            Payload::RunError(p) => {
+                self.closed = true;
+                da_frame(dst, "RUN_ERROR", ts, |w| {
+                    w.field_str("message", &p.message);
+                    Ok(())
+                })
+            }
+            Payload::RunCancelled(_) => {
+                self.closed = true;
+                Ok(())
+            }
+            // Reasoning, namespaces enter/exit, usage, provider metadata,
+            // empty deltas and argument deltas: no frame.
+            _ => Ok(()),
+        }
+    }
+}
+
+fn string_array(w: &mut JsonWriter<'_>, key: &str, items: &[String]) {
+    w.key(key);
+    w.begin_array();
+    for s in items {
+        w.string(s);
+    }
+    w.end_array();
+}
+
+fn decisions(w: &mut JsonWriter<'_>, a: &ToolApproval) {
+    w.key("allowed_decisions");
+    w.begin_array();
+    for d in a.decisions() {
+        w.string(d.as_str());
+    }
+    w.end_array();
+}
+
+/// DA's interrupt `payload`: approval `{tool_name, tool_args,
+/// allowed_decisions, agent}` (+ `tool_approvals` last when more than one),
+/// form `{prompt, fields, agent}`.
+fn interrupt_payload(
+    w: &mut JsonWriter<'_>,
+    ir: &InterruptRequested,
+    agent: &str,
+) -> Result<(), WireError> {
+    w.begin_object();
+    match ir.interrupt_type {
+        InterruptType::ToolApproval => {
+            let approvals = ir.tool_approvals.as_deref().unwrap_or_default();
+            if let Some(first) = approvals.first() {
+                w.field_str("tool_name", &first.tool_name);
+                w.field_opaque("tool_args", first.tool_args.get())?;
+                decisions(w, first);
+            }
+            w.field_str("agent", agent);
+            if approvals.len() > 1 {
+                w.key("tool_approvals");
+                w.begin_array();
+                for a in approvals {
+                    w.begin_object();
+                    w.field_str("tool_name", &a.tool_name);
+                    w.field_opaque("tool_args", a.tool_args.get())?;
+                    w.field_str("tool_call_id", &a.tool_call_id);
+                    decisions(w, a);
+                    w.end_object();
+                }
+                w.end_array();
+            }
+        }
+        _ => {
+            w.field_str("prompt", ir.prompt.as_deref().unwrap_or_default());
+            w.key("fields");
+            w.begin_array();
+            for f in ir.fields.as_deref().unwrap_or_default() {
+                form_field(w, f)?;
+            }
+            w.end_array();
+            w.field_str("agent", agent);
+        }
+    }
+    w.end_object();
+    Ok(())
+}
+
+fn form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
+    crate::v1::write_form_field(w, f)
+}

@@ -1,0 +1,80 @@
+//! Frame helpers: every byte goes through `lce-wire`.
+
+use bytes::BytesMut;
+use lce_wire::{JsonWriter, Style, WireError, write_data_frame, write_event_frame, write_opaque};
+
+/// Writes one DA `agui` frame: `event: <name>\ndata: {"type": <name>, ...,
+/// "timestamp": <float seconds>}\n\n`, Python `json.dumps` style with
+/// `ensure_ascii=False`. `body` writes the members between `type` and
+/// `timestamp`.
+pub(crate) fn da_frame(
+    dst: &mut BytesMut,
+    name: &str,
+    unix_seconds: f64,
+    body: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    write_event_frame(dst, name, |out| {
+        let mut w = JsonWriter::new(out, Style::PY_UTF8);
+        w.begin_object();
+        w.field_str("type", name);
+        body(&mut w)?;
+        w.field_f64("timestamp", unix_seconds)?;
+        w.end_object();
+        Ok(())
+    })
+}
+
+/// The members an AG-UI 1.0 event carries before its own fields.
+pub(crate) struct V1Head<'a> {
+    /// The event type.
+    pub(crate) ty: &'a str,
+    /// Integer milliseconds since the Unix epoch.
+    pub(crate) millis: i64,
+    /// `metadata.lce.error.code` (tool errors only).
+    pub(crate) error_code: Option<&'a str>,
+    /// `subagentRunId` (attributable events in a subagent).
+    pub(crate) subagent: Option<&'a str>,
+}
+
+/// Writes one standard AG-UI 1.0 frame: `data: <compact json>\n\n`, members
+/// in the official order `type, timestamp, metadata, subagentRunId`, then
+/// what `body` writes (the event's own members in schema order).
+pub(crate) fn v1_frame(
+    dst: &mut BytesMut,
+    head: &V1Head<'_>,
+    body: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    write_data_frame(dst, |out| {
+        let mut w = JsonWriter::new(out, Style::Compact);
+        w.begin_object();
+        w.field_str("type", head.ty);
+        w.field_i64("timestamp", head.millis);
+        if let Some(code) = head.error_code {
+            w.key("metadata");
+            w.begin_object();
+            w.key("lce");
+            w.begin_object();
+            w.key("error");
+            w.begin_object();
+            w.field_str("code", code);
+            w.end_object();
+            w.end_object();
+            w.end_object();
+        }
+        if let Some(sub) = head.subagent {
+            w.field_str("subagentRunId", sub);
+        }
+        body(&mut w)?;
+        w.end_object();
+        Ok(())
+    })
+}
+
+/// `raw_json` (one valid JSON value) re-laid in `style`, as a `String`.
+pub(crate) fn json_text(raw_json: &str, style: Style) -> Result<String, WireError> {
+    let mut buf = BytesMut::with_capacity(raw_json.len() + 16);
+    write_opaque(&mut buf, raw_json, style)?;
+    String::from_utf8(buf.to_vec()).map_err(|e| WireError::InvalidJson {
+        offset: e.utf8_error().valid_up_to(),
+    })
+}

@@ -1,0 +1,727 @@
+//! `agui-v1`: standard AG-UI 1.0 (wire-formats §5, §7; `docs/wire.md`).
+
+use bytes::BytesMut;
+use lce_types::{
+    Event, FormField, InterruptRequested, InterruptType, NamespaceOutcome, Payload, UsageUpdated,
+};
+use lce_wire::{JsonWriter, Style, WireError};
+
+use crate::AguiOptions;
+use crate::frame::{V1Head, json_text, v1_frame};
+
+/// The largest integer AG-UI 1.0 accepts for a token count (2^53 - 1).
+const MAX_SAFE: u64 = (1 << 53) - 1;
+
+/// A text or reasoning span that is open.
+#[derive(Debug)]
+struct Span {
+    id: String,
+    sub: Option<String>,
+}
+
+/// A tool call that has a `TOOL_CALL_START` but no `TOOL_CALL_END` yet.
+#[derive(Debug)]
+struct OpenTool {
+    id: String,
+    sub: Option<String>,
+    namespace: Vec<String>,
+    parent_message_id: Option<String>,
+}
+
+/// A subagent that has a `SUBAGENT_STARTED` but no finish yet.
+#[derive(Debug)]
+struct OpenSubagent {
+    /// Its full namespace path (the parent's path plus its own element).
+    path: Vec<String>,
+}
+
+impl OpenSubagent {
+    fn id(&self) -> &str {
+        self.path.last().map_or("", String::as_str)
+    }
+}
+
+/// The last known usage counts.
+#[derive(Debug, Default)]
+struct Usage {
+    input: Option<u64>,
+    output: Option<u64>,
+    cached_input: Option<u64>,
+}
+
+/// How open subagents are closed at a run terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Closing {
+    Success,
+    Suspended,
+    Cancelled,
+}
+
+/// The state of one `agui-v1` stream.
+#[derive(Debug, Default)]
+pub(crate) struct V1Encoder {
+    options: AguiOptions,
+    texts: Vec<Span>,
+    reasonings: Vec<Span>,
+    tools: Vec<OpenTool>,
+    subagents: Vec<OpenSubagent>,
+    interrupt: Option<(Vec<String>, InterruptRequested)>,
+    usage: Option<Usage>,
+    provider: Option<(String, Option<String>)>,
+}
+
+impl V1Encoder {
+    pub(crate) fn new(options: AguiOptions) -> Self {
+        V1Encoder {
+            options,
+            ..V1Encoder::default()
+        }
+    }
+
+    fn reset(&mut self) {
+        let options = std::mem::take(&mut self.options);
+        *self = V1Encoder::new(options);
+    }
+
+    pub(crate) fn encode(&mut self, ev: &Event, dst: &mut BytesMut) -> Result<(), WireError> {
+        let millis = ev.timestamp.unix_millis();
+        let sub = ev.namespace.last().map(String::as_str);
+        let head = |ty| V1Head {
+            ty,
+            millis,
+            error_code: None,
+            subagent: sub,
+        };
+        match &ev.payload {
+            Payload::RunStarted(_) => {
+                self.reset();
+                let head = V1Head {
+                    subagent: None,
+                    ..head("RUN_STARTED")
+                };
+                v1_frame(dst, &head, |w| {
+                    w.field_str("threadId", &ev.conversation_id);
+                    w.field_str("runId", &ev.run_id);
+                    w.field_str("protocolVersion", "1.0");
+                    Ok(())
+                })
+            }
+            Payload::TextStarted(p) => {
+                self.texts.push(Span {
+                    id: p.message_id.clone(),
+                    sub: sub.map(str::to_owned),
+                });
+                v1_frame(dst, &head("TEXT_MESSAGE_START"), |w| {
+                    w.field_str("messageId", &p.message_id);
+                    w.field_str("role", "assistant");
+                    Ok(())
+                })
+            }
+            Payload::TextDelta(p) => {
+                if p.delta.is_empty() {
+                    return Ok(()); // D7
+                }
+                let sub = opener_sub(&self.texts, &p.message_id, sub);
+                let head = V1Head {
+                    subagent: sub,
+                    ..head("TEXT_MESSAGE_CONTENT")
+                };
+                v1_frame(dst, &head, |w| {
+                    w.field_str("messageId", &p.message_id);
+                    w.field_str("delta", &p.delta);
+                    Ok(())
+                })
+            }
+            Payload::TextFinished(p) => {
+                let Some(span) = take_span(&mut self.texts, &p.message_id) else {
+                    return Ok(()); // never opened: nothing to close
+                };
+                text_end(dst, millis, &span)
+            }
+            Payload::ReasoningStarted(p) => {
+                self.reasonings.push(Span {
+                    id: p.message_id.clone(),
+                    sub: sub.map(str::to_owned),
+                });
+                v1_frame(dst, &head("REASONING_START"), |w| {
+                    w.field_str("messageId", &p.message_id);
+                    Ok(())
+                })?;
+                v1_frame(dst, &head("REASONING_MESSAGE_START"), |w| {
+                    w.field_str("messageId", &p.message_id);
+                    w.field_str("role", "reasoning");
+                    Ok(())
+                })
+            }
+            Payload::ReasoningDelta(p) => {
+                if p.delta.is_empty() {
+                    return Ok(()); // D7
+                }
+                let sub = opener_sub(&self.reasonings, &p.message_id, sub);
+                let head = V1Head {
+                    subagent: sub,
+                    ..head("REASONING_MESSAGE_CONTENT")
+                };
+                v1_frame(dst, &head, |w| {
+                    w.field_str("messageId", &p.message_id);
+                    w.field_str("delta", &p.delta);
+                    Ok(())
+                })
+            }
+            Payload::ReasoningFinished(p) => {
+                let Some(span) = take_span(&mut self.reasonings, &p.message_id) else {
+                    return Ok(());
+                };
+                reasoning_end(dst, millis, &span)
+            }
+            Payload::ToolStarted(p) => {
+                self.tools.push(OpenTool {
+                    id: p.tool_call_id.clone(),
+                    sub: sub.map(str::to_owned),
+                    namespace: ev.namespace.clone(),
+                    parent_message_id: p.parent_message_id.clone(),
+                });
+                v1_frame(dst, &head("TOOL_CALL_START"), |w| {
+                    w.field_str("toolCallId", &p.tool_call_id);
+                    w.field_str("toolCallName", &p.tool_name);
+                    if let Some(parent) = &p.parent_message_id {
+                        w.field_str("parentMessageId", parent);
+                    }
+                    Ok(())
+                })?;
+                if p.arguments.is_empty_object() {
+                    return Ok(());
+                }
+                let text = json_text(p.arguments.get(), Style::Compact)?;
+                v1_frame(dst, &head("TOOL_CALL_ARGS"), |w| {
+                    w.field_str("toolCallId", &p.tool_call_id);
+                    w.field_str("delta", &text);
+                    Ok(())
+                })
+            }
+            Payload::ToolArgumentsDelta(p) => {
+                if p.delta.is_empty() {
+                    return Ok(()); // D7
+                }
+                let sub = self
+                    .tools
+                    .iter()
+                    .find(|t| t.id == p.tool_call_id)
+                    .map_or(sub, |t| t.sub.as_deref());
+                let head = V1Head {
+                    subagent: sub,
+                    ..head("TOOL_CALL_ARGS")
+                };
+                v1_frame(dst, &head, |w| {
+                    w.field_str("toolCallId", &p.tool_call_id);
+                    w.field_str("delta", &p.delta);
+                    Ok(())
+                })
+            }
+            Payload::ToolFinished(p) => {
+                self.tool_end(dst, millis, &p.tool_call_id)?;
+                let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
+                tool_result(
+                    dst,
+                    &head("TOOL_CALL_RESULT"),
+                    message_id,
+                    &p.tool_call_id,
+                    &p.result,
+                )
+            }
+            Payload::ToolError(p) => {
+                self.tool_end(dst, millis, &p.tool_call_id)?;
+                let content = format!("ERROR: {}", p.message);
+                let head = V1Head {
+                    error_code: Some(&p.code),
+                    ..head("TOOL_CALL_RESULT")
+                };
+                tool_result(dst, &head, &p.tool_call_id, &p.tool_call_id, &content)
+            }
+            Payload::InterruptRequested(p) => {
+                self.interrupt = Some((ev.namespace.clone(), p.clone()));
+                Ok(())
+            }
+            Payload::NamespaceEntered(p) => {
+                let mut path = ev.namespace.clone();
+                path.push(p.parent_tool_call_id.clone());
+                let parent_message = self
+                    .tools
+                    .iter()
+                    .find(|t| t.id == p.parent_tool_call_id)
+                    .and_then(|t| t.parent_message_id.clone());
+                self.subagents.push(OpenSubagent { path });
+                let head = V1Head {
+                    subagent: Some(&p.parent_tool_call_id),
+                    ..head("SUBAGENT_STARTED")
+                };
+                v1_frame(dst, &head, |w| {
+                    w.field_str("name", &p.agent_name);
+                    if let Some(parent) = sub {
+                        w.field_str("parentSubagentRunId", parent);
+                    }
+                    w.field_str("parentToolCallId", &p.parent_tool_call_id);
+                    if let Some(m) = &parent_message {
+                        w.field_str("parentMessageId", m);
+                    }
+                    Ok(())
+                })
+            }
+            Payload::NamespaceExited(p) => {
+                let pos = self.subagents.iter().position(|s| {
+                    s.path.last() == Some(&p.parent_tool_call_id)
+                        && s.path.get(..s.path.len().saturating_sub(1))
+                            == Some(ev.namespace.as_slice())
+                });
+                let Some(pos) = pos else {
+                    return Ok(()); // never announced: nothing to finish
+                };
+                let subagent = self.subagents.remove(pos);
+                let closing = match p.outcome {
+                    NamespaceOutcome::Success => Closing::Success,
+                    NamespaceOutcome::Interrupted => Closing::Suspended,
+                    NamespaceOutcome::Cancelled => Closing::Cancelled,
+                    _ => return subagent_error(dst, millis, subagent.id(), false),
+                };
+                self.subagent_close(dst, millis, &subagent, closing)
+            }
+            Payload::Warning(p) => v1_frame(dst, &head("CUSTOM"), |w| {
+                w.field_str("name", "WARNING");
+                w.key("value");
+                w.begin_object();
+                w.field_str("code", &p.code);
+                w.field_str("message", &p.message);
+                if let Some(details) = &p.details {
+                    w.field_opaque("details", details.get())?;
+                }
+                w.end_object();
+                Ok(())
+            }),
+            Payload::UsageUpdated(p) => {
+                self.merge_usage(p);
+                Ok(())
+            }
+            Payload::ProviderMetadata(p) => {
+                self.provider = Some((p.provider.clone(), p.model.clone()));
+                Ok(())
+            }
+            Payload::RunFinished(_) => {
+                self.close_all(dst, millis, Closing::Success)?;
+                self.run_finished(dst, ev, millis, |w| {
+                    w.field_str("type", "success");
+                    Ok(())
+                })
+            }
+            Payload::RunInterrupted(p) => {
+                self.close_all(dst, millis, Closing::Suspended)?;
+                let held = self.interrupt.take();
+                let agent = self.options.agent_name.clone();
+                self.run_finished(dst, ev, millis, |w| {
+                    w.field_str("type", "interrupt");
+                    w.key("interrupts");
+                    w.begin_array();
+                    match &held {
+                        Some((ns, ir)) => write_interrupts(w, ns, ir, agent.as_deref())?,
+                        None => {
+                            w.begin_object();
+                            w.field_str("id", &p.interrupt_id);
+                            w.field_str("reason", p.reason.as_str());
+                            w.end_object();
+                        }
+                    }
+                    w.end_array();
+                    Ok(())
+                })
+            }
+            Payload::RunCancelled(_) => {
+                self.close_all(dst, millis, Closing::Cancelled)?;
+                self.run_finished(dst, ev, millis, |w| {
+                    w.field_str("type", "cancelled");
+                    Ok(())
+                })
+            }
+            Payload::RunError(p) => {
+                let head = V1Head {
+                    subagent: None,
+                    ..head("RUN_ERROR")
+                };
+                v1_frame(dst, &head, |w| {
+                    w.field_str("message", &p.message);
+                    w.field_str("code", &p.code);
+                    self.write_usage(w);
+                    Ok(())
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn merge_usage(&mut self, p: &UsageUpdated) {
+        let usage = self.usage.get_or_insert_with(Usage::default);
+        if p.input_tokens.is_some() {
+            usage.input = p.input_tokens;
+        }
+        if p.output_tokens.is_some() {
+            usage.output = p.output_tokens;
+        }
+        if p.cached_input_tokens.is_some() {
+            usage.cached_input = p.cached_input_tokens;
+        }
+    }
+
+    /// `usage: [{provider?, model?, inputTokens?, outputTokens?,
+    /// cachedInputTokens?}]`, when any `usage.updated` was seen.
+    fn write_usage(&self, w: &mut JsonWriter<'_>) {
+        let Some(usage) = &self.usage else { return };
+        w.key("usage");
+        w.begin_array();
+        w.begin_object();
+        if let Some((provider, model)) = &self.provider {
+            w.field_str("provider", provider);
+            if let Some(model) = model {
+                w.field_str("model", model);
+            }
+        }
+        for (key, value) in [
+            ("inputTokens", usage.input),
+            ("outputTokens", usage.output),
+            ("cachedInputTokens", usage.cached_input),
+        ] {
+            if let Some(v) = value.filter(|v| *v <= MAX_SAFE) {
+                w.field_u64(key, v);
+            }
+        }
+        w.end_object();
+        w.end_array();
+    }
+
+    fn run_finished(
+        &mut self,
+        dst: &mut BytesMut,
+        ev: &Event,
+        millis: i64,
+        outcome: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+    ) -> Result<(), WireError> {
+        let head = V1Head {
+            ty: "RUN_FINISHED",
+            millis,
+            error_code: None,
+            subagent: None,
+        };
+        v1_frame(dst, &head, |w| {
+            w.field_str("threadId", &ev.conversation_id);
+            w.field_str("runId", &ev.run_id);
+            w.key("outcome");
+            w.begin_object();
+            outcome(w)?;
+            w.end_object();
+            self.write_usage(w);
+            Ok(())
+        })
+    }
+
+    /// `TOOL_CALL_END` for an open call (nothing for a call never started).
+    fn tool_end(&mut self, dst: &mut BytesMut, millis: i64, id: &str) -> Result<(), WireError> {
+        let Some(pos) = self.tools.iter().position(|t| t.id == id) else {
+            return Ok(());
+        };
+        let tool = self.tools.remove(pos);
+        write_tool_end(dst, millis, &tool)
+    }
+
+    /// Closes one subagent: its open tool calls, then the subagent itself.
+    fn subagent_close(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        subagent: &OpenSubagent,
+        closing: Closing,
+    ) -> Result<(), WireError> {
+        if closing == Closing::Cancelled {
+            return subagent_error(dst, millis, subagent.id(), true);
+        }
+        let head = V1Head {
+            ty: "SUBAGENT_FINISHED",
+            millis,
+            error_code: None,
+            subagent: Some(subagent.id()),
+        };
+        let own_interrupts: Vec<String> = match (&self.interrupt, closing) {
+            (Some((ns, ir)), Closing::Suspended) if *ns == subagent.path => interrupt_ids(ir),
+            _ => Vec::new(),
+        };
+        v1_frame(dst, &head, |w| {
+            w.key("outcome");
+            w.begin_object();
+            if closing == Closing::Suspended {
+                w.field_str("type", "suspended");
+                if !own_interrupts.is_empty() {
+                    w.key("interruptIds");
+                    w.begin_array();
+                    for id in &own_interrupts {
+                        w.string(id);
+                    }
+                    w.end_array();
+                }
+            } else {
+                w.field_str("type", "success");
+            }
+            w.end_object();
+            Ok(())
+        })
+    }
+
+    /// Before `RUN_FINISHED`: ends open text and reasoning (in opening
+    /// order), then each open subagent from the last opened (its tool calls
+    /// first), then the remaining tool calls, so `verifyEvents` sees nothing
+    /// open.
+    fn close_all(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        closing: Closing,
+    ) -> Result<(), WireError> {
+        for span in std::mem::take(&mut self.texts) {
+            text_end(dst, millis, &span)?;
+        }
+        for span in std::mem::take(&mut self.reasonings) {
+            reasoning_end(dst, millis, &span)?;
+        }
+        while let Some(subagent) = self.subagents.pop() {
+            let (inside, rest): (Vec<OpenTool>, Vec<OpenTool>) = std::mem::take(&mut self.tools)
+                .into_iter()
+                .partition(|t| t.namespace == subagent.path);
+            self.tools = rest;
+            for tool in &inside {
+                write_tool_end(dst, millis, tool)?;
+            }
+            self.subagent_close(dst, millis, &subagent, closing)?;
+        }
+        for tool in std::mem::take(&mut self.tools) {
+            write_tool_end(dst, millis, &tool)?;
+        }
+        Ok(())
+    }
+}
+
+fn opener_sub<'a>(spans: &'a [Span], id: &str, fallback: Option<&'a str>) -> Option<&'a str> {
+    spans
+        .iter()
+        .find(|s| s.id == id)
+        .map_or(fallback, |s| s.sub.as_deref())
+}
+
+fn take_span(spans: &mut Vec<Span>, id: &str) -> Option<Span> {
+    let pos = spans.iter().position(|s| s.id == id)?;
+    Some(spans.remove(pos))
+}
+
+fn text_end(dst: &mut BytesMut, millis: i64, span: &Span) -> Result<(), WireError> {
+    let head = V1Head {
+        ty: "TEXT_MESSAGE_END",
+        millis,
+        error_code: None,
+        subagent: span.sub.as_deref(),
+    };
+    v1_frame(dst, &head, |w| {
+        w.field_str("messageId", &span.id);
+        Ok(())
+    })
+}
+
+fn reasoning_end(dst: &mut BytesMut, millis: i64, span: &Span) -> Result<(), WireError> {
+    for ty in ["REASONING_MESSAGE_END", "REASONING_END"] {
+        let head = V1Head {
+            ty,
+            millis,
+            error_code: None,
+            subagent: span.sub.as_deref(),
+        };
+        v1_frame(dst, &head, |w| {
+            w.field_str("messageId", &span.id);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+fn write_tool_end(dst: &mut BytesMut, millis: i64, tool: &OpenTool) -> Result<(), WireError> {
+    let head = V1Head {
+        ty: "TOOL_CALL_END",
+        millis,
+        error_code: None,
+        subagent: tool.sub.as_deref(),
+    };
+    v1_frame(dst, &head, |w| {
+        w.field_str("toolCallId", &tool.id);
+        Ok(())
+    })
+}
+
+fn tool_result(
+    dst: &mut BytesMut,
+    head: &V1Head<'_>,
+    message_id: &str,
+    tool_call_id: &str,
+    content: &str,
+) -> Result<(), WireError> {
+    v1_frame(dst, head, |w| {
+        w.field_str("messageId", message_id);
+        w.field_str("toolCallId", tool_call_id);
+        w.field_str("content", content);
+        w.field_str("role", "tool");
+        Ok(())
+    })
+}
+
+/// `SUBAGENT_ERROR` for a subagent that failed or was cancelled. The
+/// canonical exit carries no message, so the message is fixed text.
+fn subagent_error(
+    dst: &mut BytesMut,
+    millis: i64,
+    id: &str,
+    cancelled: bool,
+) -> Result<(), WireError> {
+    let head = V1Head {
+        ty: "SUBAGENT_ERROR",
+        millis,
+        error_code: None,
+        subagent: Some(id),
+    };
+    let (message, code) = if cancelled {
+        ("The subagent was cancelled.", "subagent_cancelled")
+    } else {
+        ("The subagent failed.", "subagent_error")
+    };
+    v1_frame(dst, &head, |w| {
+        w.field_str("message", message);
+        w.field_str("code", code);
+        Ok(())
+    })
+}
+
+/// The AG-UI interrupt ids of one canonical interrupt: the canonical id for a
+/// form or a single approval; `<interrupt_id>:<tool_call_id>` for each of
+/// several approvals (ids must be unique: a resume answers each by id).
+fn interrupt_ids(ir: &InterruptRequested) -> Vec<String> {
+    match ir.interrupt_type {
+        InterruptType::ToolApproval => {
+            let approvals = ir.tool_approvals.as_deref().unwrap_or_default();
+            if approvals.len() <= 1 {
+                vec![ir.interrupt_id.clone()]
+            } else {
+                approvals
+                    .iter()
+                    .map(|a| format!("{}:{}", ir.interrupt_id, a.tool_call_id))
+                    .collect()
+            }
+        }
+        _ => vec![ir.interrupt_id.clone()],
+    }
+}
+
+/// Writes the `interrupts` items of one canonical interrupt (see
+/// `docs/wire.md`, `## agui-v1`).
+fn write_interrupts(
+    w: &mut JsonWriter<'_>,
+    ns: &[String],
+    ir: &InterruptRequested,
+    agent_name: Option<&str>,
+) -> Result<(), WireError> {
+    let ids = interrupt_ids(ir);
+    let agent = agent_name.unwrap_or(&ir.agent_id);
+    let sub = ns.last();
+    let lce_head = |w: &mut JsonWriter<'_>| {
+        w.key("metadata");
+        w.begin_object();
+        w.key("lce");
+        w.begin_object();
+        w.field_str("interruptId", &ir.interrupt_id);
+        w.field_str("agentId", &ir.agent_id);
+        w.field_str("agent", agent);
+    };
+    let lce_tail = |w: &mut JsonWriter<'_>| {
+        w.end_object();
+        w.end_object();
+        if let Some(sub) = sub {
+            w.field_str("subagentRunId", sub);
+        }
+    };
+    match ir.interrupt_type {
+        InterruptType::ToolApproval => {
+            let approvals = ir.tool_approvals.as_deref().unwrap_or_default();
+            for (approval, id) in approvals.iter().zip(&ids) {
+                w.begin_object();
+                w.field_str("id", id);
+                w.field_str("reason", "tool_approval");
+                w.field_str("toolCallId", &approval.tool_call_id);
+                lce_head(w);
+                w.field_str("toolName", &approval.tool_name);
+                w.field_opaque("toolArgs", approval.tool_args.get())?;
+                w.key("allowedDecisions");
+                w.begin_array();
+                for d in approval.decisions() {
+                    w.string(d.as_str());
+                }
+                w.end_array();
+                lce_tail(w);
+                w.end_object();
+            }
+            if approvals.is_empty() {
+                // Not a valid interrupt (the contract requires at least one
+                // approval), but the outcome still needs one item.
+                w.begin_object();
+                w.field_str("id", &ir.interrupt_id);
+                w.field_str("reason", "tool_approval");
+                lce_head(w);
+                lce_tail(w);
+                w.end_object();
+            }
+        }
+        _ => {
+            w.begin_object();
+            w.field_str("id", &ir.interrupt_id);
+            w.field_str("reason", ir.interrupt_type.reason().as_str());
+            if let Some(prompt) = &ir.prompt {
+                w.field_str("message", prompt);
+            }
+            lce_head(w);
+            w.key("fields");
+            w.begin_array();
+            for field in ir.fields.as_deref().unwrap_or_default() {
+                write_form_field(w, field)?;
+            }
+            w.end_array();
+            lce_tail(w);
+            w.end_object();
+        }
+    }
+    Ok(())
+}
+
+/// A form field with the canonical member names, in DA's order.
+pub(crate) fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
+    w.begin_object();
+    w.field_str("field_name", &f.field_name);
+    if let Some(v) = &f.field_label {
+        w.field_str("field_label", v);
+    }
+    if let Some(v) = &f.field_description {
+        w.field_str("field_description", v);
+    }
+    w.field_str("field_type", &f.field_type);
+    if let Some(v) = &f.field_values {
+        w.field_opaque("field_values", v.get())?;
+    }
+    if let Some(v) = f.required {
+        w.field_bool("required", v);
+    }
+    if let Some(v) = &f.default_value {
+        w.field_opaque("default_value", v.get())?;
+    }
+    if let Some(v) = &f.placeholder {
+        w.field_str("placeholder", v);
+    }
+    w.end_object();
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! Every scenario encodes to its golden file, byte for byte, in both
+//! dialects; `agui` goldens parse with a real SSE parser into exactly the
+//! frames written.
+//!
+//! `LCE_BLESS=1 cargo test -p lce-encode-agui --test golden` rewrites the
+//! golden files (the workspace-wide way is `cargo xtask bless`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bytes::BytesMut;
+use futures::StreamExt;
+use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+use lce_types::EventLines;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let dir = root().join("scenarios");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    files
+}
+
+fn encode(path: &Path, dialect: Dialect) -> Vec<u8> {
+    let bytes = fs::read(path).unwrap();
+    let mut enc = AguiSseEncoder::new(dialect, AguiOptions::default());
+    let mut out = BytesMut::new();
+    for (i, item) in EventLines::new(&bytes[..]).enumerate() {
+        let event = item
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+        enc.encode_event(&event, &mut out)
+            .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+    }
+    out.to_vec()
+}
+
+fn golden_path(dialect: Dialect, scenario: &Path) -> PathBuf {
+    let stem = scenario.file_stem().unwrap().to_str().unwrap();
+    root()
+        .join("golden")
+        .join(dialect.name())
+        .join(format!("{stem}.sse"))
+}
+
+fn check_goldens(dialect: Dialect) {
+    let bless = std::env::var_os("LCE_BLESS").is_some_and(|v| v == "1");
+    let mut failures = Vec::new();
+    for scenario in scenarios() {
+        let got = encode(&scenario, dialect);
+        let golden = golden_path(dialect, &scenario);
+        if bless {
+            fs::create_dir_all(golden.parent().unwrap()).unwrap();
+            fs::write(&golden, &got).unwrap();
+            continue;
+        }
+        match fs::read(&golden) {
+            Ok(want) if want == got => {}
+            Ok(_) => failures.push(format!("{} differs", golden.display())),
+            Err(e) => failures.push(format!("{}: {e}", golden.display())),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn agui_goldens() {
+    check_goldens(Dialect::Da);
+}
+
+#[test]
+fn agui_v1_goldens() {
+    check_goldens(Dialect::V1);
+}
+
+/// One frame as written: (event name, data).
+fn split_frames(bytes: &[u8], with_event_line: bool) -> Vec<(String, String)> {
+    let text = std::str::from_utf8(bytes).unwrap();
+    assert!(text.is_empty() || text.ends_with("\n\n"));
+    assert!(!text.contains('\r'));
+    text.split_terminator("\n\n")
+        .map(|frame| {
+            let lines: Vec<&str> = frame.split('\n').collect();
+            if with_event_line {
+                assert_eq!(lines.len(), 2, "frame {frame:?}");
+                let name = lines[0].strip_prefix("event: ").unwrap();
+                let data = lines[1].strip_prefix("data: ").unwrap();
+                (name.to_owned(), data.to_owned())
+            } else {
+                assert_eq!(lines.len(), 1, "frame {frame:?}");
+                (
+                    "message".to_owned(),
+                    lines[0].strip_prefix("data: ").unwrap().to_owned(),
+                )
+            }
+        })
+        .collect()
+}
+
+/// Parses with the `eventsource-stream` crate, feeding the bytes in small
+/// chunks (splitting frames and UTF-8 sequences).
+fn parse_sse(bytes: &[u8]) -> Vec<(String, String)> {
+    let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
+        .chunks(7)
+        .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+        .collect();
+    let stream = eventsource_stream::EventStream::new(futures::stream::iter(chunks));
+    futures::executor::block_on(stream.collect::<Vec<_>>())
+        .into_iter()
+        .map(|ev| {
+            let ev = ev.unwrap();
+            (ev.event, ev.data)
+        })
+        .collect()
+}
+
+fn check_parse(dialect: Dialect) {
+    for scenario in scenarios() {
+        let bytes = encode(&scenario, dialect);
+        let written = split_frames(&bytes, dialect == Dialect::Da);
+        let parsed = parse_sse(&bytes);
+        assert_eq!(parsed, written, "{}", scenario.display());
+        for (name, data) in &written {
+            let v: serde_json::Value = serde_json::from_str(data)
+                .unwrap_or_else(|e| panic!("{}: {e}: {data}", scenario.display()));
+            let ty = v.get("type").and_then(|t| t.as_str()).unwrap();
+            if dialect == Dialect::Da {
+                assert_eq!(ty, name);
+                assert!(v.get("timestamp").unwrap().is_f64(), "{data}");
+            } else {
+                assert!(v.get("timestamp").unwrap().is_i64(), "{data}");
+            }
+        }
+    }
+}
+
+#[test]
+fn agui_parses_with_a_real_sse_parser() {
+    check_parse(Dialect::Da);
+}
+
+#[test]
+fn agui_v1_parses_with_a_real_sse_parser() {
+    check_parse(Dialect::V1);
+}
