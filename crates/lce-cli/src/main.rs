@@ -9,6 +9,7 @@
 use std::process::ExitCode;
 
 mod check;
+mod encode;
 mod input;
 
 const USAGE: &str = "\
@@ -16,6 +17,9 @@ lce: Canonical Lifecycle Events v1 toolkit
 
 usage:
   lce check [--json] [FILE]     report malformed lines (FILE or - = stdin)
+  lce encode --to FORMAT [--agent-name NAME] [FILE]
+                                canonical events to SSE on stdout
+                                (FORMAT: custom, agui, agui-v1)
   lce help                      this text
 
 exit status: 0 ok, 1 input rejected, 2 usage or I/O error";
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
     let rest: Vec<std::ffi::OsString> = args.collect();
     let result = match cmd.to_str() {
         Some("check") => check::run(rest),
+        Some("encode") => encode::run(rest),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(true)

@@ -1,0 +1,119 @@
+//! Golden files: `fixtures/golden/<format>/<scenario>.sse` must equal, byte
+//! for byte, what `lce encode --to <format>` writes for
+//! `fixtures/scenarios/<scenario>.jsonl`.
+//!
+//! Every format `lce encode` knows is checked; a format whose encoder is not
+//! built in yet (`format not available`) is skipped with a note. To rewrite
+//! the files after an intended change: `cargo xtask bless [--format F]`,
+//! then read the diff it prints.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FORMATS: &[&str] = &["custom", "agui", "agui-v1"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no scenarios");
+    v
+}
+
+/// Runs `lce encode --to format file`: `None` when the format is not built in.
+fn encode(format: &str, file: &Path) -> Option<Vec<u8>> {
+    let out = Command::new(env!("CARGO_BIN_EXE_lce"))
+        .args(["encode", "--to", format])
+        .arg(file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(2) && stderr.contains("format not available") {
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "lce encode --to {format} {} failed: {stderr}",
+        file.display()
+    );
+    Some(out.stdout)
+}
+
+/// Where two outputs first differ, as `frame N (line L)`.
+fn first_difference(want: &[u8], got: &[u8]) -> String {
+    let at = want
+        .iter()
+        .zip(got)
+        .position(|(a, b)| a != b)
+        .unwrap_or(want.len().min(got.len()));
+    let frame = want[..at].windows(2).filter(|w| w == b"\n\n").count() + 1;
+    let line = want[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    format!(
+        "first difference at byte {at}, frame {frame}, line {line}; golden {} bytes, output {} bytes",
+        want.len(),
+        got.len()
+    )
+}
+
+#[test]
+fn golden_files_match_encoder_output() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for format in FORMATS {
+        let dir = root().join("fixtures/golden").join(format);
+        for scenario in scenarios() {
+            let Some(got) = encode(format, &scenario) else {
+                eprintln!("golden: skipping `{format}`: not built into lce yet");
+                break;
+            };
+            let stem = scenario.file_stem().unwrap().to_string_lossy().into_owned();
+            let golden = dir.join(format!("{stem}.sse"));
+            match std::fs::read(&golden) {
+                Err(_) => failures.push(format!(
+                    "{format}/{stem}.sse is missing (run `cargo xtask bless --format {format}`)"
+                )),
+                Ok(want) if want != got => failures.push(format!(
+                    "{format}/{stem}.sse differs: {}",
+                    first_difference(&want, &got)
+                )),
+                Ok(_) => checked += 1,
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} golden file(s) do not match (if the change is intended, run `cargo xtask bless` and explain the diff):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= scenarios().len(), "the custom goldens must always be checked");
+}
+
+#[test]
+fn no_stray_golden_files() {
+    let names: Vec<String> = scenarios()
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for format in FORMATS {
+        let Ok(dir) = std::fs::read_dir(root().join("fixtures/golden").join(format)) else {
+            continue;
+        };
+        for entry in dir {
+            let path = entry.unwrap().path();
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            assert!(
+                path.extension().is_some_and(|e| e == "sse") && names.contains(&stem),
+                "{} has no scenario",
+                path.display()
+            );
+        }
+    }
+}
