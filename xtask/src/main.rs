@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 
 mod conformance;
+mod corpus;
 mod util;
 
 fn main() -> ExitCode {
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         "conformance" => conformance::run(rest),
+        "corpus" => corpus::run(rest),
         other => Err(format!("unknown task `{other}` (try `cargo xtask help`)")),
     };
     let _ = rest;
@@ -36,6 +38,6 @@ fn main() -> ExitCode {
 
 fn print_help() {
     println!(
-        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n"
+        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n"
     );
 }
