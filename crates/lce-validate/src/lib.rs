@@ -1,0 +1,61 @@
+//! `lce-validate`: the state-machine rules of Canonical Lifecycle Events v1
+//! as a streaming validator.
+//!
+//! [`RunValidator`] is fed the events of one run, one at a time
+//! ([`RunValidator::push`]), and told when the input ends
+//! ([`RunValidator::finish`]). It reports the first broken rule as a
+//! [`Violation`]: the contract's rules 1-15, the rules derived from the
+//! project's decisions (D3's opt-in contiguity, D4 close events, D5 open spans
+//! at terminals, D6 tool arguments) and run identity (one `run_id` and
+//! `conversation_id` per run), see [`Rule`]. Messages never carry payload
+//! text: only event types, identifiers, member names and sizes.
+//!
+//! The validator runs in constant work per event and keeps state that grows
+//! with the spans, calls and namespaces seen, never with the number of deltas;
+//! it never panics. [`ValidatorOptions`] selects the full or adapter mode
+//! (D10a), an ephemeral harness (rule 13), the limits of rule 11 (D19
+//! defaults), the opt-in contiguity check (D3), and the JSON Schemas that tool
+//! arguments must satisfy ([`ToolSchemas`], D6). `docs/validation.md` lists
+//! every rule, what is checked, and the decision it rests on.
+//!
+//! May depend on: `lce-types`, `serde_json`, `jsonschema` (no network or file
+//! resolvers) and `thiserror`. No async, no other lce crate: the stream
+//! combinators of `lce-stream` wrap this synchronous core.
+//!
+//! ```
+//! use lce_types::EventLines;
+//! use lce_validate::{RunValidator, ValidatorOptions};
+//!
+//! let run = concat!(
+//!     r#"{"version":1,"type":"run.started","run_id":"r","conversation_id":"c","sequence":0,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"harness_id":"h","adapter_version":"1"}}"#, "\n",
+//!     r#"{"version":1,"type":"run.cancelled","run_id":"r","conversation_id":"c","sequence":1,"timestamp":"2026-08-17T00:00:01Z","namespace":[],"data":{"reason":"client_request","side_effect_status":"none"}}"#, "\n",
+//! );
+//! let mut v = RunValidator::new(ValidatorOptions::new());
+//! for line in EventLines::new(run.as_bytes()) {
+//!     v.push(&line.unwrap().unwrap()).unwrap();
+//! }
+//! v.finish().unwrap();
+//! ```
+
+mod options;
+mod rule;
+mod schemas;
+mod size;
+mod validator;
+
+pub use options::{Mode, ValidatorOptions};
+pub use rule::{Rule, Violation};
+pub use schemas::{SCHEMA_FILE_SUFFIX, SchemaError, ToolSchemas};
+pub use validator::RunValidator;
+
+/// Validates a whole run in one call: every event, then the end of input.
+pub fn validate_run<'a>(
+    events: impl IntoIterator<Item = &'a lce_types::Event>,
+    options: ValidatorOptions,
+) -> Result<(), Violation> {
+    let mut v = RunValidator::new(options);
+    for e in events {
+        v.push(e)?;
+    }
+    v.finish()
+}

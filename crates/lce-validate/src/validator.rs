@@ -1,0 +1,1041 @@
+//! The streaming validator: one event at a time, constant work per event.
+
+use std::collections::HashMap;
+
+use lce_types::{
+    Durability, Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload,
+    THREAD_DURABILITY_UNCERTAIN,
+};
+
+use crate::options::{Mode, ValidatorOptions};
+use crate::rule::{Rule, Violation, safe_id};
+use crate::size::canonical_size;
+
+/// Index of a namespace in `RunValidator::namespaces`, plus one; 0 is root.
+type NsId = u32;
+const ROOT: NsId = 0;
+
+/// Which terminal ended the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Terminal {
+    /// `run.finished`, `run.interrupted`, `run.cancelled` or an ordinary `run.error`.
+    Ordinary(EventType),
+    /// `run.error{code: thread_durability_uncertain}` (rule 15).
+    DurabilityUncertain,
+}
+
+/// A text or reasoning span.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    ns: NsId,
+    open: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ToolEnd {
+    Open,
+    Finished,
+    Errored,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Child {
+    /// No namespace was entered for this call.
+    None,
+    /// A namespace entered for this call is active.
+    Active,
+    /// The namespace entered for this call has exited.
+    Exited,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Tool {
+    ns: NsId,
+    end: ToolEnd,
+    /// Started with `{}`: arguments may stream (D6).
+    streamed: bool,
+    child: Child,
+}
+
+/// An entered namespace (D1): its path element is the delegation call id.
+#[derive(Clone, Debug)]
+struct Namespace {
+    /// The full path of events inside it (parent path + delegation call id).
+    path: Vec<String>,
+    agent_id: String,
+    parent: NsId,
+    active: bool,
+    active_children: u32,
+}
+
+/// Arguments being streamed for the call that `tool.started` with `{}` (D6).
+/// At most one at a time: any event other than a delta of that call ends it.
+#[derive(Clone, Debug)]
+struct Assembly {
+    tool_call_id: String,
+    tool_name: String,
+    buf: String,
+    /// A non-empty delta arrived (else the arguments are the started `{}`).
+    any: bool,
+}
+
+/// The pending interrupt (between `interrupt.requested` and its terminal).
+#[derive(Clone, Debug)]
+struct Pending {
+    interrupt_id: String,
+    interrupt_type: InterruptType,
+}
+
+/// Validates one run against the contract's state-machine rules, one event at
+/// a time.
+///
+/// Feed every event with [`push`](RunValidator::push), then call
+/// [`finish`](RunValidator::finish) when the input ends. Each returns the
+/// first [`Violation`] found. The validator never panics, whatever the input.
+///
+/// After a violation the validator stays failed: every later `push` and
+/// `finish` returns that same violation, until
+/// [`clear_failure`](RunValidator::clear_failure) is called (as `lce check
+/// --all` does) to go on as if the violating event had been dropped (D8).
+///
+/// Work per event is constant (hash look-ups by borrowed `&str`, and a
+/// comparison of the namespace path, at most `limits.namespace_depth`
+/// elements), plus linear work in the event's own size to measure it (rule
+/// 11) and to parse assembled arguments once (D6). State grows with the spans,
+/// calls and namespaces seen, never with the number of deltas; the arguments
+/// of the call currently streaming them are buffered up to
+/// `limits.tool_arguments_bytes`.
+///
+/// ```
+/// use lce_types::Event;
+/// use lce_validate::{RunValidator, ValidatorOptions, Rule};
+///
+/// let lines = [
+///     r#"{"version":1,"type":"run.started","run_id":"r","conversation_id":"c","sequence":0,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"harness_id":"h","adapter_version":"1"}}"#,
+///     r#"{"version":1,"type":"text.delta","run_id":"r","conversation_id":"c","sequence":1,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"message_id":"m","delta":"hi"}}"#,
+/// ];
+/// let mut v = RunValidator::new(ValidatorOptions::new());
+/// v.push(&Event::from_json(lines[0]).unwrap()).unwrap();
+/// let err = v.push(&Event::from_json(lines[1]).unwrap()).unwrap_err();
+/// assert_eq!(err.rule, Rule::TextSpan);
+/// assert_eq!(err.to_string(), "seq 1: rule 5 (text_span): text.delta for message `m` that was never started");
+/// ```
+#[derive(Debug)]
+pub struct RunValidator {
+    opts: ValidatorOptions,
+    failed: Option<Violation>,
+    /// `run_id` and `conversation_id` of the run, from its first event.
+    identity: Option<(String, String)>,
+    last: Option<(u64, EventType)>,
+    started: bool,
+    terminal: Option<Terminal>,
+    events: u64,
+    bytes: u64,
+    pending: Option<Pending>,
+    texts: HashMap<String, Span>,
+    reasonings: HashMap<String, Span>,
+    open_texts: usize,
+    open_reasonings: usize,
+    tools: HashMap<String, Tool>,
+    open_tools: usize,
+    namespaces: Vec<Namespace>,
+    namespace_index: HashMap<String, NsId>,
+    active_namespaces: usize,
+    assembly: Option<Assembly>,
+}
+
+type Step = Result<(), Violation>;
+
+impl RunValidator {
+    /// A validator for one run.
+    pub fn new(options: ValidatorOptions) -> Self {
+        RunValidator {
+            opts: options,
+            failed: None,
+            identity: None,
+            last: None,
+            started: false,
+            terminal: None,
+            events: 0,
+            bytes: 0,
+            pending: None,
+            texts: HashMap::new(),
+            reasonings: HashMap::new(),
+            open_texts: 0,
+            open_reasonings: 0,
+            tools: HashMap::new(),
+            open_tools: 0,
+            namespaces: Vec::new(),
+            namespace_index: HashMap::new(),
+            active_namespaces: 0,
+            assembly: None,
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ValidatorOptions {
+        &self.opts
+    }
+
+    /// Checks the next event of the run.
+    ///
+    /// Rules are checked in this order, and the first broken one is
+    /// reported: run identity (X); sequence (1, then D3 when enabled); events
+    /// after a terminal (15, 3, 4); `run.started` (2); limits on events and
+    /// bytes per run (11); the event's namespace (10); the interrupt window (8,
+    /// D4); completion of streamed arguments (D6); then the event's own rules.
+    pub fn push(&mut self, event: &Event) -> Result<(), Violation> {
+        if let Some(v) = &self.failed {
+            return Err(v.clone());
+        }
+        match self.step(event) {
+            Ok(()) => Ok(()),
+            Err(v) => {
+                self.failed = Some(v.clone());
+                Err(v)
+            }
+        }
+    }
+
+    /// Tells the validator the input ended: rule 12 when no terminal was seen
+    /// (reported at the last event's sequence, 0 for an empty input).
+    pub fn finish(&mut self) -> Result<(), Violation> {
+        if let Some(v) = &self.failed {
+            return Err(v.clone());
+        }
+        if self.terminal.is_some() {
+            return Ok(());
+        }
+        let (sequence, event_type) = match self.last {
+            Some((s, t)) => (s, Some(t)),
+            None => (0, None),
+        };
+        let message = if self.last.is_none() {
+            "input ended without any event".to_owned()
+        } else {
+            "input ended without a run terminal".to_owned()
+        };
+        let v = Violation::new(Rule::MissingTerminal, sequence, event_type, message);
+        self.failed = Some(v.clone());
+        Err(v)
+    }
+
+    /// The violation the validator is stuck on, if any.
+    pub fn failure(&self) -> Option<&Violation> {
+        self.failed.as_ref()
+    }
+
+    /// Forgets the last violation and goes on as if the violating event had
+    /// been dropped (D8): its effects are not applied, except that streamed
+    /// arguments it completed stay complete. Later events may then report
+    /// consequences of the first violation.
+    pub fn clear_failure(&mut self) {
+        self.failed = None;
+    }
+
+    /// `true` once a run terminal was accepted.
+    pub fn is_terminated(&self) -> bool {
+        self.terminal.is_some()
+    }
+
+    /// Events accepted so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Canonical JSON bytes of the events accepted so far (rule 11).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// An estimate of the validator's heap state in bytes: capacities of its
+    /// tables and buffers and the identifiers they own. Takes time linear in
+    /// the state; meant for tests and diagnostics. It does not change with the
+    /// number of text, reasoning or argument deltas (argument deltas only up
+    /// to `limits.tool_arguments_bytes` while a call streams them).
+    pub fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        let span = size_of::<(String, Span)>() + 1;
+        let mut n = self.texts.capacity() * span + self.reasonings.capacity() * span;
+        n += self.texts.keys().map(String::capacity).sum::<usize>();
+        n += self.reasonings.keys().map(String::capacity).sum::<usize>();
+        n += self.tools.capacity() * (size_of::<(String, Tool)>() + 1);
+        n += self.tools.keys().map(String::capacity).sum::<usize>();
+        n += self.namespaces.capacity() * size_of::<Namespace>();
+        for ns in &self.namespaces {
+            n += ns.path.capacity() * size_of::<String>();
+            n += ns.path.iter().map(String::capacity).sum::<usize>();
+            n += ns.agent_id.capacity();
+        }
+        n += self.namespace_index.capacity() * (size_of::<(String, NsId)>() + 1);
+        n += self
+            .namespace_index
+            .keys()
+            .map(String::capacity)
+            .sum::<usize>();
+        if let Some((a, b)) = &self.identity {
+            n += a.capacity() + b.capacity();
+        }
+        if let Some(p) = &self.pending {
+            n += p.interrupt_id.capacity();
+        }
+        if let Some(a) = &self.assembly {
+            n += a.tool_call_id.capacity() + a.tool_name.capacity() + a.buf.capacity();
+        }
+        n
+    }
+
+    fn step(&mut self, e: &Event) -> Step {
+        let ty = e.event_type();
+        let seq = e.sequence;
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+
+        // X: one run only.
+        if let Some((run_id, conversation_id)) = &self.identity {
+            if *run_id != e.run_id {
+                return fail(
+                    Rule::RunIdentity,
+                    format!(
+                        "{ty} has run_id {} but the run is {}",
+                        safe_id(&e.run_id),
+                        safe_id(run_id)
+                    ),
+                );
+            }
+            if *conversation_id != e.conversation_id {
+                return fail(
+                    Rule::RunIdentity,
+                    format!(
+                        "{ty} has conversation_id {} but the run's is {}",
+                        safe_id(&e.conversation_id),
+                        safe_id(conversation_id)
+                    ),
+                );
+            }
+        }
+
+        // 1 (and D3): strictly increasing.
+        if let Some((last, _)) = self.last {
+            if seq <= last {
+                let what = if seq == last {
+                    "repeats"
+                } else {
+                    "goes back from"
+                };
+                return fail(Rule::Sequence, format!("sequence {seq} {what} {last}"));
+            }
+            if self.opts.contiguous && seq != last.saturating_add(1) {
+                return fail(
+                    Rule::D3Contiguous,
+                    format!("sequence jumps from {last} to {seq}"),
+                );
+            }
+        }
+
+        // 15, 3, 4: nothing after a terminal.
+        match self.terminal {
+            Some(Terminal::DurabilityUncertain) => {
+                return fail(
+                    Rule::DurabilityUncertain,
+                    format!("{ty} after run.error({THREAD_DURABILITY_UNCERTAIN}), which is final"),
+                );
+            }
+            Some(Terminal::Ordinary(t)) => {
+                let rule = if ty.is_terminal() {
+                    Rule::SingleTerminal
+                } else {
+                    Rule::AfterTerminal
+                };
+                return fail(rule, format!("{ty} after the run terminal {t}"));
+            }
+            None => {}
+        }
+
+        // 2: run.started first, at sequence 0, once.
+        if !self.started {
+            if ty != EventType::RunStarted {
+                return fail(
+                    Rule::RunStarted,
+                    format!("first event is {ty}, not run.started"),
+                );
+            }
+            if seq != 0 {
+                return fail(
+                    Rule::RunStarted,
+                    format!("run.started at sequence {seq}, not 0"),
+                );
+            }
+        } else if ty == EventType::RunStarted {
+            return fail(Rule::RunStarted, "run.started again".to_owned());
+        }
+
+        // 11: events and bytes per run.
+        let limits = &self.opts.limits;
+        let events = self.events.saturating_add(1);
+        if events > limits.events_per_run {
+            return fail(
+                Rule::Limits,
+                format!("more than {} events in the run", limits.events_per_run),
+            );
+        }
+        let bytes = self.bytes.saturating_add(canonical_size(e));
+        if bytes > limits.bytes_per_run {
+            return fail(
+                Rule::Limits,
+                format!(
+                    "more than {} bytes of events in the run",
+                    limits.bytes_per_run
+                ),
+            );
+        }
+
+        // D7: an empty delta is dropped, not rejected: after the checks of
+        // the envelope above it has no effect at all.
+        let empty_delta = match &e.payload {
+            Payload::TextDelta(d) | Payload::ReasoningDelta(d) => d.delta.is_empty(),
+            Payload::ToolArgumentsDelta(d) => d.delta.is_empty(),
+            _ => false,
+        };
+        if !empty_delta {
+            self.event(e, ty, seq)?;
+        }
+
+        // Accepted: record the envelope.
+        if self.identity.is_none() {
+            self.identity = Some((e.run_id.clone(), e.conversation_id.clone()));
+        }
+        self.last = Some((seq, ty));
+        self.events = events;
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    /// The rules of the event itself, after the envelope's.
+    fn event(&mut self, e: &Event, ty: EventType, seq: u64) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+
+        // 10: the event's namespace is root or an active namespace (D1);
+        // run events are root events.
+        let ns = self.resolve_namespace(&e.namespace, ty, seq)?;
+        if (ty == EventType::RunStarted || ty.is_terminal()) && ns != ROOT {
+            return fail(
+                Rule::NamespaceActive,
+                format!("{ty} in a subagent namespace; run events are root events"),
+            );
+        }
+
+        // 8, D4: between interrupt.requested and its terminal, only close
+        // events (and the coordinator's run.error / run.cancelled).
+        if self.pending.is_some() {
+            match &e.payload {
+                Payload::InterruptRequested(_) => {
+                    return fail(Rule::Interrupt, "a second interrupt.requested".to_owned());
+                }
+                Payload::RunFinished(_) => {
+                    return fail(
+                        Rule::Interrupt,
+                        "run.finished after interrupt.requested (expected run.interrupted)"
+                            .to_owned(),
+                    );
+                }
+                Payload::TextFinished(_)
+                | Payload::ReasoningFinished(_)
+                | Payload::ToolFinished(_)
+                | Payload::ToolError(_)
+                | Payload::RunInterrupted(_)
+                | Payload::RunError(_)
+                | Payload::RunCancelled(_) => {}
+                Payload::NamespaceExited(x) if x.outcome == NamespaceOutcome::Interrupted => {}
+                Payload::NamespaceExited(x) => {
+                    return fail(
+                        Rule::D4CloseEvents,
+                        format!(
+                            "namespace.exited with outcome {} after interrupt.requested (only `interrupted` closes)",
+                            x.outcome
+                        ),
+                    );
+                }
+                _ => {
+                    return fail(
+                        Rule::D4CloseEvents,
+                        format!("{ty} after interrupt.requested; only close events may follow it"),
+                    );
+                }
+            }
+        }
+
+        // D6: streamed arguments are complete at the first event that is not
+        // a delta of the same call. A run.error / run.cancelled discards them:
+        // the call will never be invoked.
+        let continues = matches!(
+            (&self.assembly, &e.payload),
+            (Some(a), Payload::ToolArgumentsDelta(d)) if a.tool_call_id == d.tool_call_id
+        );
+        if !continues {
+            if let Some(a) = self.assembly.take() {
+                if !matches!(ty, EventType::RunError | EventType::RunCancelled) {
+                    self.complete_arguments(&a, ty, seq)?;
+                }
+            }
+        }
+
+        match &e.payload {
+            Payload::RunStarted(_) => {
+                self.started = true;
+            }
+            Payload::RunFinished(f) => {
+                self.check_all_closed(ty, seq, true)?;
+                if self.opts.mode == Mode::Full {
+                    match (&f.thread_state, self.opts.ephemeral) {
+                        (None, false) => {
+                            return fail(
+                                Rule::ThreadDurability,
+                                "run.finished without thread_state".to_owned(),
+                            );
+                        }
+                        (Some(t), false) if t.durability != Durability::Committed => {
+                            return fail(
+                                Rule::ThreadDurability,
+                                format!(
+                                    "run.finished with thread_state.durability {}",
+                                    t.durability
+                                ),
+                            );
+                        }
+                        (Some(_), true) => {
+                            return fail(
+                                Rule::ThreadDurability,
+                                "run.finished of an ephemeral harness with thread_state (nothing is committed)"
+                                    .to_owned(),
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+                self.terminal = Some(Terminal::Ordinary(ty));
+            }
+            Payload::RunInterrupted(r) => {
+                let Some(p) = &self.pending else {
+                    return fail(
+                        Rule::PendingInterrupt,
+                        "run.interrupted without a pending interrupt.requested".to_owned(),
+                    );
+                };
+                if p.interrupt_id != r.interrupt_id {
+                    return fail(
+                        Rule::PendingInterrupt,
+                        format!(
+                            "run.interrupted names interrupt {} but {} is pending",
+                            safe_id(&r.interrupt_id),
+                            safe_id(&p.interrupt_id)
+                        ),
+                    );
+                }
+                if p.interrupt_type.reason() != r.reason {
+                    return fail(
+                        Rule::PendingInterrupt,
+                        format!(
+                            "run.interrupted reason {} does not match interrupt_type {}",
+                            r.reason, p.interrupt_type
+                        ),
+                    );
+                }
+                self.check_all_closed(ty, seq, false)?;
+                self.terminal = Some(Terminal::Ordinary(ty));
+            }
+            Payload::RunCancelled(_) => {
+                self.terminal = Some(Terminal::Ordinary(ty));
+            }
+            Payload::RunError(r) => {
+                self.terminal = Some(if r.code == THREAD_DURABILITY_UNCERTAIN {
+                    Terminal::DurabilityUncertain
+                } else {
+                    Terminal::Ordinary(ty)
+                });
+            }
+            Payload::TextStarted(s) | Payload::ReasoningStarted(s) => {
+                let text = ty == EventType::TextStarted;
+                let spans = if text {
+                    &mut self.texts
+                } else {
+                    &mut self.reasonings
+                };
+                if spans.contains_key(s.message_id.as_str()) {
+                    return fail(
+                        Rule::TextSpan,
+                        format!(
+                            "{ty} for message {} that was already started",
+                            safe_id(&s.message_id)
+                        ),
+                    );
+                }
+                spans.insert(s.message_id.clone(), Span { ns, open: true });
+                if text {
+                    self.open_texts += 1;
+                } else {
+                    self.open_reasonings += 1;
+                }
+            }
+            Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
+                // The hot path: one look-up by &str, no allocation.
+                let spans = if ty == EventType::TextDelta {
+                    &self.texts
+                } else {
+                    &self.reasonings
+                };
+                Self::span_event(spans.get(d.message_id.as_str()), &d.message_id, ns, ty, seq)?;
+            }
+            Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
+                let text = ty == EventType::TextFinished;
+                let spans = if text {
+                    &mut self.texts
+                } else {
+                    &mut self.reasonings
+                };
+                let span = spans.get_mut(s.message_id.as_str());
+                Self::span_event(span.as_deref(), &s.message_id, ns, ty, seq)?;
+                if let Some(span) = span {
+                    span.open = false;
+                }
+                if text {
+                    self.open_texts = self.open_texts.saturating_sub(1);
+                } else {
+                    self.open_reasonings = self.open_reasonings.saturating_sub(1);
+                }
+            }
+            Payload::ToolStarted(t) => {
+                if self.tools.contains_key(t.tool_call_id.as_str()) {
+                    return fail(
+                        Rule::ToolCall,
+                        format!(
+                            "tool.started for call {} that was already started",
+                            safe_id(&t.tool_call_id)
+                        ),
+                    );
+                }
+                let max = self.opts.limits.tool_arguments_bytes;
+                if t.arguments.len() > max {
+                    return fail(
+                        Rule::Limits,
+                        format!(
+                            "tool arguments of {} bytes (limit {max})",
+                            t.arguments.len()
+                        ),
+                    );
+                }
+                let streamed = t.arguments.is_empty_object();
+                if !streamed {
+                    // Complete at start: validate now (D6).
+                    if let Err(msg) = self.opts.schemas.check(&t.tool_name, t.arguments.get()) {
+                        return fail(Rule::D6Arguments, msg);
+                    }
+                }
+                self.tools.insert(
+                    t.tool_call_id.clone(),
+                    Tool {
+                        ns,
+                        end: ToolEnd::Open,
+                        streamed,
+                        child: Child::None,
+                    },
+                );
+                self.open_tools += 1;
+                if streamed {
+                    self.assembly = Some(Assembly {
+                        tool_call_id: t.tool_call_id.clone(),
+                        tool_name: t.tool_name.clone(),
+                        buf: String::new(),
+                        any: false,
+                    });
+                }
+            }
+            Payload::ToolArgumentsDelta(d) => {
+                let id = d.tool_call_id.as_str();
+                let Some(tool) = self.tools.get(id) else {
+                    return fail(
+                        Rule::ToolCall,
+                        format!(
+                            "tool.arguments.delta for call {} that was never started",
+                            safe_id(id)
+                        ),
+                    );
+                };
+                if tool.ns != ns {
+                    return fail(
+                        Rule::NamespaceActive,
+                        format!(
+                            "tool.arguments.delta for call {} outside the namespace it started in",
+                            safe_id(id)
+                        ),
+                    );
+                }
+                let Some(a) = self.assembly.as_mut().filter(|a| a.tool_call_id == id) else {
+                    let why = if !tool.streamed {
+                        "its arguments were given at tool.started (only `{}` may stream)"
+                    } else if tool.end != ToolEnd::Open {
+                        "the call already ended"
+                    } else {
+                        "its arguments are already complete (another event came between)"
+                    };
+                    return fail(
+                        Rule::D6Arguments,
+                        format!("tool.arguments.delta for call {}, but {why}", safe_id(id)),
+                    );
+                };
+                let max = self.opts.limits.tool_arguments_bytes;
+                let total = a.buf.len().saturating_add(d.delta.len());
+                if total > max {
+                    return fail(
+                        Rule::Limits,
+                        format!(
+                            "tool arguments of call {} reach {total} bytes (limit {max})",
+                            safe_id(id)
+                        ),
+                    );
+                }
+                a.buf.push_str(&d.delta);
+                a.any = true;
+            }
+            Payload::ToolFinished(_) | Payload::ToolError(_) => {
+                let (id, finished) = match &e.payload {
+                    Payload::ToolFinished(f) => (f.tool_call_id.as_str(), true),
+                    Payload::ToolError(f) => (f.tool_call_id.as_str(), false),
+                    _ => return Ok(()),
+                };
+                let Some(tool) = self.tools.get_mut(id) else {
+                    return fail(
+                        Rule::ToolCall,
+                        format!("{ty} for call {} that was never started", safe_id(id)),
+                    );
+                };
+                match (tool.end, finished) {
+                    (ToolEnd::Open, _) => {}
+                    (ToolEnd::Finished, true) | (ToolEnd::Errored, false) => {
+                        return fail(
+                            Rule::ToolCall,
+                            format!("{ty} again for call {}", safe_id(id)),
+                        );
+                    }
+                    (ToolEnd::Finished, false) => {
+                        return fail(
+                            Rule::ToolOutcome,
+                            format!("tool.error for call {} that already finished", safe_id(id)),
+                        );
+                    }
+                    (ToolEnd::Errored, true) => {
+                        return fail(
+                            Rule::ToolOutcome,
+                            format!(
+                                "tool.finished for call {} that already errored",
+                                safe_id(id)
+                            ),
+                        );
+                    }
+                }
+                if tool.ns != ns {
+                    return fail(
+                        Rule::NamespaceActive,
+                        format!(
+                            "{ty} for call {} outside the namespace it started in",
+                            safe_id(id)
+                        ),
+                    );
+                }
+                if tool.child == Child::Active {
+                    return fail(
+                        Rule::NamespaceActive,
+                        format!(
+                            "{ty} for delegation call {} while its namespace is active (exit first, D2)",
+                            safe_id(id)
+                        ),
+                    );
+                }
+                if let Payload::ToolFinished(f) = &e.payload {
+                    let max = self.opts.limits.tool_result_bytes;
+                    if f.result.len() > max {
+                        return fail(
+                            Rule::Limits,
+                            format!("tool result of {} bytes (limit {max})", f.result.len()),
+                        );
+                    }
+                }
+                tool.end = if finished {
+                    ToolEnd::Finished
+                } else {
+                    ToolEnd::Errored
+                };
+                self.open_tools = self.open_tools.saturating_sub(1);
+            }
+            Payload::InterruptRequested(i) => {
+                self.pending = Some(Pending {
+                    interrupt_id: i.interrupt_id.clone(),
+                    interrupt_type: i.interrupt_type,
+                });
+            }
+            Payload::NamespaceEntered(n) => self.enter(n, &e.namespace, ns, ty, seq)?,
+            Payload::NamespaceExited(n) => self.exit(n, ns, ty, seq)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Rule 10: the namespace path of an event names root or an active
+    /// namespace, element by element (D1). No allocation.
+    fn resolve_namespace(
+        &self,
+        path: &[String],
+        ty: EventType,
+        seq: u64,
+    ) -> Result<NsId, Violation> {
+        let Some(last) = path.last() else {
+            return Ok(ROOT);
+        };
+        let fail = |msg: String| Err(Violation::new(Rule::NamespaceActive, seq, Some(ty), msg));
+        let Some(&id) = self.namespace_index.get(last.as_str()) else {
+            return fail(format!(
+                "{ty} in namespace {} that was never entered",
+                safe_id(last)
+            ));
+        };
+        let Some(ns) = self.ns(id) else {
+            return fail(format!("{ty} in an unknown namespace"));
+        };
+        if ns.path.as_slice() != path {
+            return fail(format!(
+                "{ty} in namespace {} with a path that is not the one it was entered with",
+                safe_id(last)
+            ));
+        }
+        if !ns.active {
+            return fail(format!(
+                "{ty} in namespace {} that has exited",
+                safe_id(last)
+            ));
+        }
+        Ok(id)
+    }
+
+    fn ns(&self, id: NsId) -> Option<&Namespace> {
+        let i = usize::try_from(id).ok()?.checked_sub(1)?;
+        self.namespaces.get(i)
+    }
+
+    fn ns_mut(&mut self, id: NsId) -> Option<&mut Namespace> {
+        let i = usize::try_from(id).ok()?.checked_sub(1)?;
+        self.namespaces.get_mut(i)
+    }
+
+    /// Rule 5 for a delta or finish of a span.
+    fn span_event(span: Option<&Span>, id: &str, ns: NsId, ty: EventType, seq: u64) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+        let Some(span) = span else {
+            return fail(
+                Rule::TextSpan,
+                format!("{ty} for message {} that was never started", safe_id(id)),
+            );
+        };
+        if !span.open {
+            return fail(
+                Rule::TextSpan,
+                format!("{ty} for message {} that already finished", safe_id(id)),
+            );
+        }
+        if span.ns != ns {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "{ty} for message {} outside the namespace it started in",
+                    safe_id(id)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// D6: parse complete streamed arguments as one strict JSON object, then
+    /// the tool's schema.
+    fn complete_arguments(&mut self, a: &Assembly, ty: EventType, seq: u64) -> Step {
+        let fail = |msg: String| Err(Violation::new(Rule::D6Arguments, seq, Some(ty), msg));
+        let id = safe_id(&a.tool_call_id);
+        let text = if a.any { a.buf.as_str() } else { "{}" };
+        match JsonObject::from_json(text) {
+            Ok(_) => {}
+            Err(err) => {
+                return fail(format!(
+                    "arguments of call {id} ({} bytes) are not one JSON object: {} at {}",
+                    a.buf.len(),
+                    err.kind,
+                    err.path
+                ));
+            }
+        }
+        if let Err(msg) = self.opts.schemas.check(&a.tool_name, text) {
+            return fail(format!("call {id}: {msg}"));
+        }
+        Ok(())
+    }
+
+    /// D5: what must be closed at run.finished (`all`) or run.interrupted.
+    fn check_all_closed(&self, ty: EventType, seq: u64, all: bool) -> Step {
+        let mut open = Vec::new();
+        if self.open_texts > 0 {
+            open.push(format!("{} text", self.open_texts));
+        }
+        if self.open_reasonings > 0 {
+            open.push(format!("{} reasoning", self.open_reasonings));
+        }
+        if all && self.open_tools > 0 {
+            open.push(format!("{} tool call", self.open_tools));
+        }
+        if all && self.active_namespaces > 0 {
+            open.push(format!("{} namespace", self.active_namespaces));
+        }
+        if open.is_empty() {
+            return Ok(());
+        }
+        Err(Violation::new(
+            Rule::D5OpenSpans,
+            seq,
+            Some(ty),
+            format!("{ty} with spans still open: {}", open.join(", ")),
+        ))
+    }
+
+    /// `namespace.entered` (rules 9, 10, 11; D1, D2).
+    fn enter(
+        &mut self,
+        n: &lce_types::NamespaceEntered,
+        path: &[String],
+        parent: NsId,
+        ty: EventType,
+        seq: u64,
+    ) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+        let id = n.parent_tool_call_id.as_str();
+        if self.namespace_index.contains_key(id) {
+            return fail(
+                Rule::NamespaceBalance,
+                format!("namespace {} entered again", safe_id(id)),
+            );
+        }
+        let Some(tool) = self.tools.get(id) else {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "namespace.entered for delegation call {} that was never started",
+                    safe_id(id)
+                ),
+            );
+        };
+        if tool.end != ToolEnd::Open {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "namespace.entered for delegation call {} that already ended",
+                    safe_id(id)
+                ),
+            );
+        }
+        if tool.ns != parent {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "namespace.entered for delegation call {} started in another namespace",
+                    safe_id(id)
+                ),
+            );
+        }
+        let depth = path.len().saturating_add(1);
+        if depth > self.opts.limits.namespace_depth {
+            return fail(
+                Rule::Limits,
+                format!(
+                    "namespace depth {depth} (limit {})",
+                    self.opts.limits.namespace_depth
+                ),
+            );
+        }
+        let Ok(new_id) = NsId::try_from(self.namespaces.len() + 1) else {
+            return fail(Rule::Limits, "too many namespaces".to_owned());
+        };
+        let mut full = Vec::with_capacity(depth);
+        full.extend(path.iter().cloned());
+        full.push(n.parent_tool_call_id.clone());
+        self.namespaces.push(Namespace {
+            path: full,
+            agent_id: n.agent_id.clone(),
+            parent,
+            active: true,
+            active_children: 0,
+        });
+        self.namespace_index
+            .insert(n.parent_tool_call_id.clone(), new_id);
+        if let Some(p) = self.ns_mut(parent) {
+            p.active_children = p.active_children.saturating_add(1);
+        }
+        if let Some(tool) = self.tools.get_mut(id) {
+            tool.child = Child::Active;
+        }
+        self.active_namespaces += 1;
+        Ok(())
+    }
+
+    /// `namespace.exited` (rule 9; D1).
+    fn exit(
+        &mut self,
+        n: &lce_types::NamespaceExited,
+        parent: NsId,
+        ty: EventType,
+        seq: u64,
+    ) -> Step {
+        let fail = |msg: String| Err(Violation::new(Rule::NamespaceBalance, seq, Some(ty), msg));
+        let id = n.parent_tool_call_id.as_str();
+        let Some(&ns_id) = self.namespace_index.get(id) else {
+            return fail(format!(
+                "namespace.exited for namespace {} that was never entered",
+                safe_id(id)
+            ));
+        };
+        let Some(ns) = self.ns(ns_id) else {
+            return fail(format!(
+                "namespace.exited for an unknown namespace {}",
+                safe_id(id)
+            ));
+        };
+        if !ns.active {
+            return fail(format!("namespace {} exited twice", safe_id(id)));
+        }
+        if ns.parent != parent {
+            return fail(format!(
+                "namespace.exited for {} does not carry its parent's path",
+                safe_id(id)
+            ));
+        }
+        if ns.agent_id != n.agent_id {
+            return fail(format!(
+                "namespace.exited for {} names agent {} but {} entered",
+                safe_id(id),
+                safe_id(&n.agent_id),
+                safe_id(&ns.agent_id)
+            ));
+        }
+        if ns.active_children > 0 {
+            return fail(format!(
+                "namespace {} exited while {} inner namespace(s) are active",
+                safe_id(id),
+                ns.active_children
+            ));
+        }
+        if let Some(ns) = self.ns_mut(ns_id) {
+            ns.active = false;
+        }
+        if let Some(p) = self.ns_mut(parent) {
+            p.active_children = p.active_children.saturating_sub(1);
+        }
+        if let Some(tool) = self.tools.get_mut(id) {
+            tool.child = Child::Exited;
+        }
+        self.active_namespaces = self.active_namespaces.saturating_sub(1);
+        Ok(())
+    }
+}

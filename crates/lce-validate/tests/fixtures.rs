@@ -1,0 +1,174 @@
+//! The fixtures: every valid scenario passes, every invalid run is rejected
+//! with exactly the rule and sequence of its `.expect` sidecar.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use lce_types::{Event, EventLines};
+use lce_validate::{Mode, Rule, RunValidator, ValidatorOptions, Violation};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+fn events(path: &Path) -> Vec<Event> {
+    let f = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    EventLines::new(f)
+        .map(|r| {
+            r.unwrap()
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
+fn run(evs: &[Event], opts: ValidatorOptions) -> Result<(), Violation> {
+    let mut v = RunValidator::new(opts);
+    for e in evs {
+        v.push(e)?;
+    }
+    v.finish()
+}
+
+#[test]
+fn every_scenario_passes_in_full_and_adapter_mode() {
+    let files = files("scenarios", "jsonl");
+    assert!(files.len() >= 20, "scenarios missing");
+    for f in files {
+        let evs = events(&f);
+        for opts in [
+            ValidatorOptions::new(),
+            ValidatorOptions::new().contiguous(true),
+            ValidatorOptions::new().mode(Mode::Adapter),
+        ] {
+            if let Err(v) = run(&evs, opts) {
+                panic!("{}: {v}", f.display());
+            }
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Expect {
+    rule: String,
+    sequence: u64,
+}
+
+fn expectations() -> Vec<(PathBuf, Expect)> {
+    files("invalid", "jsonl")
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f.with_extension("expect")).unwrap();
+            let exp: Expect = serde_json::from_str(&text).unwrap();
+            (f, exp)
+        })
+        .collect()
+}
+
+#[test]
+fn every_invalid_run_breaks_exactly_its_rule() {
+    let mut failures = Vec::new();
+    for (f, exp) in expectations() {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        match run(&events(&f), ValidatorOptions::new()) {
+            Ok(()) => failures.push(format!("{name}: accepted, expected rule {}", exp.rule)),
+            Err(v) => {
+                if v.rule.id() != exp.rule || v.sequence != exp.sequence {
+                    failures.push(format!(
+                        "{name}: got rule {} at seq {} ({v}), expected rule {} at seq {}",
+                        v.rule.id(),
+                        v.sequence,
+                        exp.rule,
+                        exp.sequence
+                    ));
+                }
+                // The file's name tells the rule too.
+                let prefix = name.split('-').next().unwrap_or("");
+                let from_name = match prefix {
+                    "x" => "X".to_owned(),
+                    p if p.starts_with('r') => p[1..].trim_start_matches('0').to_owned(),
+                    p => p.to_uppercase(),
+                };
+                assert_eq!(from_name, exp.rule, "{name}: name and .expect disagree");
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn every_rule_has_at_least_two_invalid_fixtures() {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, exp) in expectations() {
+        assert!(
+            Rule::from_id(&exp.rule).is_some(),
+            "unknown rule id {}",
+            exp.rule
+        );
+        *count.entry(exp.rule).or_default() += 1;
+    }
+    let ids: Vec<String> = (1..=15)
+        .map(|n| n.to_string())
+        .chain(["D4", "D5", "D6", "X"].map(String::from))
+        .collect();
+    for id in ids {
+        let n = count.get(&id).copied().unwrap_or(0);
+        assert!(n >= 2, "rule {id} has {n} invalid fixture(s), need 2");
+    }
+}
+
+#[test]
+fn violation_messages_carry_no_payload_text() {
+    // Every delta, result, message and argument text in the invalid fixtures
+    // is longer than 3 bytes and made of words; none may appear in a message.
+    for (f, _) in expectations() {
+        let evs = events(&f);
+        let Err(v) = run(&evs, ValidatorOptions::new()) else {
+            continue;
+        };
+        for e in &evs {
+            let texts: Vec<String> = match &e.payload {
+                lce_types::Payload::TextDelta(d) | lce_types::Payload::ReasoningDelta(d) => {
+                    vec![d.delta.clone()]
+                }
+                lce_types::Payload::ToolFinished(t) => vec![t.result.clone()],
+                lce_types::Payload::ToolError(t) => vec![t.message.clone()],
+                lce_types::Payload::Warning(w) => vec![w.message.clone()],
+                lce_types::Payload::RunError(r) => vec![r.message.clone()],
+                lce_types::Payload::ToolArgumentsDelta(d) => vec![d.delta.clone()],
+                _ => vec![],
+            };
+            for t in texts.iter().filter(|t| t.len() > 3) {
+                assert!(
+                    !v.message.contains(t.as_str()),
+                    "{}: message {:?} leaks payload",
+                    f.display(),
+                    v.message
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn adapter_mode_skips_rule_13_only() {
+    for (f, exp) in expectations() {
+        let evs = events(&f);
+        let got = run(&evs, ValidatorOptions::new().mode(Mode::Adapter));
+        if exp.rule == "13" {
+            assert_eq!(got, Ok(()), "{}", f.display());
+        } else {
+            let v = got.expect_err("still invalid in adapter mode");
+            assert_eq!(v.rule.id(), exp.rule, "{}", f.display());
+        }
+    }
+}
