@@ -1,0 +1,576 @@
+//! Redaction of secrets and stack traces from the free text adapters may
+//! pass (warning, tool-error and run-error messages), D20.
+//!
+//! Hand-written scanning, no regular expressions: the recognised shapes are
+//! listed in `docs/sanitation.md` and on [`redact`].
+
+use std::borrow::Cow;
+
+/// What replaces a secret.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// What replaces a run of stack-trace lines (one line per run).
+pub const STACK_TRACE_REMOVED: &str = "[stack trace removed]";
+
+/// How many times the pass is repeated at most until nothing changes.
+const MAX_PASSES: usize = 4;
+
+/// Removes secrets and stack traces from `text`; borrowed when nothing was
+/// found. Idempotent: `redact(&redact(x)) == redact(x)`.
+///
+/// Recognised (details in `docs/sanitation.md`):
+/// - private keys: `-----BEGIN ... PRIVATE KEY-----` through the matching
+///   `-----END ... -----` (or the end of the text);
+/// - stack traces: Python (`Traceback (most recent call last):`,
+///   `File "...", line N` and the indented source lines after it),
+///   Java/JavaScript (indented `at ...` frames with a `:line` location,
+///   `... N more`, `Caused by:` inside a trace), Rust (`panicked at`,
+///   `stack backtrace:`, numbered frames), Go (`goroutine N [...]:`): each
+///   run of such lines becomes one `[stack trace removed]` line;
+/// - header values: `Authorization`, `Proxy-Authorization`, `Cookie`,
+///   `Set-Cookie`, `X-Api-Key` followed by `:` or `=` (to the end of the
+///   line or the closing quote);
+/// - `key=value` and `key: value` (quoted or not) where the key ends with
+///   `password`, `passwd`, `pwd`, `secret`, `token`, `api_key`, `apikey`,
+///   `api-key`, `access_key`, `secret_key`, `private_key`, `credential(s)`;
+/// - `Bearer <token>` (token of 8 or more characters);
+/// - credentials in URLs: `scheme://user:pass@host` -> `scheme://[REDACTED]@host`;
+/// - provider keys: OpenAI / Anthropic `sk-...` (`sk-proj-`, `sk-ant-`),
+///   AWS key ids (`AKIA`, `ASIA`, ... + 16), GitHub (`ghp_`, `gho_`, `ghu_`,
+///   `ghs_`, `ghr_`, `github_pat_`), GitLab `glpat-`, Slack (`xoxa-`,
+///   `xoxb-`, `xoxp-`, `xoxr-`, `xoxs-`, `xapp-`), Google `AIza...`, Stripe
+///   (`sk_live_`, `rk_live_`, `sk_test_`, `rk_test_`, `whsec_`), JWTs
+///   (`eyJ...`.`...`.`...`);
+/// - long secrets: 32 or more hex digits in a row, and 40 or more
+///   base64/base64url characters in a row mixing upper case, lower case and
+///   digits.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    redact_counted(text).0
+}
+
+/// [`redact`], also returning how many secrets and stack-trace runs were
+/// replaced (0 when the text is returned borrowed).
+pub fn redact_counted(text: &str) -> (Cow<'_, str>, u32) {
+    let mut cur: Cow<'_, str> = Cow::Borrowed(text);
+    let mut total: u32 = 0;
+    for _ in 0..MAX_PASSES {
+        let (next, n) = redact_pass(&cur);
+        if n == 0 {
+            break;
+        }
+        total = total.saturating_add(n);
+        cur = Cow::Owned(next);
+    }
+    (cur, total)
+}
+
+fn redact_pass(s: &str) -> (String, u32) {
+    let mut n = 0;
+    let a = redact_pem(s, &mut n);
+    let b = redact_stack_traces(&a, &mut n);
+    let c = redact_tokens(&b, &mut n);
+    (c, n)
+}
+
+fn sub(s: &str, a: usize, b: usize) -> &str {
+    s.get(a..b).unwrap_or("")
+}
+
+fn find_from(s: &str, from: usize, pat: &str) -> Option<usize> {
+    s.get(from..)?.find(pat).map(|p| p + from)
+}
+
+// ---------------------------------------------------------------- PEM keys
+
+fn redact_pem(s: &str, n: &mut u32) -> String {
+    const BEGIN: &str = "-----BEGIN ";
+    let mut out = String::with_capacity(s.len());
+    let mut pos = 0;
+    while let Some(begin) = find_from(s, pos, BEGIN) {
+        let head_start = begin + BEGIN.len();
+        let header_end = find_from(s, head_start, "-----");
+        let is_key = header_end.is_some_and(|h| {
+            let header = sub(s, head_start, h);
+            header.len() <= 100 && !header.contains('\n') && header.contains("PRIVATE KEY")
+        });
+        match (is_key, header_end) {
+            (true, Some(h)) => {
+                out.push_str(sub(s, pos, begin));
+                out.push_str(REDACTED);
+                *n += 1;
+                let close = find_from(s, h + 5, "-----END ")
+                    .and_then(|e| find_from(s, e + 9, "-----").map(|c| c + 5))
+                    .unwrap_or(s.len());
+                pos = close;
+            }
+            _ => {
+                out.push_str(sub(s, pos, head_start));
+                pos = head_start;
+            }
+        }
+    }
+    out.push_str(sub(s, pos, s.len()));
+    out
+}
+
+// ---------------------------------------------------------- stack traces
+
+fn has_location(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit())
+        || t.contains("Native Method")
+        || t.contains("Unknown Source")
+        || t.contains("(native)")
+        || t.contains("<anonymous>")
+}
+
+/// A line that is a stack-trace line on its own.
+fn is_stack_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let indented = t.len() < line.len();
+    let te = t.trim_end();
+    te.starts_with("Traceback (most recent call last)")
+        || (te.starts_with("File \"") && te.contains("\", line "))
+        || (indented && te.starts_with("at ") && has_location(te))
+        || te.contains("panicked at ")
+        || te.starts_with("stack backtrace:")
+        || te.starts_with("note: run with `RUST_BACKTRACE")
+        || (te.starts_with("goroutine ") && te.ends_with("]:"))
+        || (te.starts_with("... ") && te.ends_with(" more"))
+}
+
+/// A line that continues a stack trace already started.
+fn continues_stack(line: &str) -> bool {
+    let t = line.trim_start();
+    let indented = t.len() < line.len();
+    let te = t.trim_end();
+    if te.is_empty() {
+        return false;
+    }
+    indented
+        || te.starts_with("Caused by: ")
+        || (te.ends_with(')') && te.split('(').next().is_some_and(|f| !f.contains(' ')) && te.contains('('))
+}
+
+fn redact_stack_traces(s: &str, n: &mut u32) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_block = false;
+    let mut block_newline = false;
+    for line in s.split_inclusive('\n') {
+        let content = line.strip_suffix('\n').unwrap_or(line);
+        let content = content.strip_suffix('\r').unwrap_or(content);
+        if is_stack_line(content) || (in_block && continues_stack(content)) {
+            in_block = true;
+            block_newline = line.ends_with('\n');
+            continue;
+        }
+        if in_block {
+            close_block(&mut out, block_newline, n);
+            in_block = false;
+        }
+        out.push_str(line);
+    }
+    if in_block {
+        close_block(&mut out, block_newline, n);
+    }
+    out
+}
+
+fn close_block(out: &mut String, newline: bool, n: &mut u32) {
+    out.push_str(STACK_TRACE_REMOVED);
+    if newline {
+        out.push('\n');
+    }
+    *n += 1;
+}
+
+// ---------------------------------------------------------------- tokens
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn is_key_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+fn is_b64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-')
+}
+
+fn is_bearer_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
+}
+
+fn starts_with_ci(b: &[u8], i: usize, pat: &str) -> bool {
+    b.get(i..i + pat.len())
+        .is_some_and(|w| w.eq_ignore_ascii_case(pat.as_bytes()))
+}
+
+fn run_end(b: &[u8], from: usize, class: fn(u8) -> bool) -> usize {
+    let mut j = from;
+    while b.get(j).copied().is_some_and(class) {
+        j += 1;
+    }
+    j
+}
+
+const HEADER_KEYS: &[&str] = &[
+    "proxy-authorization",
+    "authorization",
+    "set-cookie",
+    "cookie",
+    "x-api-key",
+];
+
+const SECRET_KEY_SUFFIXES: &[&str] = &[
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "credential",
+    "credentials",
+];
+
+/// (prefix, tail class, minimum tail length, case-sensitive prefix)
+type Prefix = (&'static str, fn(u8) -> bool, usize);
+
+fn alnum(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+fn alnum_us(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+fn alnum_dash(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+fn alnum_us_dash(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+fn upper_digit(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit()
+}
+
+const PREFIXES: &[Prefix] = &[
+    ("sk-", alnum_us_dash, 20),
+    ("sk_live_", alnum, 10),
+    ("rk_live_", alnum, 10),
+    ("sk_test_", alnum, 10),
+    ("rk_test_", alnum, 10),
+    ("whsec_", alnum, 10),
+    ("github_pat_", alnum_us, 20),
+    ("ghp_", alnum, 20),
+    ("gho_", alnum, 20),
+    ("ghu_", alnum, 20),
+    ("ghs_", alnum, 20),
+    ("ghr_", alnum, 20),
+    ("glpat-", alnum_us_dash, 20),
+    ("xoxa-", alnum_dash, 10),
+    ("xoxb-", alnum_dash, 10),
+    ("xoxp-", alnum_dash, 10),
+    ("xoxr-", alnum_dash, 10),
+    ("xoxs-", alnum_dash, 10),
+    ("xapp-", alnum_dash, 10),
+    ("AIza", alnum_us_dash, 30),
+    ("AKIA", upper_digit, 16),
+    ("ASIA", upper_digit, 16),
+    ("ABIA", upper_digit, 16),
+    ("ACCA", upper_digit, 16),
+    ("AGPA", upper_digit, 16),
+    ("AIDA", upper_digit, 16),
+    ("AIPA", upper_digit, 16),
+    ("ANPA", upper_digit, 16),
+    ("ANVA", upper_digit, 16),
+    ("AROA", upper_digit, 16),
+    ("APKA", upper_digit, 16),
+];
+
+struct Scan<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    out: String,
+    copied: usize,
+    n: u32,
+}
+
+impl Scan<'_> {
+    /// Replaces `s[from..to]` with the marker (everything before `from` not
+    /// yet copied is copied first).
+    fn replace(&mut self, from: usize, to: usize) {
+        self.out.push_str(sub(self.s, self.copied, from));
+        self.out.push_str(REDACTED);
+        self.copied = to;
+        self.n += 1;
+    }
+
+    /// Skips markers already in place from `i`; returns the position after.
+    fn skip_markers(&self, mut i: usize) -> usize {
+        while sub(self.s, i, self.s.len()).starts_with(REDACTED) {
+            i += REDACTED.len();
+        }
+        i
+    }
+
+    fn skip_blanks(&self, mut i: usize) -> usize {
+        while matches!(self.b.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        i
+    }
+
+    fn line_end(&self, i: usize) -> usize {
+        let e = find_from(self.s, i, "\n").unwrap_or(self.s.len());
+        if e > i && self.b.get(e - 1) == Some(&b'\r') {
+            e - 1
+        } else {
+            e
+        }
+    }
+
+    /// After a key ending at `k` (the key began at `start`): the separator
+    /// and value. Returns the value span to redact, if any, and where to
+    /// resume. `to_line_end`: an unquoted value runs to the end of the line.
+    fn value_after_key(&self, start: usize, k: usize, to_line_end: bool) -> Option<(usize, usize)> {
+        let mut i = k;
+        // A quoted key: `"password": "x"`.
+        if let Some(&q @ (b'"' | b'\'')) = self.b.get(i) {
+            if start > 0 && self.b.get(start - 1) == Some(&q) {
+                i += 1;
+            }
+        }
+        i = self.skip_blanks(i);
+        if !matches!(self.b.get(i), Some(b'=' | b':')) {
+            return None;
+        }
+        i = self.skip_blanks(i + 1);
+        if let Some(&q @ (b'"' | b'\'')) = self.b.get(i) {
+            let vstart = self.skip_markers(i + 1);
+            let mut j = vstart;
+            let end_line = self.line_end(vstart);
+            while j < end_line {
+                match self.b.get(j) {
+                    Some(b'\\') => j += 2,
+                    Some(&c) if c == q => break,
+                    _ => j += 1,
+                }
+            }
+            let j = j.min(end_line);
+            return (j > vstart).then_some((vstart, j));
+        }
+        let vstart = self.skip_markers(i);
+        let end = if to_line_end {
+            self.line_end(vstart)
+        } else {
+            let mut j = vstart;
+            while let Some(&c) = self.b.get(j) {
+                if c.is_ascii_whitespace()
+                    || matches!(c, b'"' | b'\'' | b',' | b';' | b'&' | b'<' | b'>' | b'(' | b')' | b'{' | b'}')
+                {
+                    break;
+                }
+                j += 1;
+            }
+            j
+        };
+        (end > vstart).then_some((vstart, end))
+    }
+
+    /// Tries every rule at `i`; returns where to continue when one matched.
+    fn try_rules(&mut self, i: usize) -> Option<usize> {
+        let b = self.b;
+        let prev = if i == 0 { None } else { b.get(i - 1).copied() };
+        // Credentials in URLs.
+        if sub(self.s, i, self.s.len()).starts_with("://") && prev.is_some_and(|p| p.is_ascii_alphanumeric()) {
+            let auth_start = i + 3;
+            let mut j = auth_start;
+            while let Some(&c) = b.get(j) {
+                if c.is_ascii_whitespace() || matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>') {
+                    break;
+                }
+                j += 1;
+            }
+            let authority = sub(self.s, auth_start, j);
+            if let Some(at) = authority.rfind('@') {
+                let user = sub(authority, 0, at);
+                if !user.is_empty() && user != REDACTED {
+                    self.out.push_str(sub(self.s, self.copied, auth_start));
+                    self.copied = auth_start;
+                    self.replace(auth_start, auth_start + at);
+                    return Some(auth_start + at);
+                }
+            }
+            return None;
+        }
+        let word_start = !prev.is_some_and(is_key_char);
+        if !word_start || !b.get(i).is_some_and(|c| c.is_ascii_alphanumeric()) {
+            return None;
+        }
+        // Header values.
+        for key in HEADER_KEYS {
+            if starts_with_ci(b, i, key) && !b.get(i + key.len()).copied().is_some_and(is_key_char) {
+                if let Some((vs, ve)) = self.value_after_key(i, i + key.len(), true) {
+                    self.replace(vs, ve);
+                    return Some(ve);
+                }
+            }
+        }
+        // key=value with a secret-looking key.
+        let kend = run_end(b, i, is_key_char);
+        let key = sub(self.s, i, kend).to_ascii_lowercase();
+        if SECRET_KEY_SUFFIXES.iter().any(|suf| key.ends_with(suf)) {
+            if let Some((vs, ve)) = self.value_after_key(i, kend, false) {
+                self.replace(vs, ve);
+                return Some(ve);
+            }
+        }
+        // Bearer tokens.
+        if starts_with_ci(b, i, "bearer") && matches!(b.get(i + 6), Some(b' ' | b'\t')) {
+            let ts = self.skip_blanks(i + 6);
+            let te = run_end(b, ts, is_bearer_char);
+            if te - ts >= 8 {
+                self.replace(ts, te);
+                return Some(te);
+            }
+        }
+        // Provider keys.
+        if !prev.is_some_and(|p| is_word(p) || p == b'-') {
+            for (prefix, class, min) in PREFIXES {
+                if sub(self.s, i, self.s.len()).starts_with(prefix) {
+                    let ts = i + prefix.len();
+                    let te = run_end(b, ts, *class);
+                    if te - ts >= *min {
+                        self.replace(i, te);
+                        return Some(te);
+                    }
+                }
+            }
+            // JWT: eyJ<b64url>.<b64url>.<b64url>
+            if sub(self.s, i, self.s.len()).starts_with("eyJ") {
+                let p1 = run_end(b, i, alnum_us_dash);
+                if p1 - i >= 8 && b.get(p1) == Some(&b'.') {
+                    let p2 = run_end(b, p1 + 1, alnum_us_dash);
+                    if p2 - (p1 + 1) >= 4 && b.get(p2) == Some(&b'.') {
+                        let p3 = run_end(b, p2 + 1, alnum_us_dash);
+                        self.replace(i, p3);
+                        return Some(p3);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Long hex or base64-ish runs, checked at the start of each run.
+    fn try_long_run(&mut self, i: usize) -> Option<usize> {
+        let b = self.b;
+        let end = run_end(b, i, is_b64);
+        let run = b.get(i..end)?;
+        if run.len() >= 40
+            && run.iter().any(u8::is_ascii_uppercase)
+            && run.iter().any(u8::is_ascii_lowercase)
+            && run.iter().any(u8::is_ascii_digit)
+        {
+            self.replace(i, end);
+            return Some(end);
+        }
+        // Hex sub-runs of 32 or more.
+        let mut j = i;
+        let mut matched = false;
+        while j < end {
+            let h = run_end(b, j, |c| c.is_ascii_hexdigit()).min(end);
+            if h - j >= 32 {
+                self.replace(j, h);
+                matched = true;
+            }
+            j = if h > j { h } else { j + 1 };
+        }
+        matched.then_some(end)
+    }
+}
+
+fn redact_tokens(s: &str, n: &mut u32) -> String {
+    let mut sc = Scan {
+        s,
+        b: s.as_bytes(),
+        out: String::with_capacity(s.len()),
+        copied: 0,
+        n: 0,
+    };
+    let mut i = 0;
+    while i < s.len() {
+        if sub(s, i, s.len()).starts_with(REDACTED) {
+            i += REDACTED.len();
+            continue;
+        }
+        if let Some(next) = sc.try_rules(i) {
+            i = next;
+            continue;
+        }
+        let prev_b64 = i > 0 && sc.b.get(i - 1).copied().is_some_and(is_b64);
+        if !prev_b64 && sc.b.get(i).copied().is_some_and(is_b64) {
+            if let Some(next) = sc.try_long_run(i) {
+                i = next;
+                continue;
+            }
+        }
+        i += s.get(i..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+    }
+    sc.out.push_str(sub(s, sc.copied, s.len()));
+    *n += sc.n;
+    sc.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(s: &str) -> String {
+        let out = redact(s).into_owned();
+        assert_eq!(redact(&out), out, "not idempotent for {s:?}");
+        out
+    }
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        assert!(matches!(redact("HTTP 404: Not Found"), Cow::Borrowed(_)));
+        assert!(matches!(redact("a bearer of bad news"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn recognises_each_kind() {
+        assert_eq!(r("auth: Bearer abcdef123456789"), "auth: Bearer [REDACTED]");
+        assert_eq!(r("Authorization: Basic dXNlcjpwYXNz\nnext"), "Authorization: [REDACTED]\nnext");
+        assert_eq!(r("key sk-proj-abcdefghijklmnopqrstuvwx!"), "key [REDACTED]!");
+        assert_eq!(r("k=sk-ant-api03-abcdefghijklmnopqrstu"), "k=[REDACTED]");
+        assert_eq!(r("id AKIAIOSFODNN7EXAMPLE."), "id [REDACTED].");
+        assert_eq!(r("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"), "aws_secret_access_key = [REDACTED]");
+        assert_eq!(r("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), "[REDACTED]");
+        assert_eq!(r("xoxb-1234567890-abcdefghij"), "[REDACTED]");
+        assert_eq!(r("AIzaSyA1234567890abcdefghijklmnopqrstu"), "[REDACTED]");
+        assert_eq!(r("sk_live_abcdefghij1234567890"), "[REDACTED]");
+        assert_eq!(r("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_x end"), "t [REDACTED] end");
+        assert_eq!(r("https://bob:hunter2@db.example/x"), "https://[REDACTED]@db.example/x");
+        assert_eq!(r("x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y"), "x [REDACTED] y");
+        assert_eq!(r("h 0123456789abcdef0123456789abcdef!"), "h [REDACTED]!");
+        assert_eq!(r("password=hunter2&user=x"), "password=[REDACTED]&user=x");
+        assert_eq!(r(r#"{"password": "a b c", "n": 1}"#), r#"{"password": "[REDACTED]", "n": 1}"#);
+        assert_eq!(r("max_tokens=100"), "max_tokens=100");
+    }
+
+    #[test]
+    fn stack_traces() {
+        let py = "boom\nTraceback (most recent call last):\n  File \"/app/x.py\", line 3, in f\n    raise ValueError()\nValueError: bad\n";
+        assert_eq!(r(py), "boom\n[stack trace removed]\nValueError: bad\n");
+        let js = "Error: x\n    at foo (/app/a.js:10:5)\n    at Object.<anonymous> (/app/b.js:1:1)";
+        assert_eq!(r(js), "Error: x\n[stack trace removed]");
+        let rs = "thread 'main' panicked at src/main.rs:2:5:\nboom\nstack backtrace:\n   0: rust_begin_unwind\n             at /rustc/x/panicking.rs:652:5\n";
+        assert_eq!(r(rs), "[stack trace removed]\nboom\n[stack trace removed]\n");
+    }
+}
