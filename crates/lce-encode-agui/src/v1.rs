@@ -68,6 +68,9 @@ pub(crate) struct V1Encoder {
     interrupt: Option<(Vec<String>, InterruptRequested)>,
     usage: Option<Usage>,
     provider: Option<(String, Option<String>)>,
+    /// A run terminal went out: nothing more until a new `run.started`
+    /// (`verifyEvents` rejects anything after `RUN_FINISHED`/`RUN_ERROR`).
+    closed: bool,
 }
 
 impl V1Encoder {
@@ -84,6 +87,12 @@ impl V1Encoder {
     }
 
     pub(crate) fn encode(&mut self, ev: &Event, dst: &mut BytesMut) -> Result<(), WireError> {
+        if self.closed && !matches!(ev.payload, Payload::RunStarted(_)) {
+            return Ok(());
+        }
+        if ev.event_type().is_terminal() {
+            self.closed = true;
+        }
         let millis = ev.timestamp.unix_millis();
         let sub = ev.namespace.last().map(String::as_str);
         let head = |ty| V1Head {
@@ -302,7 +311,14 @@ impl V1Encoder {
                 Ok(())
             }
             Payload::ProviderMetadata(p) => {
-                self.provider = Some((p.provider.clone(), p.model.clone()));
+                // A later event for the same provider that names no model
+                // keeps the model already known.
+                let model = match (&self.provider, &p.model) {
+                    (_, Some(m)) => Some(m.clone()),
+                    (Some((provider, known)), None) if *provider == p.provider => known.clone(),
+                    _ => None,
+                };
+                self.provider = Some((p.provider.clone(), model));
                 Ok(())
             }
             Payload::RunFinished(_) => {
