@@ -63,6 +63,23 @@ impl Timestamp {
         })
     }
 
+    /// 1970-01-01T00:00:00Z.
+    pub fn unix_epoch() -> Self {
+        Timestamp { text: "1970-01-01T00:00:00Z".into(), secs: 0, nanos: 0 }
+    }
+
+    /// The current time from the system clock (the epoch if the clock is
+    /// set before 1970 or after 9999).
+    pub fn now() -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        i64::try_from(now.as_secs())
+            .ok()
+            .and_then(|secs| Timestamp::from_unix(secs, now.subsec_nanos()))
+            .unwrap_or_else(Timestamp::unix_epoch)
+    }
+
     /// The text as it arrived.
     pub fn as_str(&self) -> &str {
         &self.text

@@ -1,0 +1,109 @@
+//! The audit record of every run: its terminal and its counters (D11).
+
+use std::sync::Mutex;
+
+use lce_types::{EventType, SideEffectStatus};
+
+/// Counters of one run, as the coordinator saw it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunCounters {
+    /// Items read from the adapter (events and rejected items).
+    pub events_in: u64,
+    /// Events forwarded downstream (the terminal included).
+    pub forwarded: u64,
+    /// Events dropped: after a terminal, after a violation, empty deltas.
+    pub dropped: u64,
+    /// Of `dropped`, the empty deltas (D7).
+    pub empty_deltas: u64,
+    /// Events the sanitizer changed (replaced characters, truncations, ...).
+    pub cleaned: u64,
+}
+
+/// How a run ended, for audit and metrics. Payload-free: ids, types, codes,
+/// rule numbers and counts only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// The run.
+    pub run_id: String,
+    /// The conversation.
+    pub conversation_id: String,
+    /// The terminal's type.
+    pub terminal: EventType,
+    /// The terminal's sequence, when one was emitted.
+    pub sequence: Option<u64>,
+    /// `run.error` code or `run.cancelled` reason, when there is one.
+    pub code: Option<String>,
+    /// The side-effect status of an error or cancellation.
+    pub side_effect_status: Option<SideEffectStatus>,
+    /// When the coordinator intervened: the rule id broken (`"12"`, `"D6"`,
+    /// `"sanitize"`), never the payload.
+    pub rule: Option<String>,
+    /// `true` when the coordinator (not the adapter) decided the terminal.
+    pub coordinator_terminal: bool,
+    /// The run's counters.
+    pub counters: RunCounters,
+}
+
+/// Receives every run's audit record, including terminals no wire shows.
+pub trait AuditSink: Send + Sync + 'static {
+    /// Records one run's end. Called exactly once per run.
+    fn record(&self, record: &AuditRecord);
+}
+
+/// The default sink: one `tracing` event at INFO, target `lce::audit`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TracingAudit;
+
+impl AuditSink for TracingAudit {
+    fn record(&self, r: &AuditRecord) {
+        tracing::info!(
+            target: "lce::audit",
+            run_id = %r.run_id,
+            conversation_id = %r.conversation_id,
+            terminal = r.terminal.as_str(),
+            sequence = r.sequence,
+            code = r.code.as_deref(),
+            side_effect_status = r.side_effect_status.map(|s| s.as_str()),
+            rule = r.rule.as_deref(),
+            coordinator_terminal = r.coordinator_terminal,
+            events_in = r.counters.events_in,
+            forwarded = r.counters.forwarded,
+            dropped = r.counters.dropped,
+            empty_deltas = r.counters.empty_deltas,
+            cleaned = r.counters.cleaned,
+            "run ended"
+        );
+    }
+}
+
+/// A sink that keeps records in memory (tests, the CLI's summary).
+#[derive(Debug, Default)]
+pub struct MemoryAudit {
+    records: Mutex<Vec<AuditRecord>>,
+}
+
+impl MemoryAudit {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The records so far.
+    pub fn records(&self) -> Vec<AuditRecord> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl AuditSink for MemoryAudit {
+    fn record(&self, record: &AuditRecord) {
+        if let Ok(mut r) = self.records.lock() {
+            r.push(record.clone());
+        }
+    }
+}
+
+impl<T: AuditSink> AuditSink for std::sync::Arc<T> {
+    fn record(&self, record: &AuditRecord) {
+        (**self).record(record);
+    }
+}

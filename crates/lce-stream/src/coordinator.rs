@@ -1,0 +1,754 @@
+//! The coordinator: whatever the adapter does, what leaves here obeys the
+//! contract (rules 1-15, D8-D11).
+//!
+//! It wraps an adapter stream and, per item:
+//! - drops empty deltas (D7), sanitizes (bounds, hygiene) and validates in
+//!   adapter mode (D10a);
+//! - on a rejected or invalid item ends the run with
+//!   `run.error{harness_event_invalid}` (D8), drops the item and drains what
+//!   the adapter has ready;
+//! - on an adapter stream that ends without a terminal emits
+//!   `run.error{provider_stream_closed}` (D9, rule 12);
+//! - before `run.finished` / `run.interrupted` commits through the
+//!   [`ThreadStore`] and fills `thread_state` from the result, or turns the
+//!   terminal into `run.error{thread_durability_uncertain}` (D10, rules
+//!   13-15); never retried; skipped for ephemeral harnesses;
+//! - ends the run with `run.cancelled` on a [`CancelHandle`] request
+//!   (client request, shutdown), at its deadline, and — recorded in the audit
+//!   only — when the consumer drops the stream (disconnect) (D11);
+//! - drops and counts whatever follows a terminal;
+//! - reports every run's end, with counters, to an [`AuditSink`].
+//!
+//! Its own events never read the wall clock when they can avoid it: they
+//! carry the timestamp of the last event seen, so output from files is
+//! deterministic. Only when no event was seen at all is the clock read.
+
+use std::collections::VecDeque;
+use std::future::Future as _;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use lce_sanitize::Sanitizer;
+use lce_types::{
+    CancelReason, Durability, Event, EventType, Limits, Payload, RunCancelled, RunError,
+    RunStarted, SideEffectStatus, ThreadState, Timestamp,
+};
+use lce_validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions};
+use pin_project_lite::pin_project;
+
+use crate::audit::{AuditRecord, AuditSink, RunCounters, TracingAudit};
+use crate::cancel::CancelHandle;
+use crate::error::LceError;
+use crate::store::{CommitError, CommitRequest, Committed, MemoryStore, ThreadStore};
+
+/// `run.error` code: the adapter broke the contract (D8).
+pub const HARNESS_EVENT_INVALID: &str = "harness_event_invalid";
+/// `run.error` code: the adapter stream ended without a terminal (D9).
+pub const PROVIDER_STREAM_CLOSED: &str = "provider_stream_closed";
+/// The fixed, safe message of `harness_event_invalid`.
+pub const HARNESS_EVENT_INVALID_MESSAGE: &str =
+    "The agent produced an invalid event stream. Check server logs for details.";
+/// The fixed, safe message of `provider_stream_closed`.
+pub const PROVIDER_STREAM_CLOSED_MESSAGE: &str =
+    "The agent's stream ended unexpectedly. Check server logs for details.";
+/// The fixed, safe message of `thread_durability_uncertain`.
+pub const THREAD_DURABILITY_UNCERTAIN_MESSAGE: &str =
+    "The conversation state could not be saved. Check server logs for details.";
+
+/// How the coordinator treats one run.
+#[non_exhaustive]
+#[derive(Clone, Debug)]
+pub struct CoordinatorOptions {
+    /// The run's id: every adapter event must carry it.
+    pub run_id: String,
+    /// The conversation's id: every adapter event must carry it.
+    pub conversation_id: String,
+    /// Ephemeral harnesses skip commits and finish without `thread_state`.
+    pub ephemeral: bool,
+    /// Bounds for the sanitizer and rule 11.
+    pub limits: Limits,
+    /// Tool argument schemas (D6).
+    pub schemas: ToolSchemas,
+    /// Sanitize each event before validating it.
+    pub sanitize: bool,
+    /// How long a commit may take before it counts as failed.
+    pub commit_timeout: Duration,
+    /// The run's deadline, from the first poll.
+    pub deadline: Option<Duration>,
+    /// How many ready items to drain (and count) after the terminal.
+    pub drain_limit: usize,
+    /// `harness_id` of the `run.started` the coordinator writes when the
+    /// adapter did not start the run itself.
+    pub harness_id: String,
+}
+
+impl CoordinatorOptions {
+    /// Options for the run `run_id` of `conversation_id`, with defaults:
+    /// not ephemeral, default limits, sanitizing, 10 s commit timeout, no
+    /// deadline.
+    pub fn new(run_id: impl Into<String>, conversation_id: impl Into<String>) -> Self {
+        CoordinatorOptions {
+            run_id: run_id.into(),
+            conversation_id: conversation_id.into(),
+            ephemeral: false,
+            limits: Limits::default(),
+            schemas: ToolSchemas::new(),
+            sanitize: true,
+            commit_timeout: Duration::from_secs(10),
+            deadline: None,
+            drain_limit: 10_000,
+            harness_id: "lce-coordinator".to_owned(),
+        }
+    }
+
+    /// Marks the harness ephemeral (no commits, rule 13 relaxed).
+    pub fn ephemeral(mut self, ephemeral: bool) -> Self {
+        self.ephemeral = ephemeral;
+        self
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the tool argument schemas.
+    pub fn schemas(mut self, schemas: ToolSchemas) -> Self {
+        self.schemas = schemas;
+        self
+    }
+
+    /// Turns sanitizing on or off.
+    pub fn sanitize(mut self, sanitize: bool) -> Self {
+        self.sanitize = sanitize;
+        self
+    }
+
+    /// Sets the commit timeout.
+    pub fn commit_timeout(mut self, timeout: Duration) -> Self {
+        self.commit_timeout = timeout;
+        self
+    }
+
+    /// Sets the run's deadline.
+    pub fn deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+}
+
+/// Builds [`Coordinated`] streams: options, a store, an audit sink and a
+/// cancellation handle.
+pub struct Coordinator {
+    options: CoordinatorOptions,
+    store: Arc<dyn ThreadStore>,
+    audit: Arc<dyn AuditSink>,
+    cancel: CancelHandle,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Coordinator {
+    /// A coordinator with an in-memory store and the `tracing` audit sink.
+    pub fn new(options: CoordinatorOptions) -> Self {
+        Coordinator {
+            options,
+            store: Arc::new(MemoryStore::new()),
+            audit: Arc::new(TracingAudit),
+            cancel: CancelHandle::new(),
+        }
+    }
+
+    /// Uses `store` for commits.
+    pub fn store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Sends audit records to `audit`.
+    pub fn audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Uses `cancel` as the run's cancellation handle.
+    pub fn cancel_handle(mut self, cancel: CancelHandle) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The run's cancellation handle (a clone).
+    pub fn handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Wraps `upstream`; the result always satisfies the contract.
+    pub fn coordinate<S>(self, upstream: S) -> Coordinated<S>
+    where
+        S: Stream<Item = Result<Event, LceError>>,
+    {
+        let validator = RunValidator::new(
+            ValidatorOptions::new()
+                .mode(Mode::Adapter)
+                .ephemeral(self.options.ephemeral)
+                .limits(self.options.limits.clone())
+                .schemas(self.options.schemas.clone()),
+        );
+        let sanitizer = self
+            .options
+            .sanitize
+            .then(|| Sanitizer::new(self.options.limits.clone()));
+        let deadline = self
+            .options
+            .deadline
+            .map(|d| Box::pin(tokio::time::sleep(d)));
+        Coordinated {
+            upstream: Some(upstream),
+            inner: Inner {
+                options: self.options,
+                store: self.store,
+                audit: self.audit,
+                cancel: self.cancel,
+                validator,
+                sanitizer,
+                deadline,
+                state: State::Running,
+                queue: VecDeque::new(),
+                counters: RunCounters::default(),
+                last_sequence: None,
+                last_timestamp: None,
+                output_forwarded: false,
+                started: false,
+                end: None,
+                recorded: false,
+            },
+        }
+    }
+}
+
+enum State {
+    Running,
+    Committing {
+        commit: BoxFuture<'static, Result<Committed, CommitError>>,
+        timeout: Pin<Box<tokio::time::Sleep>>,
+        terminal: Box<Event>,
+    },
+    Draining,
+    Done,
+}
+
+/// How the run ended, for the audit record.
+#[derive(Clone, Debug)]
+struct End {
+    terminal: EventType,
+    sequence: Option<u64>,
+    code: Option<String>,
+    side_effect_status: Option<SideEffectStatus>,
+    rule: Option<String>,
+    coordinator_terminal: bool,
+}
+
+struct Inner {
+    options: CoordinatorOptions,
+    store: Arc<dyn ThreadStore>,
+    audit: Arc<dyn AuditSink>,
+    cancel: CancelHandle,
+    validator: RunValidator,
+    sanitizer: Option<Sanitizer>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    state: State,
+    queue: VecDeque<Event>,
+    counters: RunCounters,
+    last_sequence: Option<u64>,
+    last_timestamp: Option<Timestamp>,
+    /// Whether an output event (anything but run.started, usage and
+    /// metadata) was forwarded: decides `side_effect_status` (D8).
+    output_forwarded: bool,
+    started: bool,
+    end: Option<End>,
+    recorded: bool,
+}
+
+pin_project! {
+    /// A coordinated run: see the [module docs](self). Yields `Ok` events
+    /// only; the last one is the run's single terminal.
+    #[must_use = "streams do nothing unless polled"]
+    pub struct Coordinated<S> {
+        #[pin]
+        upstream: Option<S>,
+        inner: Inner,
+    }
+
+    impl<S> PinnedDrop for Coordinated<S> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let inner = this.inner;
+            if inner.end.is_none() {
+                // The consumer went away before the run ended: a disconnect.
+                let status = inner.side_effect_status();
+                inner.end = Some(End {
+                    terminal: EventType::RunCancelled,
+                    sequence: None,
+                    code: Some(CancelReason::Disconnect.as_str().to_owned()),
+                    side_effect_status: Some(status),
+                    rule: None,
+                    coordinator_terminal: true,
+                });
+            }
+            inner.record();
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for Coordinated<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinated")
+            .field("run_id", &self.inner.options.run_id)
+            .field("counters", &self.inner.counters)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Coordinated<S> {
+    /// The run's counters so far.
+    pub fn counters(&self) -> RunCounters {
+        self.inner.counters
+    }
+
+    /// The cancellation handle of this run.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.inner.cancel.clone()
+    }
+}
+
+fn is_output(ty: EventType) -> bool {
+    !matches!(
+        ty,
+        EventType::RunStarted | EventType::UsageUpdated | EventType::ProviderMetadata
+    )
+}
+
+impl Inner {
+    fn side_effect_status(&self) -> SideEffectStatus {
+        if self.output_forwarded {
+            SideEffectStatus::Possible
+        } else {
+            SideEffectStatus::None
+        }
+    }
+
+    fn timestamp(&self) -> Timestamp {
+        match &self.last_timestamp {
+            Some(t) => t.clone(),
+            None => Timestamp::now(),
+        }
+    }
+
+    fn next_sequence(&self) -> u64 {
+        self.last_sequence.map_or(0, |s| s.saturating_add(1))
+    }
+
+    fn own_event(&self, payload: Payload) -> Event {
+        Event {
+            run_id: self.options.run_id.clone(),
+            conversation_id: self.options.conversation_id.clone(),
+            sequence: self.next_sequence(),
+            timestamp: self.timestamp(),
+            namespace: Vec::new(),
+            payload,
+        }
+    }
+
+    /// Queues an event for output and tracks what it means for the run.
+    fn forward(&mut self, event: Event) {
+        self.last_sequence = Some(event.sequence);
+        self.last_timestamp = Some(event.timestamp.clone());
+        let ty = event.event_type();
+        if ty == EventType::RunStarted {
+            self.started = true;
+        }
+        if is_output(ty) && !ty.is_terminal() {
+            self.output_forwarded = true;
+        }
+        self.counters.forwarded += 1;
+        self.queue.push_back(event);
+    }
+
+    fn ensure_started(&mut self) {
+        if !self.started {
+            let e = self.own_event(Payload::RunStarted(RunStarted {
+                message_id: None,
+                harness_id: self.options.harness_id.clone(),
+                adapter_version: env!("CARGO_PKG_VERSION").to_owned(),
+                provider_run_id: None,
+            }));
+            self.forward(e);
+        }
+    }
+
+    /// Ends the run with a terminal of the coordinator's own.
+    fn end_with_error(&mut self, code: &str, message: &str, rule: Option<String>, retryable: bool) {
+        self.ensure_started();
+        let status = if code == lce_types::THREAD_DURABILITY_UNCERTAIN {
+            SideEffectStatus::Possible
+        } else {
+            self.side_effect_status()
+        };
+        let e = self.own_event(Payload::RunError(RunError {
+            code: code.to_owned(),
+            message: message.to_owned(),
+            retryable,
+            retry_after_seconds: None,
+            side_effect_status: status,
+        }));
+        self.end = Some(End {
+            terminal: EventType::RunError,
+            sequence: Some(e.sequence),
+            code: Some(code.to_owned()),
+            side_effect_status: Some(status),
+            rule,
+            coordinator_terminal: true,
+        });
+        self.forward(e);
+        self.state = State::Draining;
+    }
+
+    fn end_cancelled(&mut self, reason: CancelReason) {
+        self.ensure_started();
+        let status = self.side_effect_status();
+        let e = self.own_event(Payload::RunCancelled(RunCancelled {
+            reason,
+            side_effect_status: status,
+        }));
+        self.end = Some(End {
+            terminal: EventType::RunCancelled,
+            sequence: Some(e.sequence),
+            code: Some(reason.as_str().to_owned()),
+            side_effect_status: Some(status),
+            rule: None,
+            coordinator_terminal: true,
+        });
+        self.forward(e);
+        // Cancellation drops the adapter at once: nothing is drained.
+        self.state = State::Done;
+    }
+
+    fn violation(&mut self, rule: String, sequence: Option<u64>, event_type: Option<EventType>) {
+        tracing::warn!(
+            target: "lce::coordinator",
+            run_id = %self.options.run_id,
+            conversation_id = %self.options.conversation_id,
+            sequence,
+            event_type = event_type.map(|t| t.as_str()),
+            rule = %rule,
+            "adapter event rejected; ending the run with harness_event_invalid"
+        );
+        self.counters.dropped += 1;
+        self.end_with_error(
+            HARNESS_EVENT_INVALID,
+            HARNESS_EVENT_INVALID_MESSAGE,
+            Some(rule),
+            false,
+        );
+    }
+
+    /// Handles one adapter item while running.
+    fn on_item(&mut self, item: Result<Event, LceError>) {
+        self.counters.events_in += 1;
+        let event = match item {
+            Ok(e) => e,
+            Err(err) => {
+                let (seq, ty) = (err.sequence(), err.event_type());
+                self.violation(err.rule_id(), seq, ty);
+                return;
+            }
+        };
+        if crate::ext::is_empty_delta(&event) {
+            self.counters.dropped += 1;
+            self.counters.empty_deltas += 1;
+            return;
+        }
+        let (sequence, event_type) = (event.sequence, event.event_type());
+        let event = match &self.sanitizer {
+            Some(s) => match s.sanitize(event) {
+                Ok(clean) => {
+                    if !clean.report.is_clean() {
+                        self.counters.cleaned += 1;
+                    }
+                    clean.event
+                }
+                Err(rejection) => {
+                    tracing::debug!(target: "lce::coordinator", kind = ?rejection.kind, "sanitizer rejection");
+                    self.violation("sanitize".to_owned(), Some(sequence), Some(event_type));
+                    return;
+                }
+            },
+            None => event,
+        };
+        if let Err(v) = self.validator.push(&event) {
+            self.violation(v.rule.id().to_owned(), Some(v.sequence), v.event_type);
+            return;
+        }
+        match event.event_type() {
+            EventType::RunFinished | EventType::RunInterrupted if !self.options.ephemeral => {
+                let request = CommitRequest {
+                    run_id: event.run_id.clone(),
+                    conversation_id: event.conversation_id.clone(),
+                    sequence: event.sequence,
+                    interrupt_id: match &event.payload {
+                        Payload::RunInterrupted(i) => Some(i.interrupt_id.clone()),
+                        _ => None,
+                    },
+                };
+                let commit = if event.event_type() == EventType::RunFinished {
+                    self.store.commit_final(request)
+                } else {
+                    self.store.commit_interrupt(request)
+                };
+                self.state = State::Committing {
+                    commit,
+                    timeout: Box::pin(tokio::time::sleep(self.options.commit_timeout)),
+                    terminal: Box::new(event),
+                };
+            }
+            ty if ty.is_terminal() => {
+                let mut event = event;
+                if let Payload::RunFinished(f) = &mut event.payload {
+                    // Ephemeral: whatever the adapter claimed is not trusted.
+                    f.thread_state = None;
+                }
+                self.end = Some(End {
+                    terminal: ty,
+                    sequence: Some(event.sequence),
+                    code: match &event.payload {
+                        Payload::RunError(e) => Some(e.code.clone()),
+                        Payload::RunCancelled(c) => Some(c.reason.as_str().to_owned()),
+                        _ => None,
+                    },
+                    side_effect_status: match &event.payload {
+                        Payload::RunError(e) => Some(e.side_effect_status),
+                        Payload::RunCancelled(c) => Some(c.side_effect_status),
+                        _ => None,
+                    },
+                    rule: None,
+                    coordinator_terminal: false,
+                });
+                self.forward(event);
+                self.state = State::Draining;
+            }
+            _ => self.forward(event),
+        }
+    }
+
+    fn on_commit(&mut self, terminal: Event, result: Result<Committed, CommitError>) {
+        match result {
+            Ok(c) => {
+                let mut terminal = terminal;
+                if let Payload::RunFinished(f) = &mut terminal.payload {
+                    f.thread_state = Some(ThreadState {
+                        durability: Durability::Committed,
+                        durable_revision: c.durable_revision,
+                        head_ref: c.head_ref,
+                    });
+                }
+                self.end = Some(End {
+                    terminal: terminal.event_type(),
+                    sequence: Some(terminal.sequence),
+                    code: None,
+                    side_effect_status: None,
+                    rule: None,
+                    coordinator_terminal: false,
+                });
+                self.forward(terminal);
+                self.state = State::Draining;
+            }
+            Err(e) => {
+                tracing::warn!(
+                    target: "lce::coordinator",
+                    run_id = %self.options.run_id,
+                    conversation_id = %self.options.conversation_id,
+                    sequence = terminal.sequence,
+                    event_type = terminal.event_type().as_str(),
+                    failure = ?e,
+                    "thread state commit failed; ending the run with thread_durability_uncertain"
+                );
+                // The terminal's sequence is free again: it was never forwarded.
+                self.output_forwarded = true;
+                self.end_with_error(
+                    lce_types::THREAD_DURABILITY_UNCERTAIN,
+                    THREAD_DURABILITY_UNCERTAIN_MESSAGE,
+                    Some("15".to_owned()),
+                    false,
+                );
+            }
+        }
+    }
+
+    fn record(&mut self) {
+        if self.recorded {
+            return;
+        }
+        let Some(end) = self.end.clone() else { return };
+        self.recorded = true;
+        self.audit.record(&AuditRecord {
+            run_id: self.options.run_id.clone(),
+            conversation_id: self.options.conversation_id.clone(),
+            terminal: end.terminal,
+            sequence: end.sequence,
+            code: end.code,
+            side_effect_status: end.side_effect_status,
+            rule: end.rule,
+            coordinator_terminal: end.coordinator_terminal,
+            counters: self.counters,
+        });
+    }
+}
+
+impl<S> Stream for Coordinated<S>
+where
+    S: Stream<Item = Result<Event, LceError>>,
+{
+    type Item = Result<Event, LceError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut this = self.project();
+        loop {
+            let inner = &mut *this.inner;
+            if let Some(e) = inner.queue.pop_front() {
+                return Poll::Ready(Some(Ok(e)));
+            }
+            match &mut inner.state {
+                State::Done => {
+                    this.upstream.set(None);
+                    inner.record();
+                    return Poll::Ready(None);
+                }
+                State::Draining => {
+                    // Count what the adapter has ready after the terminal,
+                    // without waiting for more, then let it go.
+                    let mut drained = 0usize;
+                    if let Some(up) = this.upstream.as_mut().as_pin_mut() {
+                        let mut up = up;
+                        while drained < inner.options.drain_limit {
+                            match up.as_mut().poll_next(cx) {
+                                Poll::Ready(Some(_)) => {
+                                    drained += 1;
+                                    inner.counters.events_in += 1;
+                                    inner.counters.dropped += 1;
+                                }
+                                Poll::Ready(None) | Poll::Pending => break,
+                            }
+                        }
+                    }
+                    if drained > 0 {
+                        tracing::debug!(
+                            target: "lce::coordinator",
+                            run_id = %inner.options.run_id,
+                            dropped = drained,
+                            "events after the terminal dropped"
+                        );
+                    }
+                    inner.state = State::Done;
+                }
+                State::Committing {
+                    commit, timeout, ..
+                } => {
+                    let result = match commit.as_mut().poll(cx) {
+                        Poll::Ready(r) => r,
+                        Poll::Pending => match timeout.as_mut().poll(cx) {
+                            Poll::Ready(()) => Err(CommitError::TimedOut),
+                            Poll::Pending => return Poll::Pending,
+                        },
+                    };
+                    let State::Committing { terminal, .. } =
+                        std::mem::replace(&mut inner.state, State::Running)
+                    else {
+                        continue;
+                    };
+                    inner.on_commit(*terminal, result);
+                }
+                State::Running => {
+                    if let Some(reason) = inner.cancel.poll_reason(cx) {
+                        inner.end_cancelled(reason);
+                        continue;
+                    }
+                    if let Some(d) = &mut inner.deadline {
+                        if d.as_mut().poll(cx).is_ready() {
+                            inner.end_cancelled(CancelReason::Deadline);
+                            continue;
+                        }
+                    }
+                    let Some(up) = this.upstream.as_mut().as_pin_mut() else {
+                        inner.end_with_error(
+                            PROVIDER_STREAM_CLOSED,
+                            PROVIDER_STREAM_CLOSED_MESSAGE,
+                            Some("12".to_owned()),
+                            true,
+                        );
+                        continue;
+                    };
+                    match up.poll_next(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Some(item)) => inner.on_item(item),
+                        Poll::Ready(None) => {
+                            this.upstream.set(None);
+                            let rule = match inner.validator.finish() {
+                                Err(v) => v.rule.id().to_owned(),
+                                Ok(()) => "12".to_owned(),
+                            };
+                            tracing::warn!(
+                                target: "lce::coordinator",
+                                run_id = %inner.options.run_id,
+                                conversation_id = %inner.options.conversation_id,
+                                rule = %rule,
+                                "adapter stream ended without a terminal; ending the run with provider_stream_closed"
+                            );
+                            inner.end_with_error(
+                                PROVIDER_STREAM_CLOSED,
+                                PROVIDER_STREAM_CLOSED_MESSAGE,
+                                Some(rule),
+                                true,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // At least the queued events; at most what the adapter may still
+        // send plus the coordinator's own (run.started and a terminal).
+        let queued = self.inner.queue.len();
+        match (&self.inner.state, &self.upstream) {
+            (State::Done, _) => (queued, Some(queued)),
+            (_, Some(up)) => {
+                let (_, hi) = up.size_hint();
+                (queued, hi.and_then(|h| h.checked_add(queued + 2)))
+            }
+            (_, None) => (queued, Some(queued + 2)),
+        }
+    }
+}
+
+impl<S> futures::stream::FusedStream for Coordinated<S>
+where
+    S: Stream<Item = Result<Event, LceError>>,
+{
+    fn is_terminated(&self) -> bool {
+        matches!(self.inner.state, State::Done)
+            && self.inner.queue.is_empty()
+            && self.upstream.is_none()
+    }
+}

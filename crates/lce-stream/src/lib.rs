@@ -1,0 +1,42 @@
+//! `lce-stream`: composing canonical event streams, and the coordinator.
+//!
+//! - [`LifecycleStreamExt`]: adaptors over `futures::Stream`s of
+//!   `Result<Event, LceError>` — [`sequenced`](LifecycleStreamExt::sequenced),
+//!   [`drop_empty_deltas`](LifecycleStreamExt::drop_empty_deltas) (D7),
+//!   [`sanitized`](LifecycleStreamExt::sanitized),
+//!   [`validated`](LifecycleStreamExt::validated),
+//!   [`coordinated`](LifecycleStreamExt::coordinated) and
+//!   [`encoded`](LifecycleStreamExt::encoded) (SSE bytes, one chunk per
+//!   frame). [`events`] lifts a stream of plain events into one.
+//! - [`Coordinator`]: wraps any adapter stream and guarantees that its output
+//!   satisfies every rule of the contract (D8-D11): see [`coordinator`].
+//! - [`codec`]: tokio-util decoders for canonical JSON Lines and SSE frames,
+//!   bounded like `LinesCodec`.
+//!
+//! May depend on: every lower lce crate (types, validate, sanitize, both
+//! encoders), `futures`, `tokio-util` (codec), `tokio` (timers only),
+//! `pin-project-lite`, `bytes`, `tracing`, `thiserror`. Not on any HTTP
+//! stack: serving lives in the CLI.
+
+mod audit;
+mod cancel;
+pub mod codec;
+pub mod coordinator;
+mod encoder;
+mod error;
+mod ext;
+mod store;
+
+pub use audit::{AuditRecord, AuditSink, MemoryAudit, RunCounters, TracingAudit};
+pub use cancel::CancelHandle;
+pub use codec::{EventLinesDecoder, SseDecodeError, SseDecoder, SseFrame};
+pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions};
+pub use encoder::{FrameEncoder, WireEncodeError, WireEncoder, WireFormat};
+pub use error::LceError;
+pub use ext::{
+    DropEmptyDeltas, Encoded, LifecycleStreamExt, LiftEvent, Sanitized, Sequenced, Validated,
+    events, is_empty_delta,
+};
+pub use store::{
+    CommitError, CommitRequest, Committed, Fault, FaultyStore, MemoryStore, ThreadStore,
+};

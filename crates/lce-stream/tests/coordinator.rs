@@ -1,0 +1,335 @@
+//! The coordinator's guarantees, failure path by failure path.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use lce_stream::{
+    CancelHandle, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
+    LifecycleStreamExt, MemoryAudit, events,
+};
+use lce_types::{CancelReason, Event, EventLines, EventType, Payload, SideEffectStatus};
+use lce_validate::{Mode, RunValidator, ValidatorOptions};
+
+fn scenario(name: &str) -> Vec<Event> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/scenarios")
+        .join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    EventLines::new(&bytes[..])
+        .map(|r| r.unwrap().unwrap())
+        .collect()
+}
+
+fn all_scenarios() -> Vec<(String, Vec<Event>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/scenarios");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| (n.clone(), scenario(&n)))
+        .collect()
+}
+
+fn options_for(events: &[Event]) -> CoordinatorOptions {
+    let first = &events[0];
+    CoordinatorOptions::new(first.run_id.clone(), first.conversation_id.clone())
+}
+
+/// Runs `items` through a coordinator; returns its output and the audit.
+async fn coordinate(
+    items: Vec<Result<Event, LceError>>,
+    coordinator: Coordinator,
+) -> (Vec<Event>, Arc<MemoryAudit>) {
+    let audit = Arc::new(MemoryAudit::new());
+    let out: Vec<Event> = futures::stream::iter(items)
+        .coordinated(coordinator.audit(audit.clone()))
+        .map(|r| r.expect("the coordinator yields events only"))
+        .collect()
+        .await;
+    (out, audit)
+}
+
+fn assert_full_mode_valid(events: &[Event]) {
+    let mut v = RunValidator::new(ValidatorOptions::new().mode(Mode::Full));
+    for e in events {
+        v.push(e)
+            .unwrap_or_else(|err| panic!("output breaks the contract: {err}"));
+    }
+    v.finish().unwrap();
+}
+
+fn last(events: &[Event]) -> &Event {
+    events.last().unwrap()
+}
+
+#[tokio::test]
+async fn valid_scenarios_pass_through_with_committed_thread_state() {
+    for (name, input) in all_scenarios() {
+        let coordinator = Coordinator::new(options_for(&input));
+        let (out, audit) = coordinate(input.iter().cloned().map(Ok).collect(), coordinator).await;
+        assert_full_mode_valid(&out);
+        assert_eq!(out.len(), input.len(), "{name}");
+        for (a, b) in out.iter().zip(&input) {
+            if let (Payload::RunFinished(fa), Payload::RunFinished(fb)) = (&a.payload, &b.payload) {
+                assert_eq!(fa.outcome, fb.outcome);
+                let ts = fa.thread_state.as_ref().unwrap();
+                assert!(
+                    ts.head_ref.starts_with("mem:"),
+                    "{name}: commit result not used"
+                );
+            } else {
+                // Forwarded as the sanitizer leaves it (D18 replaces some
+                // characters of display text; nothing else changes).
+                let clean = lce_sanitize::Sanitizer::new(lce_types::Limits::default())
+                    .sanitize(b.clone())
+                    .unwrap()
+                    .event;
+                assert_eq!(a, &clean, "{name}");
+            }
+        }
+        let records = audit.records();
+        assert_eq!(records.len(), 1, "{name}");
+        assert_eq!(records[0].terminal, last(&input).event_type(), "{name}");
+        assert!(!records[0].coordinator_terminal);
+        assert_eq!(records[0].counters.forwarded, input.len() as u64);
+    }
+}
+
+#[tokio::test]
+async fn a_run_cut_short_ends_with_provider_stream_closed() {
+    let input = scenario("tool-call-arguments-at-start.jsonl");
+    for cut in 1..input.len() - 1 {
+        let items = input[..cut].iter().cloned().map(Ok).collect();
+        let (out, audit) = coordinate(items, Coordinator::new(options_for(&input))).await;
+        assert_full_mode_valid(&out);
+        assert_eq!(out.len(), cut + 1);
+        let Payload::RunError(e) = &last(&out).payload else {
+            panic!("cut {cut}: not run.error")
+        };
+        assert_eq!(e.code, "provider_stream_closed");
+        let want = if cut > 1 {
+            SideEffectStatus::Possible
+        } else {
+            SideEffectStatus::None
+        };
+        assert_eq!(e.side_effect_status, want, "cut {cut}");
+        assert_eq!(audit.records()[0].rule.as_deref(), Some("12"));
+    }
+}
+
+#[tokio::test]
+async fn an_empty_adapter_gets_a_started_and_an_error() {
+    let coordinator = Coordinator::new(CoordinatorOptions::new("run-x", "conv-x"));
+    let (out, _) = coordinate(Vec::new(), coordinator).await;
+    assert_full_mode_valid(&out);
+    assert_eq!(
+        out.iter().map(Event::event_type).collect::<Vec<_>>(),
+        [EventType::RunStarted, EventType::RunError]
+    );
+    assert_eq!(out[1].run_id, "run-x");
+}
+
+#[tokio::test]
+async fn a_violation_ends_the_run_and_drops_the_rest() {
+    let input = scenario("plain-text-answer.jsonl");
+    // Swap two events after the start: a delta before its text.started.
+    let mut items: Vec<Event> = input.clone();
+    let started = items
+        .iter()
+        .position(|e| e.event_type() == EventType::TextStarted)
+        .unwrap();
+    items.remove(started);
+    let (out, audit) = coordinate(
+        items.into_iter().map(Ok).collect(),
+        Coordinator::new(options_for(&input)),
+    )
+    .await;
+    assert_full_mode_valid(&out);
+    assert_eq!(out.len(), started + 1);
+    let Payload::RunError(e) = &last(&out).payload else {
+        panic!()
+    };
+    assert_eq!(e.code, "harness_event_invalid");
+    assert!(!e.message.contains("message"), "fixed safe text");
+    let record = &audit.records()[0];
+    assert_eq!(record.rule.as_deref(), Some("5"));
+    assert!(record.counters.dropped >= 1);
+    assert_eq!(record.counters.events_in, input.len() as u64 - 1);
+}
+
+#[tokio::test]
+async fn an_error_item_counts_as_a_violation() {
+    let input = scenario("plain-text-answer.jsonl");
+    let bad = lce_types::Event::from_json("[]").unwrap_err();
+    let items = vec![Ok(input[0].clone()), Err(LceError::Parse(bad))];
+    let (out, audit) = coordinate(items, Coordinator::new(options_for(&input))).await;
+    assert_full_mode_valid(&out);
+    let Payload::RunError(e) = &last(&out).payload else {
+        panic!()
+    };
+    assert_eq!(
+        (e.code.as_str(), e.side_effect_status),
+        ("harness_event_invalid", SideEffectStatus::None)
+    );
+    assert_eq!(audit.records()[0].rule.as_deref(), Some("parse"));
+}
+
+#[tokio::test]
+async fn events_after_the_terminal_are_dropped_and_counted() {
+    let input = scenario("plain-text-answer.jsonl");
+    let mut items: Vec<_> = input.iter().cloned().map(Ok).collect();
+    let mut extra = input[1].clone();
+    extra.sequence = 999;
+    items.push(Ok(extra.clone()));
+    items.push(Ok(extra));
+    let (out, audit) = coordinate(items, Coordinator::new(options_for(&input))).await;
+    assert_eq!(out.len(), input.len());
+    assert_eq!(audit.records()[0].counters.dropped, 2);
+}
+
+#[tokio::test]
+async fn a_failed_commit_becomes_thread_durability_uncertain_once() {
+    for fault in [Fault::Fail, Fault::Hang] {
+        let input = scenario("plain-text-answer.jsonl");
+        let store = Arc::new(FaultyStore::new(fault));
+        let coordinator =
+            Coordinator::new(options_for(&input).commit_timeout(Duration::from_millis(20)))
+                .store(store.clone());
+        let (out, audit) = coordinate(input.iter().cloned().map(Ok).collect(), coordinator).await;
+        assert_full_mode_valid(&out);
+        assert_eq!(
+            out.len(),
+            input.len(),
+            "the terminal is replaced, not added"
+        );
+        let Payload::RunError(e) = &last(&out).payload else {
+            panic!("{fault:?}")
+        };
+        assert_eq!(e.code, "thread_durability_uncertain");
+        assert_eq!(e.side_effect_status, SideEffectStatus::Possible);
+        assert_eq!(store.calls(), 1, "never retried");
+        assert_eq!(audit.records()[0].rule.as_deref(), Some("15"));
+    }
+}
+
+#[tokio::test]
+async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
+    let input = scenario("tool-approval-interrupt.jsonl");
+    let store = Arc::new(FaultyStore::new(Fault::None));
+    let c = Coordinator::new(options_for(&input)).store(store.clone());
+    let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
+    assert_eq!(last(&out).event_type(), EventType::RunInterrupted);
+    assert_eq!(store.calls(), 1);
+
+    let input = scenario("plain-text-answer.jsonl");
+    let store = Arc::new(FaultyStore::new(Fault::Fail));
+    let c = Coordinator::new(options_for(&input).ephemeral(true)).store(store.clone());
+    let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
+    let Payload::RunFinished(f) = &last(&out).payload else {
+        panic!()
+    };
+    assert!(
+        f.thread_state.is_none(),
+        "ephemeral runs finish without thread_state"
+    );
+    assert_eq!(store.calls(), 0);
+}
+
+#[tokio::test]
+async fn cancellation_ends_the_run_and_drops_the_adapter() {
+    let input = scenario("plain-text-answer.jsonl");
+    let handle = CancelHandle::new();
+    let audit = Arc::new(MemoryAudit::new());
+    let coordinator = Coordinator::new(options_for(&input))
+        .cancel_handle(handle.clone())
+        .audit(audit.clone());
+    // An adapter that yields two events and then never ends.
+    let adapter =
+        events(futures::stream::iter(input[..2].to_vec()).chain(futures::stream::pending()));
+    let mut out = Box::pin(adapter.coordinated(coordinator));
+    let mut got = vec![
+        out.next().await.unwrap().unwrap(),
+        out.next().await.unwrap().unwrap(),
+    ];
+    assert!(handle.cancel(CancelReason::Shutdown));
+    got.push(out.next().await.unwrap().unwrap());
+    assert!(out.next().await.is_none());
+    assert_full_mode_valid(&got);
+    let Payload::RunCancelled(c) = &last(&got).payload else {
+        panic!()
+    };
+    assert_eq!(c.reason, CancelReason::Shutdown);
+    assert_eq!(c.side_effect_status, SideEffectStatus::Possible);
+    assert_eq!(audit.records()[0].code.as_deref(), Some("shutdown"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_cancels_the_run() {
+    let input = scenario("plain-text-answer.jsonl");
+    let coordinator = Coordinator::new(options_for(&input).deadline(Some(Duration::from_secs(30))));
+    let adapter =
+        events(futures::stream::iter(input[..1].to_vec()).chain(futures::stream::pending()));
+    let out: Vec<Event> = adapter
+        .coordinated(coordinator)
+        .map(|r| r.unwrap())
+        .collect()
+        .await;
+    assert_full_mode_valid(&out);
+    let Payload::RunCancelled(c) = &last(&out).payload else {
+        panic!()
+    };
+    assert_eq!(
+        (c.reason, c.side_effect_status),
+        (CancelReason::Deadline, SideEffectStatus::None)
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_stream_is_audited_as_a_disconnect() {
+    let input = scenario("plain-text-answer.jsonl");
+    let audit = Arc::new(MemoryAudit::new());
+    let coordinator = Coordinator::new(options_for(&input)).audit(audit.clone());
+    let mut out = Box::pin(events(futures::stream::iter(input.clone())).coordinated(coordinator));
+    out.next().await.unwrap().unwrap();
+    out.next().await.unwrap().unwrap();
+    drop(out);
+    let records = audit.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].terminal, EventType::RunCancelled);
+    assert_eq!(records[0].code.as_deref(), Some("disconnect"));
+    assert!(records[0].sequence.is_none(), "no wire saw it");
+}
+
+#[tokio::test]
+async fn empty_deltas_are_dropped_and_counted() {
+    let input = scenario("plain-text-answer.jsonl");
+    let mut items: Vec<Event> = input.clone();
+    let delta = items
+        .iter()
+        .position(|e| e.event_type() == EventType::TextDelta)
+        .unwrap();
+    let mut empty = items[delta].clone();
+    if let Payload::TextDelta(d) = &mut empty.payload {
+        d.delta.clear();
+    }
+    // Give it a sequence between its neighbours' by renumbering everything.
+    items.insert(delta, empty);
+    for (i, e) in items.iter_mut().enumerate() {
+        e.sequence = i as u64;
+    }
+    let (out, audit) = coordinate(
+        items.into_iter().map(Ok).collect(),
+        Coordinator::new(options_for(&input)),
+    )
+    .await;
+    assert_eq!(out.len(), input.len());
+    assert_eq!(audit.records()[0].counters.empty_deltas, 1);
+}
