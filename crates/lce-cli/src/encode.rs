@@ -19,6 +19,7 @@ use std::io::{self, BufRead, Write};
 use std::sync::mpsc;
 
 use bytes::BytesMut;
+use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
 use lce_encode_custom::{CustomOptions, CustomSseEncoder};
 use lce_types::{Event, EventLines, ParseError};
 
@@ -30,6 +31,7 @@ const FORMATS: &str = "custom, agui, agui-v1";
 /// One of the wire encoders, behind one interface.
 enum WireEncoder {
     Custom(CustomSseEncoder),
+    Agui(AguiSseEncoder),
 }
 
 impl WireEncoder {
@@ -38,9 +40,16 @@ impl WireEncoder {
             "custom" => Ok(WireEncoder::Custom(CustomSseEncoder::new(CustomOptions {
                 agent_name,
             }))),
-            "agui" | "agui-v1" => Err(UsageError(format!(
-                "format not available: `{format}` (its encoder is not built into this lce yet)"
-            ))),
+            "agui" | "agui-v1" => {
+                let dialect = if format == "agui" {
+                    Dialect::Da
+                } else {
+                    Dialect::V1
+                };
+                let mut options = AguiOptions::default();
+                options.agent_name = agent_name;
+                Ok(WireEncoder::Agui(AguiSseEncoder::new(dialect, options)))
+            }
             other => Err(UsageError(format!(
                 "unknown format `{other}` (one of {FORMATS})"
             ))),
@@ -50,12 +59,14 @@ impl WireEncoder {
     fn encode(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), String> {
         match self {
             WireEncoder::Custom(e) => e.encode_event(event, dst).map_err(|e| e.to_string()),
+            WireEncoder::Agui(e) => e.encode_event(event, dst).map_err(|e| e.to_string()),
         }
     }
 
     fn release_ready(&mut self, dst: &mut BytesMut) -> Result<(), String> {
         match self {
             WireEncoder::Custom(e) => e.release_ready(dst).map_err(|e| e.to_string()),
+            WireEncoder::Agui(e) => e.release_ready(dst).map_err(|e| e.to_string()),
         }
     }
 }
