@@ -1,0 +1,95 @@
+//! `lce`: Canonical Lifecycle Events v1, the facade.
+//!
+//! Re-exports the layers behind features, so a user can depend on just the
+//! crates they need (say `lce-types` and `lce-encode-agui`) or on `lce` for
+//! everything (`default = ["full"]`):
+//!
+//! | module | crate | feature |
+//! |---|---|---|
+//! | [`types`] | `lce-types` | always |
+//! | [`validate`] | `lce-validate` | `validate` |
+//! | [`sanitize`] | `lce-sanitize` | `sanitize` |
+//! | [`custom`] | `lce-encode-custom` | `encode-custom` |
+//! | [`agui`] | `lce-encode-agui` | `encode-agui` |
+//! | [`stream`] | `lce-stream` | `stream` |
+//!
+//! May depend on: the lce crates above, nothing else.
+//!
+//! # From adapter to HTTP body
+//!
+//! An adapter yields canonical events; the coordinator makes the run obey
+//! the contract whatever the adapter did (here the adapter stops early, so
+//! the coordinator ends the run with `run.error{provider_stream_closed}`);
+//! the encoder turns events into SSE frames; each frame is one chunk of the
+//! HTTP response body (for example `axum::body::Body::from_stream`).
+//!
+//! ```
+//! # #[cfg(feature = "stream")]
+//! # fn main() {
+//! use lce::prelude::*;
+//! use futures::StreamExt;
+//!
+//! let line = |seq: u64, ty: &str, data: &str| {
+//!     Event::from_json(&format!(
+//!         r#"{{"version":1,"type":"{ty}","run_id":"run-1","conversation_id":"conv-1","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{data}}}"#
+//!     ))
+//!     .unwrap()
+//! };
+//! // An adapter that starts a run, says "Hi" and then stops without a terminal.
+//! let adapter = futures::stream::iter(vec![
+//!     line(0, "run.started", r#"{"harness_id":"demo","adapter_version":"1.0.0"}"#),
+//!     line(1, "text.started", r#"{"message_id":"m-1","role":"assistant"}"#),
+//!     line(2, "text.delta", r#"{"message_id":"m-1","delta":"Hi"}"#),
+//! ]);
+//!
+//! let coordinator = Coordinator::new(CoordinatorOptions::new("run-1", "conv-1"));
+//! let body = lce::stream::events(adapter)
+//!     .coordinated(coordinator)
+//!     .encoded(WireEncoder::new(WireFormat::Custom, None));
+//!
+//! let chunks: Vec<bytes::Bytes> = futures::executor::block_on(
+//!     body.map(|chunk| chunk.expect("the coordinator's output always encodes")).collect(),
+//! );
+//! assert_eq!(
+//!     chunks,
+//!     [
+//!         "event: content\ndata: {\"text\": \"Hi\", \"namespace\": []}\n\n",
+//!         "event: error\ndata: {\"error\": \"The agent's stream ended unexpectedly. Check server logs for details.\"}\n\n",
+//!     ]
+//! );
+//! # }
+//! # #[cfg(not(feature = "stream"))]
+//! # fn main() {}
+//! ```
+
+pub use lce_types as types;
+
+#[cfg(feature = "encode-agui")]
+pub use lce_encode_agui as agui;
+#[cfg(feature = "encode-custom")]
+pub use lce_encode_custom as custom;
+#[cfg(feature = "sanitize")]
+pub use lce_sanitize as sanitize;
+#[cfg(feature = "stream")]
+pub use lce_stream as stream;
+#[cfg(feature = "validate")]
+pub use lce_validate as validate;
+
+/// The names most programs need, for `use lce::prelude::*`.
+pub mod prelude {
+    pub use lce_types::{Event, EventLines, EventType, Limits, ParseError, Payload, Timestamp};
+
+    #[cfg(feature = "encode-agui")]
+    pub use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+    #[cfg(feature = "encode-custom")]
+    pub use lce_encode_custom::{CustomOptions, CustomSseEncoder};
+    #[cfg(feature = "sanitize")]
+    pub use lce_sanitize::Sanitizer;
+    #[cfg(feature = "stream")]
+    pub use lce_stream::{
+        AuditSink, CancelHandle, Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt,
+        ThreadStore, WireEncoder, WireFormat,
+    };
+    #[cfg(feature = "validate")]
+    pub use lce_validate::{RunValidator, ValidatorOptions, Violation};
+}
