@@ -1,0 +1,122 @@
+//! Tidy checks that run as tests (in the style of rust-analyzer's xtask tidy
+//! tests): every crate manifest follows the workspace conventions, so a
+//! lockstep release and the MSRV declaration hold by construction.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The workspace root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// `(section, compact line)` pairs of a manifest: whitespace removed,
+/// comments and blank lines skipped.
+fn entries(manifest: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for line in manifest.lines() {
+        let line = line.split(" #").next().unwrap_or("").trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with('[') {
+            section = line.to_owned();
+            continue;
+        }
+        out.push((section.clone(), line.chars().filter(|c| !c.is_whitespace()).collect()));
+    }
+    out
+}
+
+/// What is wrong with one member manifest (empty when nothing is).
+fn problems(folder: &str, manifest: &str) -> Vec<String> {
+    let entries = entries(manifest);
+    let has = |section: &str, forms: &[&str]| {
+        entries.iter().any(|(s, l)| s == section && forms.iter().any(|f| l == f))
+    };
+    let mut out = Vec::new();
+    for key in ["version", "edition", "rust-version"] {
+        let dotted = format!("{key}.workspace=true");
+        let inline = format!("{key}={{workspace=true}}");
+        if !has("[package]", &[&dotted, &inline]) {
+            out.push(format!("[package] lacks `{key}.workspace = true`"));
+        }
+    }
+    if !has("[lints]", &["workspace=true"]) {
+        out.push("lacks `[lints] workspace = true`".to_owned());
+    }
+    let name = entries
+        .iter()
+        .find(|(s, l)| s == "[package]" && l.starts_with("name="))
+        .map(|(_, l)| l["name=".len()..].trim_matches('"').to_owned());
+    match name {
+        Some(name) if name == folder => {}
+        Some(name) => out.push(format!("package name `{name}` differs from its folder `{folder}`")),
+        None => out.push("[package] has no name".to_owned()),
+    }
+    out
+}
+
+#[test]
+fn every_crate_manifest_follows_the_workspace_conventions() {
+    let root = root();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut folders: Vec<PathBuf> =
+        fs::read_dir(root.join("crates")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    folders.push(root.join("xtask"));
+    folders.sort();
+    for folder in folders {
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(manifest) = fs::read_to_string(folder.join("Cargo.toml")) else {
+            failures.push(format!("{name}: a folder under crates/ without Cargo.toml breaks `members = [\"crates/*\"]`"));
+            continue;
+        };
+        checked += 1;
+        failures.extend(problems(&name, &manifest).into_iter().map(|p| format!("{name}: {p}")));
+    }
+    assert!(checked > 1, "no crate manifest found");
+    assert!(failures.is_empty(), "workspace conventions broken:\n  {}", failures.join("\n  "));
+}
+
+#[test]
+fn the_root_declares_version_edition_and_msrv_once() {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let entries = entries(&manifest);
+    let value = |key: &str| {
+        entries
+            .iter()
+            .find(|(s, l)| s == "[workspace.package]" && l.starts_with(&format!("{key}=")))
+            .map(|(_, l)| l[key.len() + 1..].trim_matches('"').to_owned())
+    };
+    let msrv = value("rust-version").expect("[workspace.package] rust-version");
+    let parts: Vec<&str> = msrv.split('.').collect();
+    assert!(
+        (2..=3).contains(&parts.len()) && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+        "rust-version `{msrv}` is not MAJOR.MINOR[.PATCH]"
+    );
+    assert!(value("version").is_some(), "[workspace.package] version");
+    assert!(value("edition").is_some(), "[workspace.package] edition");
+    // Internal crates in [workspace.dependencies] carry the workspace version,
+    // so the lockstep bump of `cargo xtask release` finds them.
+    let version = value("version").unwrap();
+    for (section, line) in &entries {
+        if section == "[workspace.dependencies]" && line.contains("path=") {
+            assert!(
+                line.contains(&format!("version=\"{version}\"")),
+                "internal dependency without version {version}: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_checker_catches_what_it_should() {
+    let good = "[package]\nname = \"a\"\nversion.workspace = true\nedition.workspace = true\nrust-version = { workspace = true }\n\n[lints]\nworkspace = true\n";
+    assert!(problems("a", good).is_empty(), "{:?}", problems("a", good));
+    let bad = "[package]\nname = \"b\"\nversion = \"0.1.0\"\nedition.workspace = true\n\n[lints.rust]\nunsafe_code = \"forbid\"\n";
+    let found = problems("a", bad);
+    assert_eq!(found.len(), 4, "{found:?}");
+}
