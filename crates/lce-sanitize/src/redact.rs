@@ -194,8 +194,9 @@ fn is_key_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
+/// Base64 and base64url characters, padding aside (`=` only ends a run).
 fn is_b64(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-')
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')
 }
 
 fn is_bearer_char(b: u8) -> bool {
@@ -470,8 +471,9 @@ impl Scan<'_> {
     /// Long hex or base64-ish runs, checked at the start of each run.
     fn try_long_run(&mut self, i: usize) -> Option<usize> {
         let b = self.b;
-        let end = run_end(b, i, is_b64);
-        let run = b.get(i..end)?;
+        let body = run_end(b, i, is_b64);
+        let run = b.get(i..body)?;
+        let end = run_end(b, body, |c| c == b'=');
         if run.len() >= 40
             && run.iter().any(u8::is_ascii_uppercase)
             && run.iter().any(u8::is_ascii_lowercase)
@@ -483,15 +485,15 @@ impl Scan<'_> {
         // Hex sub-runs of 32 or more.
         let mut j = i;
         let mut matched = false;
-        while j < end {
-            let h = run_end(b, j, |c| c.is_ascii_hexdigit()).min(end);
+        while j < body {
+            let h = run_end(b, j, |c| c.is_ascii_hexdigit()).min(body);
             if h - j >= 32 {
                 self.replace(j, h);
                 matched = true;
             }
             j = if h > j { h } else { j + 1 };
         }
-        matched.then_some(end)
+        matched.then_some(body)
     }
 }
 
