@@ -1,9 +1,10 @@
 //! The `lce` command-line tool.
 //!
-//! `lce check [FILE]` reports malformed canonical JSON Lines. Exit status:
-//! 0 when every line is well-formed, 1 when any is not, 2 for usage or I/O
-//! errors. Messages go to stderr as `FILE:LINE: message`; `--json` writes a
-//! machine-readable report to stdout instead.
+//! `lce check [FILE]` reports malformed canonical JSON Lines and runs that
+//! break the state-machine rules. Exit status: 0 when the input is accepted,
+//! 1 when it is not, 2 for usage or I/O errors. Messages go to stderr as
+//! `FILE:LINE: message` (`FILE:LINE: seq S: rule R (name): message` for a
+//! broken rule); `--json` writes a machine-readable report to stdout instead.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::ExitCode;
@@ -16,7 +17,9 @@ const USAGE: &str = "\
 lce: Canonical Lifecycle Events v1 toolkit
 
 usage:
-  lce check [--json] [FILE]     report malformed lines (FILE or - = stdin)
+  lce check [--json] [--all] [--adapter] [--ephemeral] [--schemas DIR] [FILE]
+                                report malformed lines and broken rules
+                                (FILE or - = stdin; --all: every violation)
   lce encode --to FORMAT [--agent-name NAME] [FILE]
                                 canonical events to SSE on stdout
                                 (FORMAT: custom, agui, agui-v1)

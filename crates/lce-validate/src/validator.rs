@@ -96,7 +96,8 @@ struct Pending {
 /// After a violation the validator stays failed: every later `push` and
 /// `finish` returns that same violation, until
 /// [`clear_failure`](RunValidator::clear_failure) is called (as `lce check
-/// --all` does) to go on as if the violating event had been dropped (D8).
+/// --all` does) to go on, mostly as if the violating event had been dropped
+/// (D8).
 ///
 /// Work per event is constant (hash look-ups by borrowed `&str`, and a
 /// comparison of the namespace path, at most `limits.namespace_depth`
@@ -226,11 +227,39 @@ impl RunValidator {
     }
 
     /// Forgets the last violation and goes on as if the violating event had
-    /// been dropped (D8): its effects are not applied, except that streamed
-    /// arguments it completed stay complete. Later events may then report
-    /// consequences of the first violation.
+    /// been dropped (D8): its effects are not applied. Exceptions: streamed
+    /// arguments it completed stay complete, and when the only fault was
+    /// those arguments (D6 at completion) the event itself was applied. Two
+    /// recoveries keep one mistake from flagging every later event:
+    ///
+    /// - a run whose first event is not a valid `run.started` (rule 2) is
+    ///   treated as started;
+    /// - a terminal rejected for what it says or leaves open (rules 8, 10, 11,
+    ///   13, 14, D5, D6) still ends the run, so later events are rule 4 and
+    ///   the end of input is not rule 12.
+    ///
+    /// Later events may still report consequences of the first violation.
+    /// `lce check --all` uses this.
     pub fn clear_failure(&mut self) {
-        self.failed = None;
+        let Some(v) = self.failed.take() else {
+            return;
+        };
+        match (v.rule, v.event_type) {
+            (Rule::RunStarted, _) if !self.started => self.started = true,
+            (
+                Rule::Interrupt
+                | Rule::NamespaceActive
+                | Rule::Limits
+                | Rule::ThreadDurability
+                | Rule::PendingInterrupt
+                | Rule::D5OpenSpans
+                | Rule::D6Arguments,
+                Some(t),
+            ) if t.is_terminal() && self.started && self.terminal.is_none() => {
+                self.terminal = Some(Terminal::Ordinary(t));
+            }
+            _ => {}
+        }
     }
 
     /// `true` once a run terminal was accepted.
@@ -396,22 +425,41 @@ impl RunValidator {
             Payload::ToolArgumentsDelta(d) => d.delta.is_empty(),
             _ => false,
         };
-        if !empty_delta {
-            self.event(e, ty, seq)?;
-        }
+        let (result, applied) = if empty_delta {
+            (Ok(()), true)
+        } else {
+            self.event(e, ty, seq)
+        };
 
-        // Accepted: record the envelope.
-        if self.identity.is_none() {
-            self.identity = Some((e.run_id.clone(), e.conversation_id.clone()));
+        // Applied: record the envelope.
+        if applied {
+            if self.identity.is_none() {
+                self.identity = Some((e.run_id.clone(), e.conversation_id.clone()));
+            }
+            self.last = Some((seq, ty));
+            self.events = events;
+            self.bytes = bytes;
         }
-        self.last = Some((seq, ty));
-        self.events = events;
-        self.bytes = bytes;
-        Ok(())
+        result
     }
 
     /// The rules of the event itself, after the envelope's.
-    fn event(&mut self, e: &Event, ty: EventType, seq: u64) -> Step {
+    /// The rules of the event itself, after the envelope's; also tells
+    /// whether the event was applied (see `apply`).
+    fn event(&mut self, e: &Event, ty: EventType, seq: u64) -> (Step, bool) {
+        match self.event_checks(e, ty, seq) {
+            Ok(ns) => {
+                let arguments = self.close_arguments(e, ty, seq);
+                let own = self.apply(e, ty, seq, ns);
+                let applied = own.is_ok();
+                (arguments.and(own), applied)
+            }
+            Err(v) => (Err(v), false),
+        }
+    }
+
+    /// Rules 10, 8 and D4, which do not depend on the event's own ids.
+    fn event_checks(&mut self, e: &Event, ty: EventType, seq: u64) -> Result<NsId, Violation> {
         let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
 
         // 10: the event's namespace is root or an active namespace (D1);
@@ -464,21 +512,34 @@ impl RunValidator {
             }
         }
 
-        // D6: streamed arguments are complete at the first event that is not
-        // a delta of the same call. A run.error / run.cancelled discards them:
-        // the call will never be invoked.
+        Ok(ns)
+    }
+
+    /// D6: streamed arguments are complete at the first event that is not a
+    /// delta of the same call. A run.error / run.cancelled discards them: the
+    /// call will never be invoked. A violation found here is reported first,
+    /// but the event itself is still applied when it keeps its own rules (it
+    /// did nothing wrong).
+    fn close_arguments(&mut self, e: &Event, ty: EventType, seq: u64) -> Step {
         let continues = matches!(
             (&self.assembly, &e.payload),
             (Some(a), Payload::ToolArgumentsDelta(d)) if a.tool_call_id == d.tool_call_id
         );
-        if !continues {
-            if let Some(a) = self.assembly.take() {
-                if !matches!(ty, EventType::RunError | EventType::RunCancelled) {
-                    self.complete_arguments(&a, ty, seq)?;
-                }
+        if continues || matches!(ty, EventType::RunError | EventType::RunCancelled) {
+            if !continues {
+                self.assembly = None;
             }
+            return Ok(());
         }
+        match self.assembly.take() {
+            Some(a) => self.complete_arguments(&a, ty, seq),
+            None => Ok(()),
+        }
+    }
 
+    /// The rules of each event type, and its effects when it keeps them.
+    fn apply(&mut self, e: &Event, ty: EventType, seq: u64, ns: NsId) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
         match &e.payload {
             Payload::RunStarted(_) => {
                 self.started = true;

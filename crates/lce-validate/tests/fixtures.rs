@@ -1,6 +1,9 @@
 //! The fixtures: every valid scenario passes, every invalid run is rejected
 //! with exactly the rule and sequence of its `.expect` sidecar.
 
+// Test helpers may panic: a panic is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
