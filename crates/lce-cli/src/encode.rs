@@ -2,11 +2,15 @@
 //! canonical JSON Lines in (FILE, or stdin), SSE bytes on stdout.
 //!
 //! Output is buffered and flushed at the end, after each run terminal, and
-//! whenever the input has nothing ready (a live pipe). Input that fails
-//! parsing is reported on stderr exactly as `lce check` reports it
-//! (`NAME:LINE: message`); encoding stops at the first bad line (frames
-//! already written stay written), the rest of the input is still checked and
-//! reported, and the exit status is 1.
+//! whenever the input has nothing ready (a live pipe).
+//!
+//! Every event is checked before it is encoded, as `lce check` checks it by
+//! default: strict parsing, then the contract's state machine
+//! ([`lce_validate::RunValidator`], full mode). Problems are reported on
+//! stderr in `lce check`'s words (`NAME:LINE: message`) and the exit status
+//! is 1. Encoding stops at the first problem (the frames already written
+//! stay written: the output is a stream); the rest of the input is still
+//! parsed and its malformed lines reported, as `lce check` does.
 //!
 //! Live input (D13a): when stdin is not a regular file, a reader thread feeds
 //! the encoder; whenever no line is ready the encoder releases the tool
@@ -22,6 +26,7 @@ use bytes::BytesMut;
 use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
 use lce_encode_custom::{CustomOptions, CustomSseEncoder};
 use lce_types::{Event, EventLines, ParseError};
+use lce_validate::{RunValidator, ValidatorOptions};
 
 use crate::{UsageError, input};
 
@@ -175,7 +180,14 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let write_err = |e: io::Error| UsageError(format!("cannot write to stdout: {e}"));
     let mut buf = BytesMut::with_capacity(8 * 1024);
+    // Malformed lines, then broken rules, each as `lce check` prints them.
     let mut problems: Vec<String> = Vec::new();
+    let mut violations: Vec<String> = Vec::new();
+    let mut validator = RunValidator::new(ValidatorOptions::new());
+    // As in `lce check`: state-machine checks stop at a malformed line or at
+    // the first violation.
+    let mut validating = true;
+    let mut last_event_line = 0u64;
     // Line number of the item being handled (items come one per line).
     let mut line = 0u64;
 
@@ -183,7 +195,7 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
         let next = match source.try_next() {
             Next::Pending => {
                 // Live stream with nothing ready (D13a): show running tools.
-                if problems.is_empty() {
+                if problems.is_empty() && violations.is_empty() {
                     if let Err(e) = encoder.release_ready(&mut buf) {
                         problems.push(format!("{name}:{line}: cannot encode: {e}"));
                     }
@@ -203,8 +215,20 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
         line += 1;
         let parsed = item.map_err(|e| UsageError(format!("{name}: read error: {e}")))?;
         match parsed {
-            Err(e) => problems.push(check_line(&name, &e)),
-            Ok(event) if problems.is_empty() => {
+            Err(e) => {
+                problems.push(check_line(&name, &e));
+                validating = false;
+            }
+            Ok(event) if validating => {
+                if let Err(v) = validator.push(&event) {
+                    violations.push(format!("{name}:{line}: {v}"));
+                    validating = false;
+                    continue;
+                }
+                last_event_line = line;
+                if !problems.is_empty() {
+                    continue;
+                }
                 if let Err(e) = encoder.encode(&event, &mut buf) {
                     problems.push(format!("{name}:{line}: cannot encode: {e}"));
                     continue;
@@ -220,12 +244,18 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
             Ok(_) => {}
         }
     }
+    if validating {
+        // Rule 12: the input ended without a terminal.
+        if let Err(v) = validator.finish() {
+            violations.push(format!("{name}:{last_event_line}: {v}"));
+        }
+    }
     out.flush().map_err(write_err)?;
     drop(out);
-    for p in &problems {
+    for p in problems.iter().chain(&violations) {
         eprintln!("{p}");
     }
-    Ok(problems.is_empty())
+    Ok(problems.is_empty() && violations.is_empty())
 }
 
 /// A parse problem as `lce check` prints it: `NAME:LINE: message`.

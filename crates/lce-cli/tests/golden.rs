@@ -6,6 +6,7 @@
 //! built in yet (`format not available`) is skipped with a note. To rewrite
 //! the files after an intended change: `cargo xtask bless [--format F]`,
 //! then read the diff it prints.
+#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,7 +94,10 @@ fn golden_files_match_encoder_output() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(checked >= scenarios().len(), "the custom goldens must always be checked");
+    assert!(
+        checked >= scenarios().len(),
+        "the custom goldens must always be checked"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! SSE parser (`eventsource-stream`, not our code) give exactly the frames
 //! written: one event per frame, each with its event name and one JSON
 //! object as data, nothing lost, merged or added.
+#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 
@@ -46,7 +47,11 @@ fn check(format: &str, names: &[&str]) -> usize {
         // same order, one `data:` line each.
         let mut rewritten = String::new();
         for (event, data) in &frames {
-            assert!(names.contains(&event.as_str()), "{}: event {event}", path.display());
+            assert!(
+                names.contains(&event.as_str()),
+                "{}: event {event}",
+                path.display()
+            );
             let v: serde_json::Value = serde_json::from_str(data).unwrap();
             assert!(v.is_object(), "{}: data is an object", path.display());
             rewritten.push_str(&format!("event: {event}\ndata: {data}\n\n"));

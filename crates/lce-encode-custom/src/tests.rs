@@ -254,10 +254,26 @@ fn streamed_arguments_and_empty_result_and_truncation() {
             &[],
             r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
         ),
-        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"{\"x\":1e1"}"#),
-        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":""}"#),
-        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"6,\"s\":\"\\u00"}"#),
-        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"e9\"}"}"#),
+        r.ev(
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"a","delta":"{\"x\":1e1"}"#,
+        ),
+        r.ev(
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"a","delta":""}"#,
+        ),
+        r.ev(
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"a","delta":"6,\"s\":\"\\u00"}"#,
+        ),
+        r.ev(
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"a","delta":"e9\"}"}"#,
+        ),
         r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":""}"#),
         r.ev(
             "tool.started",
@@ -293,7 +309,9 @@ fn error_messages_are_never_truncated() {
         r.ev(
             "tool.error",
             &[],
-            &format!(r#"{{"tool_call_id":"a","code":"tool_error","message":"{msg}","retryable":false}}"#),
+            &format!(
+                r#"{{"tool_call_id":"a","code":"tool_error","message":"{msg}","retryable":false}}"#
+            ),
         ),
     ];
     let got = encode_all(CustomOptions::default(), &events);
@@ -311,7 +329,11 @@ fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
             &[],
             r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
         ),
-        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"{\"x\":"}"#),
+        r.ev(
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"a","delta":"{\"x\":"}"#,
+        ),
     ] {
         enc.encode_event(&e, &mut out).unwrap();
     }
@@ -321,7 +343,10 @@ fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
             &mut out,
         )
         .unwrap_err();
-    assert!(matches!(err, EncodeError::IncompleteArguments { sequence: 2 }));
+    assert!(matches!(
+        err,
+        EncodeError::IncompleteArguments { sequence: 2 }
+    ));
     assert!(out.is_empty());
     // A syntactically broken but balanced object is refused by the transcoder.
     let mut r = Run::new();
@@ -332,7 +357,11 @@ fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
             &[],
             r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
         ),
-        r.ev("tool.arguments.delta", &[], r#"{"tool_call_id":"a","delta":"{\"x\" 1}"}"#),
+        r.ev(
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"a","delta":"{\"x\" 1}"}"#,
+        ),
     ] {
         enc.encode_event(&e, &mut out).unwrap();
     }
@@ -342,7 +371,10 @@ fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
             &mut out,
         )
         .unwrap_err();
-    assert!(matches!(err, EncodeError::Wire { sequence: 2, .. }), "{err}");
+    assert!(
+        matches!(err, EncodeError::Wire { sequence: 2, .. }),
+        "{err}"
+    );
     assert!(out.is_empty());
 }
 

@@ -56,16 +56,19 @@
 //!     .unwrap()
 //! };
 //! let mut hold = ToolStartHold::new();
-//! let step = hold.feed(&ev(1, "tool.started",
-//!     r#"{"tool_call_id":"t1","tool_name":"search","arguments":{"q":"rbac"}}"#));
-//! assert_eq!(step.action, Action::Suppress);
-//! assert_eq!(step.released.count(), 0);
-//!
+//! let start = ev(1, "tool.started",
+//!     r#"{"tool_call_id":"t1","tool_name":"search","arguments":{"q":"rbac"}}"#);
+//! {
+//!     let step = hold.feed(&start);
+//!     assert_eq!(step.action, Action::Suppress); // held
+//!     assert_eq!(step.released.count(), 0);
+//! }
 //! let step = hold.feed(&ev(2, "tool.finished", r#"{"tool_call_id":"t1","result":"ok"}"#));
-//! assert_eq!(step.action, Action::Emit);
+//! assert_eq!(step.action, Action::Emit); // render after the released starts
 //! let released: Vec<_> = step.released.collect();
 //! assert_eq!(released[0].tool_call_id, "t1");
 //! assert_eq!(released[0].args.json(), r#"{"q":"rbac"}"#);
+//! assert_eq!(released[0].timestamp, start.timestamp); // D13b
 //! ```
 
 use lce_types::{Event, JsonObject, Payload, TOOL_REJECTED, Timestamp};
@@ -276,7 +279,9 @@ impl ToolStartHold {
     }
 
     fn position(&self, tool_call_id: &str) -> Option<usize> {
-        self.held.iter().position(|h| h.tool_call_id == tool_call_id)
+        self.held
+            .iter()
+            .position(|h| h.tool_call_id == tool_call_id)
     }
 
     fn step(&mut self, action: Action) -> Step<'_> {
@@ -495,7 +500,14 @@ mod tests {
         let mut r = Run::new();
         let mut h = ToolStartHold::new();
         assert_eq!(
-            feed(&mut h, &r.ev("run.started", &[], r#"{"harness_id":"h","adapter_version":"1"}"#)),
+            feed(
+                &mut h,
+                &r.ev(
+                    "run.started",
+                    &[],
+                    r#"{"harness_id":"h","adapter_version":"1"}"#
+                )
+            ),
             (Action::Emit, vec![])
         );
         assert_eq!(
@@ -515,12 +527,12 @@ mod tests {
         let mut r = Run::new();
         let mut h = ToolStartHold::new();
         for id in ["a", "b", "c"] {
-            assert_eq!(
-                feed(&mut h, &r.start(id, "{}")),
-                (Action::Suppress, vec![])
-            );
+            assert_eq!(feed(&mut h, &r.start(id, "{}")), (Action::Suppress, vec![]));
         }
-        assert_eq!(feed(&mut h, &r.delta("a", "{}")), (Action::Suppress, vec![]));
+        assert_eq!(
+            feed(&mut h, &r.delta("a", "{}")),
+            (Action::Suppress, vec![])
+        );
         assert_eq!(
             feed(&mut h, &r.error("b", TOOL_REJECTED)),
             (Action::Suppress, vec![])
