@@ -73,8 +73,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let options = parse_args(args)?;
     let stats = match &options.out {
         Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            let file =
+                File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             generate(BufWriter::with_capacity(1 << 16, file), &options)
         }
         None => {
@@ -136,7 +136,13 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         }
     }
     let events = events.ok_or_else(|| format!("--events is required\n{USAGE}"))?;
-    Ok(Options { events, mix, seed, out, stats })
+    Ok(Options {
+        events,
+        mix,
+        seed,
+        out,
+        stats,
+    })
 }
 
 // ---------------------------------------------------------------- the mixes
@@ -293,26 +299,87 @@ impl Rng {
 /// Words text is made of: ASCII, accents, CJK, emoji, other scripts, and
 /// characters JSON must escape.
 const WORDS: &[&str] = &[
-    "the", "policy", "audit", "logs", "are", "retained", "for", "400", "days", "and", "then",
-    "we", "check", "ticket", "OPS-4412", "result", "deploy", "région", "café", "Zürich",
-    "naïve", "résumé", "déjà", "vu", "crédit", "refusé", "straße", "København", "Ærø", "東京",
-    "の", "天気", "数据", "分析", "レポート", "🚀", "☔", "👍🏽", "🙂", "✓", "«", "»", "—",
-    "Привет", "مرحبا", "\"quoted\"", "back\\slash", "tab\tstop", "line\nbreak", "18 °C",
-    "~/.config", "<b>", "50%", "x=1", "it's",
+    "the",
+    "policy",
+    "audit",
+    "logs",
+    "are",
+    "retained",
+    "for",
+    "400",
+    "days",
+    "and",
+    "then",
+    "we",
+    "check",
+    "ticket",
+    "OPS-4412",
+    "result",
+    "deploy",
+    "région",
+    "café",
+    "Zürich",
+    "naïve",
+    "résumé",
+    "déjà",
+    "vu",
+    "crédit",
+    "refusé",
+    "straße",
+    "København",
+    "Ærø",
+    "東京",
+    "の",
+    "天気",
+    "数据",
+    "分析",
+    "レポート",
+    "🚀",
+    "☔",
+    "👍🏽",
+    "🙂",
+    "✓",
+    "«",
+    "»",
+    "—",
+    "Привет",
+    "مرحبا",
+    "\"quoted\"",
+    "back\\slash",
+    "tab\tstop",
+    "line\nbreak",
+    "18 °C",
+    "~/.config",
+    "<b>",
+    "50%",
+    "x=1",
+    "it's",
 ];
 
 /// Tool names for ordinary calls.
 const TOOL_NAMES: &[&str] = &[
-    "search_docs", "get_weather", "create_ticket", "read_file", "run_sql", "http_get", "write_file",
+    "search_docs",
+    "get_weather",
+    "create_ticket",
+    "read_file",
+    "run_sql",
+    "http_get",
+    "write_file",
 ];
 
 /// Subagents entered from the root, and their display names.
-const AGENTS_1: &[(&str, &str)] =
-    &[("researcher", "Research agent"), ("coder", "Coding agent"), ("planner", "Planning agent")];
+const AGENTS_1: &[(&str, &str)] = &[
+    ("researcher", "Research agent"),
+    ("coder", "Coding agent"),
+    ("planner", "Planning agent"),
+];
 
 /// Subagents entered from a subagent.
-const AGENTS_2: &[(&str, &str)] =
-    &[("searcher", "Search agent"), ("reviewer", "Review agent"), ("summarizer", "Summary agent")];
+const AGENTS_2: &[(&str, &str)] = &[
+    ("searcher", "Search agent"),
+    ("reviewer", "Review agent"),
+    ("summarizer", "Summary agent"),
+];
 
 /// Appends `s` to `out` as the inside of a JSON string.
 fn escape_into(out: &mut String, s: &str) {
@@ -448,7 +515,10 @@ impl Block {
         match self {
             Block::Text { .. } => 1,
             Block::Tool { args, sent, .. } => 1 + u64::from(*sent < args.len()),
-            Block::Delegation { phase: Phase::Entered, .. } => 2,
+            Block::Delegation {
+                phase: Phase::Entered,
+                ..
+            } => 2,
             Block::Delegation { .. } => 1,
         }
     }
@@ -494,7 +564,12 @@ impl Stats {
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         for (ty, n) in rows {
             let permille = n * 1000 / self.events.max(1);
-            let _ = writeln!(out, "{ty:<22} {n:>12} {:>3}.{}%", permille / 10, permille % 10);
+            let _ = writeln!(
+                out,
+                "{ty:<22} {n:>12} {:>3}.{}%",
+                permille / 10,
+                permille % 10
+            );
         }
         out
     }
@@ -541,7 +616,11 @@ fn generate<W: Write>(out: W, options: &Options) -> io::Result<Stats> {
         sequence: 0,
         now_ms: START_MS,
         next_id: 1,
-        levels: vec![Level { namespace: Vec::new(), open: None, blocks_left: None }],
+        levels: vec![Level {
+            namespace: Vec::new(),
+            open: None,
+            blocks_left: None,
+        }],
         tokens: (0, 0),
         line: String::with_capacity(16 * 1024),
         scratch: String::with_capacity(256),
@@ -557,8 +636,12 @@ fn generate<W: Write>(out: W, options: &Options) -> io::Result<Stats> {
     })?;
     while g.sequence < n - 1 {
         let room = n - 1 - g.sequence; // events left before the terminal
-        let cost: u64 =
-            g.levels.iter().filter_map(|l| l.open.as_ref()).map(Block::closing_cost).sum();
+        let cost: u64 = g
+            .levels
+            .iter()
+            .filter_map(|l| l.open.as_ref())
+            .map(Block::closing_cost)
+            .sum();
         if room <= cost {
             g.close_one()?;
         } else {
@@ -629,7 +712,12 @@ impl<W: Write> Generator<'_, W> {
                 let rest = args[sent..].to_owned();
                 self.args_delta(level, &id, &rest)?;
                 let sent = args.len();
-                self.levels[level].open = Some(Block::Tool { id, args, sent, fragments: 0 });
+                self.levels[level].open = Some(Block::Tool {
+                    id,
+                    args,
+                    sent,
+                    fragments: 0,
+                });
                 Ok(())
             }
             Some(Block::Tool { id, .. }) => self.finish_tool(level, &id, false),
@@ -643,13 +731,21 @@ impl<W: Write> Generator<'_, W> {
     fn step(&mut self, slack: u64) -> io::Result<()> {
         let level = self.levels.len() - 1;
         match self.levels[level].open.take() {
-            Some(Block::Text { reasoning, id, left }) => {
+            Some(Block::Text {
+                reasoning,
+                id,
+                left,
+            }) => {
                 if left == 0 {
                     return self.finish_text(level, reasoning, &id);
                 }
                 let mut text = std::mem::take(&mut self.scratch);
                 delta_text(&mut self.rng, &mut text);
-                let ty = if reasoning { "reasoning.delta" } else { "text.delta" };
+                let ty = if reasoning {
+                    "reasoning.delta"
+                } else {
+                    "text.delta"
+                };
                 self.emit(ty, level, |_, d| {
                     d.push_str("\"message_id\":\"");
                     d.push_str(&id);
@@ -658,10 +754,19 @@ impl<W: Write> Generator<'_, W> {
                     d.push('"');
                 })?;
                 self.scratch = text;
-                self.levels[level].open = Some(Block::Text { reasoning, id, left: left - 1 });
+                self.levels[level].open = Some(Block::Text {
+                    reasoning,
+                    id,
+                    left: left - 1,
+                });
                 Ok(())
             }
-            Some(Block::Tool { id, args, sent, fragments }) if sent < args.len() => {
+            Some(Block::Tool {
+                id,
+                args,
+                sent,
+                fragments,
+            }) if sent < args.len() => {
                 let remaining = args.len() - sent;
                 let end = if fragments <= 1 {
                     args.len()
@@ -676,16 +781,29 @@ impl<W: Write> Generator<'_, W> {
                 let fragment = args[sent..end].to_owned();
                 self.args_delta(level, &id, &fragment)?;
                 let fragments = fragments.saturating_sub(1);
-                self.levels[level].open = Some(Block::Tool { id, args, sent: end, fragments });
+                self.levels[level].open = Some(Block::Tool {
+                    id,
+                    args,
+                    sent: end,
+                    fragments,
+                });
                 Ok(())
             }
             Some(Block::Tool { id, .. }) => {
                 let error = self.rng.percent(self.mix.tool_error_percent);
                 self.finish_tool(level, &id, error)
             }
-            Some(Block::Delegation { id, agent, phase: Phase::Started }) => {
+            Some(Block::Delegation {
+                id,
+                agent,
+                phase: Phase::Started,
+            }) => {
                 if slack == 0 {
-                    self.levels[level].open = Some(Block::Delegation { id, agent, phase: Phase::Started });
+                    self.levels[level].open = Some(Block::Delegation {
+                        id,
+                        agent,
+                        phase: Phase::Started,
+                    });
                     return self.usage(level);
                 }
                 self.emit("namespace.entered", level, |_, d| {
@@ -698,8 +816,16 @@ impl<W: Write> Generator<'_, W> {
                 let mut namespace = self.levels[level].namespace.clone();
                 namespace.push(id.clone());
                 let blocks = self.rng.range(self.mix.child_blocks);
-                self.levels[level].open = Some(Block::Delegation { id, agent, phase: Phase::Entered });
-                self.levels.push(Level { namespace, open: None, blocks_left: Some(blocks) });
+                self.levels[level].open = Some(Block::Delegation {
+                    id,
+                    agent,
+                    phase: Phase::Entered,
+                });
+                self.levels.push(Level {
+                    namespace,
+                    open: None,
+                    blocks_left: Some(blocks),
+                });
                 Ok(())
             }
             Some(Block::Delegation { id, .. }) => self.finish_tool(level, &id, false),
@@ -725,7 +851,10 @@ impl<W: Write> Generator<'_, W> {
         }
         let adds = match kind {
             BlockKind::ToolStreamed => 2,
-            BlockKind::Text | BlockKind::Reasoning | BlockKind::ToolInline | BlockKind::Delegation => 1,
+            BlockKind::Text
+            | BlockKind::Reasoning
+            | BlockKind::ToolInline
+            | BlockKind::Delegation => 1,
             _ => 0,
         };
         if adds > slack {
@@ -747,7 +876,11 @@ impl<W: Write> Generator<'_, W> {
                 self.emit(ty, level, |_, d| {
                     let _ = write!(d, "\"message_id\":\"{id}\",\"role\":\"assistant\"");
                 })?;
-                self.levels[level].open = Some(Block::Text { reasoning, id, left });
+                self.levels[level].open = Some(Block::Text {
+                    reasoning,
+                    id,
+                    left,
+                });
             }
             BlockKind::ToolInline | BlockKind::ToolStreamed => {
                 let id = self.id("call_");
@@ -757,20 +890,34 @@ impl<W: Write> Generator<'_, W> {
                 let streamed = kind == BlockKind::ToolStreamed;
                 let parent = self.rng.percent(30).then(|| self.rng.next_u64());
                 self.emit("tool.started", level, |_, d| {
-                    let _ = write!(d, "\"tool_call_id\":\"{id}\",\"tool_name\":\"{name}\",\"arguments\":");
+                    let _ = write!(
+                        d,
+                        "\"tool_call_id\":\"{id}\",\"tool_name\":\"{name}\",\"arguments\":"
+                    );
                     d.push_str(if streamed { "{}" } else { &args });
                     if let Some(parent) = parent {
                         let _ = write!(d, ",\"parent_message_id\":\"msg-parent-{parent:08x}\"");
                     }
                 })?;
-                let (sent, fragments) =
-                    if streamed { (0, self.rng.range(self.mix.fragments)) } else { (args.len(), 0) };
-                self.levels[level].open = Some(Block::Tool { id, args, sent, fragments });
+                let (sent, fragments) = if streamed {
+                    (0, self.rng.range(self.mix.fragments))
+                } else {
+                    (args.len(), 0)
+                };
+                self.levels[level].open = Some(Block::Tool {
+                    id,
+                    args,
+                    sent,
+                    fragments,
+                });
             }
             BlockKind::Delegation => {
                 let id = self.id("call_task_");
-                let agent =
-                    self.rng.pick(if self.levels[level].namespace.is_empty() { AGENTS_1 } else { AGENTS_2 });
+                let agent = self.rng.pick(if self.levels[level].namespace.is_empty() {
+                    AGENTS_1
+                } else {
+                    AGENTS_2
+                });
                 let mut description = std::mem::take(&mut self.scratch);
                 description.clear();
                 let len = rng_len(&mut self.rng, 60, 300);
@@ -785,13 +932,26 @@ impl<W: Write> Generator<'_, W> {
                     d.push_str("\"}");
                 })?;
                 self.scratch = description;
-                self.levels[level].open = Some(Block::Delegation { id, agent, phase: Phase::Started });
+                self.levels[level].open = Some(Block::Delegation {
+                    id,
+                    agent,
+                    phase: Phase::Started,
+                });
             }
             BlockKind::Warning => {
                 let (code, message) = self.rng.pick(&[
-                    ("mcp_server_unavailable", "The calendar tool server is unavailable; answering without it."),
-                    ("rate_limited_retrying", "The model provider is rate limiting; retrying."),
-                    ("context_truncated", "Older messages were left out to fit the context window."),
+                    (
+                        "mcp_server_unavailable",
+                        "The calendar tool server is unavailable; answering without it.",
+                    ),
+                    (
+                        "rate_limited_retrying",
+                        "The model provider is rate limiting; retrying.",
+                    ),
+                    (
+                        "context_truncated",
+                        "Older messages were left out to fit the context window.",
+                    ),
                 ]);
                 let attempts = self.rng.below(5) + 1;
                 let details = self.rng.percent(70);
@@ -837,7 +997,11 @@ impl<W: Write> Generator<'_, W> {
 
     /// Writes `text.finished` or `reasoning.finished`.
     fn finish_text(&mut self, level: usize, reasoning: bool, id: &str) -> io::Result<()> {
-        let ty = if reasoning { "reasoning.finished" } else { "text.finished" };
+        let ty = if reasoning {
+            "reasoning.finished"
+        } else {
+            "text.finished"
+        };
         self.emit(ty, level, |_, d| {
             let _ = write!(d, "\"message_id\":\"{id}\"");
         })
@@ -894,7 +1058,11 @@ impl<W: Write> Generator<'_, W> {
         };
         let (id, agent) = match &self.levels[parent].open {
             Some(Block::Delegation { id, agent, .. }) => (id.clone(), *agent),
-            _ => return Err(io::Error::other("corpus: a child namespace without its delegation")),
+            _ => {
+                return Err(io::Error::other(
+                    "corpus: a child namespace without its delegation",
+                ));
+            }
         };
         self.emit("namespace.exited", parent, |_, d| {
             let _ = write!(
@@ -904,7 +1072,11 @@ impl<W: Write> Generator<'_, W> {
             );
         })?;
         self.levels.pop();
-        self.levels[parent].open = Some(Block::Delegation { id, agent, phase: Phase::Exited });
+        self.levels[parent].open = Some(Block::Delegation {
+            id,
+            agent,
+            phase: Phase::Exited,
+        });
         Ok(())
     }
 }
@@ -971,7 +1143,11 @@ mod tests {
         let mut rng = Rng(3);
         for target in [100, 101, 299, 300, 500, 4000, 4096] {
             let args = arguments_json(&mut rng, target);
-            assert!(args.len() >= target.min(4000) && args.len() <= 4096, "{target}: {}", args.len());
+            assert!(
+                args.len() >= target.min(4000) && args.len() <= 4096,
+                "{target}: {}",
+                args.len()
+            );
             assert!(args.starts_with('{') && args.ends_with('}'));
         }
     }

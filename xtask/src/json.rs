@@ -21,7 +21,10 @@ pub(crate) enum Json {
 impl Json {
     /// Parses a whole JSON text.
     pub(crate) fn parse(text: &str) -> Result<Json, String> {
-        let mut p = Parser { s: text.as_bytes(), i: 0 };
+        let mut p = Parser {
+            s: text.as_bytes(),
+            i: 0,
+        };
         let value = p.value(0)?;
         p.ws();
         if p.i != p.s.len() {
@@ -159,10 +162,14 @@ impl Parser<'_> {
             }
             Some(b'-' | b'0'..=b'9') => {
                 let start = self.i;
-                while matches!(self.s.get(self.i), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+                while matches!(
+                    self.s.get(self.i),
+                    Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                ) {
                     self.i += 1;
                 }
-                let text = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err("bad number"))?;
+                let text = std::str::from_utf8(&self.s[start..self.i])
+                    .map_err(|_| self.err("bad number"))?;
                 Ok(Json::Number(text.to_owned()))
             }
             _ => Err(self.err("unexpected character")),
@@ -221,7 +228,10 @@ impl Parser<'_> {
 
     /// Four hex digits.
     fn hex4(&mut self) -> Result<u32, String> {
-        let digits = self.s.get(self.i..self.i + 4).ok_or_else(|| self.err("short \\u escape"))?;
+        let digits = self
+            .s
+            .get(self.i..self.i + 4)
+            .ok_or_else(|| self.err("short \\u escape"))?;
         let text = std::str::from_utf8(digits).map_err(|_| self.err("bad \\u escape"))?;
         let value = u32::from_str_radix(text, 16).map_err(|_| self.err("bad \\u escape"))?;
         self.i += 4;
@@ -235,10 +245,18 @@ mod tests {
 
     #[test]
     fn parses_metadata_like_text() {
-        let v = Json::parse(r#" {"a": [1, -2.5e3, true, null], "b": {"c": "x\"\u00e9\ud83d\ude80"}, "d": []} "#)
-            .unwrap();
-        assert_eq!(v.get("a").and_then(Json::as_array).map(<[Json]>::len), Some(4));
-        assert_eq!(v.get("b").and_then(|b| b.get("c")).and_then(Json::as_str), Some("x\"é🚀"));
+        let v = Json::parse(
+            r#" {"a": [1, -2.5e3, true, null], "b": {"c": "x\"\u00e9\ud83d\ude80"}, "d": []} "#,
+        )
+        .unwrap();
+        assert_eq!(
+            v.get("a").and_then(Json::as_array).map(<[Json]>::len),
+            Some(4)
+        );
+        assert_eq!(
+            v.get("b").and_then(|b| b.get("c")).and_then(Json::as_str),
+            Some("x\"é🚀")
+        );
         assert!(Json::parse("{\"a\":1,}").is_err());
         assert!(Json::parse("[1] 2").is_err());
     }

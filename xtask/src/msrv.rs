@@ -28,7 +28,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--workspace" => root = PathBuf::from(iter.next().ok_or("--workspace needs a folder")?),
-            other => return Err(format!("msrv: unknown argument `{other}` (usage: cargo xtask msrv [--workspace DIR])")),
+            other => {
+                return Err(format!(
+                    "msrv: unknown argument `{other}` (usage: cargo xtask msrv [--workspace DIR])"
+                ));
+            }
         }
     }
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
@@ -42,27 +46,46 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .output()
         .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
     if !output.status.success() {
-        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr)));
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
     }
     let metadata = Json::parse(&String::from_utf8_lossy(&output.stdout))?;
     let mut problems = Vec::new();
-    let packages = metadata.get("packages").and_then(Json::as_array).unwrap_or_default();
+    let packages = metadata
+        .get("packages")
+        .and_then(Json::as_array)
+        .unwrap_or_default();
     for package in packages {
         let name = package.get("name").and_then(Json::as_str).unwrap_or("?");
-        let manifest_path = package.get("manifest_path").and_then(Json::as_str).unwrap_or("");
+        let manifest_path = package
+            .get("manifest_path")
+            .and_then(Json::as_str)
+            .unwrap_or("");
         let text = std::fs::read_to_string(manifest_path).unwrap_or_default();
         if !inherits_rust_version(&text) {
-            problems.push(format!("{name}: {manifest_path} does not use `rust-version.workspace = true`"));
+            problems.push(format!(
+                "{name}: {manifest_path} does not use `rust-version.workspace = true`"
+            ));
         }
         let actual = package.get("rust_version").and_then(Json::as_str);
         if actual != Some(declared.as_str()) {
-            problems.push(format!("{name}: rust-version is {actual:?}, the workspace declares {declared}"));
+            problems.push(format!(
+                "{name}: rust-version is {actual:?}, the workspace declares {declared}"
+            ));
         }
     }
     if !problems.is_empty() {
-        return Err(format!("msrv: the declaration is inconsistent:\n  {}", problems.join("\n  ")));
+        return Err(format!(
+            "msrv: the declaration is inconsistent:\n  {}",
+            problems.join("\n  ")
+        ));
     }
-    println!("msrv: rust-version {declared} declared once and inherited by all {} members", packages.len());
+    println!(
+        "msrv: rust-version {declared} declared once and inherited by all {} members",
+        packages.len()
+    );
 
     let toolchains = Command::new("rustup")
         .args(["toolchain", "list"])
@@ -102,7 +125,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     .current_dir(&root)
                     .args(["check", "--workspace"]),
             )?;
-            println!("msrv: the workspace builds with {current}; Rust {declared} itself was not tried");
+            println!(
+                "msrv: the workspace builds with {current}; Rust {declared} itself was not tried"
+            );
         }
     }
     Ok(())
@@ -119,7 +144,8 @@ fn inherits_rust_version(manifest: &str) -> bool {
         }
         let compact: String = t.chars().filter(|c| !c.is_whitespace()).collect();
         if section == "[package]"
-            && (compact == "rust-version.workspace=true" || compact == "rust-version={workspace=true}")
+            && (compact == "rust-version.workspace=true"
+                || compact == "rust-version={workspace=true}")
         {
             return true;
         }
@@ -130,13 +156,21 @@ fn inherits_rust_version(manifest: &str) -> bool {
 /// True when a `rustup toolchain list` name is that Rust version
 /// (`1.85-x86_64-...`, `1.85.0-x86_64-...`, `1.85.1`, ...).
 fn matches_version(toolchain: &str, version: &str) -> bool {
-    let Some(rest) = toolchain.strip_prefix(version) else { return false };
+    let Some(rest) = toolchain.strip_prefix(version) else {
+        return false;
+    };
     if rest.is_empty() || rest.starts_with('-') {
         return true;
     }
     // `1.85` declared: any `1.85.<patch>` toolchain qualifies.
     rest.strip_prefix('.')
-        .map(|r| r.split('-').next().unwrap_or("").bytes().all(|b| b.is_ascii_digit()))
+        .map(|r| {
+            r.split('-')
+                .next()
+                .unwrap_or("")
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
         .unwrap_or(false)
         && version.matches('.').count() == 1
 }
@@ -159,9 +193,17 @@ mod tests {
 
     #[test]
     fn inheritance() {
-        assert!(inherits_rust_version("[package]\nname = \"a\"\nrust-version.workspace = true\n"));
-        assert!(inherits_rust_version("[package]\nrust-version = { workspace = true }\n"));
-        assert!(!inherits_rust_version("[package]\nrust-version = \"1.85\"\n"));
-        assert!(!inherits_rust_version("[package]\n[x]\nrust-version.workspace = true\n"));
+        assert!(inherits_rust_version(
+            "[package]\nname = \"a\"\nrust-version.workspace = true\n"
+        ));
+        assert!(inherits_rust_version(
+            "[package]\nrust-version = { workspace = true }\n"
+        ));
+        assert!(!inherits_rust_version(
+            "[package]\nrust-version = \"1.85\"\n"
+        ));
+        assert!(!inherits_rust_version(
+            "[package]\n[x]\nrust-version.workspace = true\n"
+        ));
     }
 }

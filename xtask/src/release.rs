@@ -67,7 +67,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         let scratch = root.join("target").join("xtask-release");
         let work = scratch.join("workspace");
         if work.exists() {
-            fs::remove_dir_all(&work).map_err(|e| format!("cannot clear {}: {e}", work.display()))?;
+            fs::remove_dir_all(&work)
+                .map_err(|e| format!("cannot clear {}: {e}", work.display()))?;
         }
         copy_tree(&root, &work)?;
         (work, Some(scratch.join("target")))
@@ -77,11 +78,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
         (root.clone(), None)
     };
-    let cargo = Cargo { dir: work.clone(), target_dir, offline: options.offline };
+    let cargo = Cargo {
+        dir: work.clone(),
+        target_dir,
+        offline: options.offline,
+    };
     let new = options.version.to_string();
     println!(
         "release {new}{}",
-        if options.dry_run { format!(" (dry run in {})", work.display()) } else { String::new() }
+        if options.dry_run {
+            format!(" (dry run in {})", work.display())
+        } else {
+            String::new()
+        }
     );
 
     // 1. Versions.
@@ -92,7 +101,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let current = Version::parse(&current_text)
         .map_err(|e| format!("Cargo.toml: current version `{current_text}`: {e}"))?;
     if options.version <= current {
-        return Err(format!("{new} is not greater than the current version {current}"));
+        return Err(format!(
+            "{new} is not greater than the current version {current}"
+        ));
     }
 
     // 3. Bump (members come from `cargo metadata` before the bump).
@@ -113,7 +124,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         let (bumped, count) = bump_manifest(&text, &new, false);
         if count > 0 {
             write(&member.manifest, &bumped)?;
-            println!("  {}: {count} path dependency version(s) -> {new}", member.name);
+            println!(
+                "  {}: {count} path dependency version(s) -> {new}",
+                member.name
+            );
         }
     }
     cargo.run(&["update", "--workspace"])?;
@@ -122,7 +136,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let changelog = work.join("CHANGELOG.md");
     let (moved, lines) = move_unreleased(&read(&changelog)?, &new, &options.date)?;
     write(&changelog, &moved)?;
-    println!("  CHANGELOG.md: {lines} line(s) of Unreleased notes moved under `## {new} - {}`", options.date);
+    println!(
+        "  CHANGELOG.md: {lines} line(s) of Unreleased notes moved under `## {new} - {}`",
+        options.date
+    );
 
     // 5. Package and feature checks.
     let order = publish_order(&members)?;
@@ -137,13 +154,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     cargo.run(&package.iter().map(String::as_str).collect::<Vec<_>>())?;
     println!("  cargo package (verified, in dependency order): ok");
     for name in &order {
-        let Some(member) = members.iter().find(|m| &m.name == name) else { continue };
+        let Some(member) = members.iter().find(|m| &m.name == name) else {
+            continue;
+        };
         if member.features.is_empty() {
             continue;
         }
         cargo.run(&["check", "-p", name, "--no-default-features"])?;
         for feature in &member.features {
-            cargo.run(&["check", "-p", name, "--no-default-features", "--features", feature])?;
+            cargo.run(&[
+                "check",
+                "-p",
+                name,
+                "--no-default-features",
+                "--features",
+                feature,
+            ])?;
         }
         println!(
             "  {name}: builds with no default features and with each of: {}",
@@ -161,7 +187,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         println!("  cargo publish -p {name}");
     }
     if options.dry_run {
-        println!("(dry run: the real tree is unchanged; the prepared copy is {})", work.display());
+        println!(
+            "(dry run: the real tree is unchanged; the prepared copy is {})",
+            work.display()
+        );
     } else {
         println!("then tag: git commit -am 'Release {new}' && git tag v{new}");
     }
@@ -189,21 +218,37 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 }
                 date = Some(d.clone());
             }
-            "--workspace" => workspace = Some(PathBuf::from(iter.next().ok_or("--workspace needs a folder")?)),
+            "--workspace" => {
+                workspace = Some(PathBuf::from(
+                    iter.next().ok_or("--workspace needs a folder")?,
+                ))
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
-            other if other.starts_with('-') => return Err(format!("release: unknown option `{other}`\n{USAGE}")),
+            other if other.starts_with('-') => {
+                return Err(format!("release: unknown option `{other}`\n{USAGE}"));
+            }
             other if version.is_none() => {
-                version = Some(Version::parse(other).map_err(|e| format!("version `{other}`: {e}"))?)
+                version =
+                    Some(Version::parse(other).map_err(|e| format!("version `{other}`: {e}"))?)
             }
             other => return Err(format!("release: unexpected argument `{other}`\n{USAGE}")),
         }
     }
     let version = version.ok_or_else(|| format!("release: a version is required\n{USAGE}"))?;
     let workspace = match workspace {
-        Some(dir) => fs::canonicalize(&dir).map_err(|e| format!("--workspace {}: {e}", dir.display()))?,
+        Some(dir) => {
+            fs::canonicalize(&dir).map_err(|e| format!("--workspace {}: {e}", dir.display()))?
+        }
         None => workspace_root(),
     };
-    Ok(Options { version, dry_run, offline, allow_dirty, date: date.unwrap_or_else(today_utc), workspace })
+    Ok(Options {
+        version,
+        dry_run,
+        offline,
+        allow_dirty,
+        date: date.unwrap_or_else(today_utc),
+        workspace,
+    })
 }
 
 // ------------------------------------------------------------------ semver
@@ -226,23 +271,36 @@ impl Version {
         };
         let numeric = |part: &str, what: &str| -> Result<u64, String> {
             if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(format!("{what} `{part}` is not a number (expected MAJOR.MINOR.PATCH[-pre])"));
+                return Err(format!(
+                    "{what} `{part}` is not a number (expected MAJOR.MINOR.PATCH[-pre])"
+                ));
             }
             if part.len() > 1 && part.starts_with('0') {
                 return Err(format!("{what} `{part}` has a leading zero"));
             }
-            part.parse().map_err(|_| format!("{what} `{part}` is too large"))
+            part.parse()
+                .map_err(|_| format!("{what} `{part}` is too large"))
         };
         let parts: Vec<&str> = core_text.split('.').collect();
         if parts.len() != 3 {
             return Err("expected MAJOR.MINOR.PATCH[-pre]".into());
         }
-        let core = [numeric(parts[0], "major")?, numeric(parts[1], "minor")?, numeric(parts[2], "patch")?];
+        let core = [
+            numeric(parts[0], "major")?,
+            numeric(parts[1], "minor")?,
+            numeric(parts[2], "patch")?,
+        ];
         let mut pre = Vec::new();
         if let Some(pre_text) = pre_text {
             for ident in pre_text.split('.') {
-                if ident.is_empty() || !ident.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-                    return Err(format!("pre-release identifier `{ident}` must be [0-9A-Za-z-]+"));
+                if ident.is_empty()
+                    || !ident
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                {
+                    return Err(format!(
+                        "pre-release identifier `{ident}` must be [0-9A-Za-z-]+"
+                    ));
                 }
                 if ident.bytes().all(|b| b.is_ascii_digit()) {
                     numeric(ident, "numeric pre-release identifier")?;
@@ -275,25 +333,27 @@ impl Ord for Version {
     /// identifiers left to right (numeric below alphanumeric).
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         use std::cmp::Ordering;
-        self.core.cmp(&other.core).then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            (false, false) => {
-                for (a, b) in self.pre.iter().zip(&other.pre) {
-                    let order = match (a.parse::<u64>(), b.parse::<u64>()) {
-                        (Ok(x), Ok(y)) => x.cmp(&y),
-                        (Ok(_), Err(_)) => Ordering::Less,
-                        (Err(_), Ok(_)) => Ordering::Greater,
-                        (Err(_), Err(_)) => a.cmp(b),
-                    };
-                    if order != Ordering::Equal {
-                        return order;
+        self.core
+            .cmp(&other.core)
+            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => {
+                    for (a, b) in self.pre.iter().zip(&other.pre) {
+                        let order = match (a.parse::<u64>(), b.parse::<u64>()) {
+                            (Ok(x), Ok(y)) => x.cmp(&y),
+                            (Ok(_), Err(_)) => Ordering::Less,
+                            (Err(_), Ok(_)) => Ordering::Greater,
+                            (Err(_), Err(_)) => a.cmp(b),
+                        };
+                        if order != Ordering::Equal {
+                            return order;
+                        }
                     }
+                    self.pre.len().cmp(&other.pre.len())
                 }
-                self.pre.len().cmp(&other.pre.len())
-            }
-        })
+            })
     }
 }
 
@@ -420,8 +480,7 @@ fn move_unreleased(changelog: &str, version: &str, date: &str) -> Result<(String
     if lines.iter().any(|l| {
         l.strip_prefix("## ").is_some_and(|t| {
             let t = t.trim_start_matches('[');
-            t.starts_with(version) && t[version.len()..].starts_with([']', ' '])
-                || t == version
+            t.starts_with(version) && t[version.len()..].starts_with([']', ' ']) || t == version
         })
     }) {
         return Err(format!("CHANGELOG.md already has a section for {version}"));
@@ -522,7 +581,10 @@ impl Cargo {
             .output()
             .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
         if !output.status.success() {
-            return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr)));
+            return Err(format!(
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
         }
         let text = String::from_utf8(output.stdout).map_err(|_| "cargo metadata: not UTF-8")?;
         parse_members(&text)
@@ -540,12 +602,18 @@ fn parse_members(text: &str) -> Result<Vec<Member>, String> {
     for package in packages {
         let field = |key: &str| package.get(key).and_then(Json::as_str).map(str::to_owned);
         let name = field("name").ok_or("cargo metadata: a package without a name")?;
-        let manifest = PathBuf::from(field("manifest_path").ok_or("cargo metadata: no manifest_path")?);
+        let manifest =
+            PathBuf::from(field("manifest_path").ok_or("cargo metadata: no manifest_path")?);
         let publishable = !matches!(package.get("publish"), Some(Json::Array(registries)) if registries.is_empty());
         let features = package
             .get("features")
             .and_then(Json::as_object)
-            .map(|f| f.iter().map(|(k, _)| k.clone()).filter(|k| k != "default").collect())
+            .map(|f| {
+                f.iter()
+                    .map(|(k, _)| k.clone())
+                    .filter(|k| k != "default")
+                    .collect()
+            })
             .unwrap_or_default();
         let dependencies = package
             .get("dependencies")
@@ -555,7 +623,13 @@ fn parse_members(text: &str) -> Result<Vec<Member>, String> {
             .filter(|d| !matches!(d.get("kind").and_then(Json::as_str), Some("dev")))
             .filter_map(|d| d.get("name").and_then(Json::as_str).map(str::to_owned))
             .collect();
-        members.push(Member { name, manifest, publishable, features, dependencies });
+        members.push(Member {
+            name,
+            manifest,
+            publishable,
+            features,
+            dependencies,
+        });
     }
     Ok(members)
 }
@@ -566,7 +640,10 @@ fn publish_order(members: &[Member]) -> Result<Vec<String>, String> {
     for m in &publishable {
         for dep in &m.dependencies {
             if members.iter().any(|o| &o.name == dep && !o.publishable) {
-                return Err(format!("{} depends on {dep}, which has publish = false", m.name));
+                return Err(format!(
+                    "{} depends on {dep}, which has publish = false",
+                    m.name
+                ));
             }
         }
     }
@@ -615,14 +692,17 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
         }
         let source = entry.path();
         let dest = to.join(&name);
-        let kind = entry.file_type().map_err(|e| format!("{}: {e}", source.display()))?;
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("{}: {e}", source.display()))?;
         if kind.is_dir() {
             copy_tree(&source, &dest)?;
         } else if kind.is_symlink() {
             let link = fs::read_link(&source).map_err(|e| format!("{}: {e}", source.display()))?;
             symlink(&link, &dest)?;
         } else {
-            fs::copy(&source, &dest).map_err(|e| format!("cannot copy {}: {e}", source.display()))?;
+            fs::copy(&source, &dest)
+                .map_err(|e| format!("cannot copy {}: {e}", source.display()))?;
         }
     }
     Ok(())
@@ -631,13 +711,16 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
 /// Recreates a symbolic link.
 #[cfg(unix)]
 fn symlink(link: &Path, dest: &Path) -> Result<(), String> {
-    std::os::unix::fs::symlink(link, dest).map_err(|e| format!("cannot link {}: {e}", dest.display()))
+    std::os::unix::fs::symlink(link, dest)
+        .map_err(|e| format!("cannot link {}: {e}", dest.display()))
 }
 
 /// Copies what a symbolic link points to (non-Unix hosts).
 #[cfg(not(unix))]
 fn symlink(link: &Path, dest: &Path) -> Result<(), String> {
-    fs::copy(link, dest).map(|_| ()).map_err(|e| format!("cannot copy {}: {e}", dest.display()))
+    fs::copy(link, dest)
+        .map(|_| ())
+        .map_err(|e| format!("cannot copy {}: {e}", dest.display()))
 }
 
 /// Fails unless `git status --porcelain` is empty.
@@ -662,7 +745,9 @@ fn is_date(text: &str) -> bool {
     b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
-        && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`.
@@ -680,10 +765,28 @@ mod tests {
 
     #[test]
     fn semver() {
-        for ok in ["0.1.0", "1.2.3", "10.20.30", "1.0.0-rc.1", "1.0.0-alpha-1.0a", "0.0.0-0"] {
+        for ok in [
+            "0.1.0",
+            "1.2.3",
+            "10.20.30",
+            "1.0.0-rc.1",
+            "1.0.0-alpha-1.0a",
+            "0.0.0-0",
+        ] {
             assert_eq!(Version::parse(ok).unwrap().to_string(), ok);
         }
-        for bad in ["1", "1.2", "1.2.3.4", "01.2.3", "1.2.3-", "1.2.3-01", "1.2.3+build", "v1.2.3", "1.2.x", ""] {
+        for bad in [
+            "1",
+            "1.2",
+            "1.2.3.4",
+            "01.2.3",
+            "1.2.3-",
+            "1.2.3-01",
+            "1.2.3+build",
+            "v1.2.3",
+            "1.2.x",
+            "",
+        ] {
             assert!(Version::parse(bad).is_err(), "{bad}");
         }
         let v = |s| Version::parse(s).unwrap();
@@ -703,7 +806,10 @@ mod tests {
         assert!(out.contains("a = { path = \"crates/a\", version = \"0.2.0\" }"));
         assert!(out.contains("serde = { version = \"1.0.0\""));
         assert!(out.contains("# b = { path = \"x\", version = \"0.1.0\" }"));
-        assert_eq!(workspace_package_value(&out, "version").as_deref(), Some("0.2.0"));
+        assert_eq!(
+            workspace_package_value(&out, "version").as_deref(),
+            Some("0.2.0")
+        );
     }
 
     #[test]
@@ -715,7 +821,13 @@ mod tests {
             out,
             "# Changelog\n\n## Unreleased\n\n## 0.1.0 - 2026-08-17\n\n### Added\n\n- a thing\n\n## 0.0.1 - 2026-01-01\n\n- old\n"
         );
-        assert!(move_unreleased(&out, "0.1.1", "2026-08-18").is_err(), "empty Unreleased");
-        assert!(move_unreleased(text, "0.0.1", "2026-08-18").is_err(), "version exists");
+        assert!(
+            move_unreleased(&out, "0.1.1", "2026-08-18").is_err(),
+            "empty Unreleased"
+        );
+        assert!(
+            move_unreleased(text, "0.0.1", "2026-08-18").is_err(),
+            "version exists"
+        );
     }
 }

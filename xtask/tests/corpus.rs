@@ -1,12 +1,14 @@
 //! `cargo xtask corpus`: determinism, exact event counts, and every generated
 //! run parses with `lce-types` and obeys the contract's state machine (checked
-//! here by a small independent model of the rules the generator touches).
+//! here by `lce-validate`'s `RunValidator` and by a small independent model
+//! of the rules the generator touches, with its size promises).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
 
 use lce_types::{Durability, Event, EventType, JsonObject, Payload};
+use lce_validate::{RunValidator, ValidatorOptions};
 
 /// Runs `xtask corpus` with `args` and returns stdout.
 fn corpus(args: &[&str]) -> Vec<u8> {
@@ -49,19 +51,31 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
     // Active delegations, outermost first: (tool id, agent id).
     let mut namespaces: Vec<(String, String)> = Vec::new();
     let mut last_timestamp = String::new();
+    // The contract's own validator, full mode, gaps in `sequence` rejected.
+    let mut validator = RunValidator::new(ValidatorOptions::new().contiguous(true));
 
     for (i, line) in lines.iter().enumerate() {
         let at = format!("line {}", i + 1);
         let event = Event::from_json(line).unwrap_or_else(|e| panic!("{at}: {e}: {line}"));
         assert_eq!(event.sequence, i as u64, "{at}: contiguous sequence");
+        if let Err(violation) = validator.push(&event) {
+            panic!("{at}: lce-validate: {violation:?}");
+        }
         let ts = event.timestamp.as_str().to_owned();
-        assert!(ts.ends_with('Z') && ts.len() == 24, "{at}: RFC 3339 with ms: {ts}");
+        assert!(
+            ts.ends_with('Z') && ts.len() == 24,
+            "{at}: RFC 3339 with ms: {ts}"
+        );
         assert!(ts > last_timestamp, "{at}: timestamps increase");
         last_timestamp = ts;
         *seen.counts.entry(event.event_type()).or_default() += 1;
 
         let ty = event.event_type();
-        assert_eq!(i == 0, ty == EventType::RunStarted, "{at}: run.started first and only first");
+        assert_eq!(
+            i == 0,
+            ty == EventType::RunStarted,
+            "{at}: run.started first and only first"
+        );
         let terminal = matches!(
             ty,
             EventType::RunFinished
@@ -69,7 +83,11 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
                 | EventType::RunCancelled
                 | EventType::RunInterrupted
         );
-        assert_eq!(terminal, i + 1 == lines.len(), "{at}: exactly one terminal, last");
+        assert_eq!(
+            terminal,
+            i + 1 == lines.len(),
+            "{at}: exactly one terminal, last"
+        );
 
         // Namespace: events carry the active path, except enter/exit which
         // are written in the parent's namespace.
@@ -85,21 +103,33 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
         match &event.payload {
             Payload::TextStarted(s) | Payload::ReasoningStarted(s) => {
                 assert!(
-                    !closed_spans.contains(&s.message_id) && open_spans.insert(s.message_id.clone()),
+                    !closed_spans.contains(&s.message_id)
+                        && open_spans.insert(s.message_id.clone()),
                     "{at}: span started twice"
                 );
             }
             Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
-                assert!(open_spans.contains(&d.message_id), "{at}: delta of a span not open");
-                assert!((5..=40).contains(&d.delta.len()), "{at}: delta of {} bytes", d.delta.len());
+                assert!(
+                    open_spans.contains(&d.message_id),
+                    "{at}: delta of a span not open"
+                );
+                assert!(
+                    (5..=40).contains(&d.delta.len()),
+                    "{at}: delta of {} bytes",
+                    d.delta.len()
+                );
             }
             Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
-                assert!(open_spans.remove(&s.message_id), "{at}: finish of a span not open");
+                assert!(
+                    open_spans.remove(&s.message_id),
+                    "{at}: finish of a span not open"
+                );
                 closed_spans.insert(s.message_id.clone());
             }
             Payload::ToolStarted(t) => {
                 assert!(
-                    !closed_tools.contains(&t.tool_call_id) && !open_tools.contains_key(&t.tool_call_id),
+                    !closed_tools.contains(&t.tool_call_id)
+                        && !open_tools.contains_key(&t.tool_call_id),
                     "{at}: tool started twice"
                 );
                 let streamed = t.arguments.is_empty_object();
@@ -107,42 +137,64 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
                     seen.streamed_tools += 1;
                 } else if t.tool_name != "task" {
                     let len = t.arguments.get().len();
-                    assert!((100..=4096).contains(&len), "{at}: arguments of {len} bytes");
+                    assert!(
+                        (100..=4096).contains(&len),
+                        "{at}: arguments of {len} bytes"
+                    );
                     seen.max_args = seen.max_args.max(len);
                 }
                 open_tools.insert(
                     t.tool_call_id.clone(),
-                    (t.tool_name.clone(), event.namespace.clone(), String::new(), streamed),
+                    (
+                        t.tool_name.clone(),
+                        event.namespace.clone(),
+                        String::new(),
+                        streamed,
+                    ),
                 );
             }
             Payload::ToolArgumentsDelta(d) => {
-                let tool = open_tools.get_mut(&d.tool_call_id).unwrap_or_else(|| panic!("{at}: args of a tool not open"));
-                assert!(tool.3, "{at}: streamed args for a tool started with arguments");
+                let tool = open_tools
+                    .get_mut(&d.tool_call_id)
+                    .unwrap_or_else(|| panic!("{at}: args of a tool not open"));
+                assert!(
+                    tool.3,
+                    "{at}: streamed args for a tool started with arguments"
+                );
                 assert!(!d.delta.is_empty(), "{at}: empty arguments delta");
                 tool.2.push_str(&d.delta);
             }
             Payload::ToolFinished(_) | Payload::ToolError(_) => {
                 let id = match &event.payload {
                     Payload::ToolFinished(f) => {
-                        assert!(f.result.len() <= 8192, "{at}: result of {} bytes", f.result.len());
+                        assert!(
+                            f.result.len() <= 8192,
+                            "{at}: result of {} bytes",
+                            f.result.len()
+                        );
                         seen.max_result = seen.max_result.max(f.result.len());
                         &f.tool_call_id
                     }
                     Payload::ToolError(e) => &e.tool_call_id,
                     _ => unreachable!(),
                 };
-                let (_, ns, args, streamed) =
-                    open_tools.remove(id).unwrap_or_else(|| panic!("{at}: end of a tool not open"));
+                let (_, ns, args, streamed) = open_tools
+                    .remove(id)
+                    .unwrap_or_else(|| panic!("{at}: end of a tool not open"));
                 assert_eq!(ns, event.namespace, "{at}: tool ends in its namespace");
                 assert!(
                     !namespaces.iter().any(|(d, _)| d == id),
                     "{at}: delegation finished before its namespace exited"
                 );
                 if streamed {
-                    let object = JsonObject::from_json(&args)
-                        .unwrap_or_else(|e| panic!("{at}: streamed arguments are not an object: {e}"));
+                    let object = JsonObject::from_json(&args).unwrap_or_else(|e| {
+                        panic!("{at}: streamed arguments are not an object: {e}")
+                    });
                     let len = object.get().len();
-                    assert!((100..=4096).contains(&len), "{at}: streamed arguments of {len} bytes");
+                    assert!(
+                        (100..=4096).contains(&len),
+                        "{at}: streamed arguments of {len} bytes"
+                    );
                     seen.max_args = seen.max_args.max(len);
                 }
                 closed_tools.insert(id.clone());
@@ -152,12 +204,21 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
                     .get(&n.parent_tool_call_id)
                     .unwrap_or_else(|| panic!("{at}: entered under a tool not open"));
                 assert_eq!(name, "task", "{at}: delegation tool");
-                assert_eq!(*ns, event.namespace, "{at}: delegation in the parent namespace");
+                assert_eq!(
+                    *ns, event.namespace,
+                    "{at}: delegation in the parent namespace"
+                );
                 namespaces.push((n.parent_tool_call_id.clone(), n.agent_id.clone()));
             }
             Payload::NamespaceExited(n) => {
-                let (id, agent) = namespaces.pop().unwrap_or_else(|| panic!("{at}: exit of the root"));
-                assert_eq!((id, agent), (n.parent_tool_call_id.clone(), n.agent_id.clone()), "{at}: balanced");
+                let (id, agent) = namespaces
+                    .pop()
+                    .unwrap_or_else(|| panic!("{at}: exit of the root"));
+                assert_eq!(
+                    (id, agent),
+                    (n.parent_tool_call_id.clone(), n.agent_id.clone()),
+                    "{at}: balanced"
+                );
             }
             Payload::RunFinished(f) => {
                 let state = f.thread_state.as_ref().expect("thread_state");
@@ -170,8 +231,15 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
             other => panic!("{at}: unexpected {:?}", other.event_type()),
         }
     }
+    if let Err(violation) = validator.finish() {
+        panic!("end of run: lce-validate: {violation:?}");
+    }
     assert!(open_spans.is_empty(), "spans left open: {open_spans:?}");
-    assert!(open_tools.is_empty(), "tools left open: {:?}", open_tools.keys());
+    assert!(
+        open_tools.is_empty(),
+        "tools left open: {:?}",
+        open_tools.keys()
+    );
     assert!(namespaces.is_empty(), "namespaces left open");
     seen
 }
@@ -188,7 +256,14 @@ fn same_seed_same_bytes_and_out_file_matches_stdout() {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let out = dir.join("corpus-out-test.jsonl");
     let stdout = corpus(&["--events", "777", "--seed", "5"]);
-    corpus(&["--events", "777", "--seed", "5", "--out", out.to_str().unwrap()]);
+    corpus(&[
+        "--events",
+        "777",
+        "--seed",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(std::fs::read(&out).unwrap(), stdout);
 }
 
@@ -197,7 +272,14 @@ fn exact_counts_and_valid_runs_for_small_and_odd_sizes() {
     for mix in ["text", "tools", "mixed"] {
         for n in [2usize, 3, 4, 5, 6, 7, 8, 9, 10, 13, 17, 31, 64, 100, 257] {
             for seed in 0..6u64 {
-                let bytes = corpus(&["--events", &n.to_string(), "--mix", mix, "--seed", &seed.to_string()]);
+                let bytes = corpus(&[
+                    "--events",
+                    &n.to_string(),
+                    "--mix",
+                    mix,
+                    "--seed",
+                    &seed.to_string(),
+                ]);
                 check_run(&bytes, n);
             }
         }
@@ -206,17 +288,35 @@ fn exact_counts_and_valid_runs_for_small_and_odd_sizes() {
 
 #[test]
 fn mixes_have_their_shape() {
-    let text = check_run(&corpus(&["--events", "20000", "--mix", "text", "--seed", "1"]), 20_000);
+    let text = check_run(
+        &corpus(&["--events", "20000", "--mix", "text", "--seed", "1"]),
+        20_000,
+    );
     let deltas = text.counts[&EventType::TextDelta];
-    assert!(deltas * 100 >= 92 * 20_000, "text mix: {deltas} text deltas of 20000");
+    assert!(
+        deltas * 100 >= 92 * 20_000,
+        "text mix: {deltas} text deltas of 20000"
+    );
 
-    let tools = check_run(&corpus(&["--events", "20000", "--mix", "tools", "--seed", "1"]), 20_000);
+    let tools = check_run(
+        &corpus(&["--events", "20000", "--mix", "tools", "--seed", "1"]),
+        20_000,
+    );
     assert!(tools.counts[&EventType::ToolStarted] > 500, "{tools:?}");
-    assert!(tools.counts[&EventType::ToolArgumentsDelta] > 5000, "{tools:?}");
+    assert!(
+        tools.counts[&EventType::ToolArgumentsDelta] > 5000,
+        "{tools:?}"
+    );
     assert!(tools.streamed_tools > 100);
-    assert!(tools.max_args > 3000 && tools.max_result > 6000, "{tools:?}");
+    assert!(
+        tools.max_args > 3000 && tools.max_result > 6000,
+        "{tools:?}"
+    );
 
-    let mixed = check_run(&corpus(&["--events", "50000", "--mix", "mixed", "--seed", "1"]), 50_000);
+    let mixed = check_run(
+        &corpus(&["--events", "50000", "--mix", "mixed", "--seed", "1"]),
+        50_000,
+    );
     assert_eq!(mixed.max_depth, 2, "namespaces two deep");
     for ty in [
         EventType::TextDelta,
@@ -228,7 +328,10 @@ fn mixes_have_their_shape() {
         EventType::UsageUpdated,
         EventType::ProviderMetadata,
     ] {
-        assert!(mixed.counts.get(&ty).copied().unwrap_or(0) > 0, "mixed has {ty:?}");
+        assert!(
+            mixed.counts.get(&ty).copied().unwrap_or(0) > 0,
+            "mixed has {ty:?}"
+        );
     }
 }
 

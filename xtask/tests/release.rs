@@ -50,8 +50,16 @@ alpha-app = { path = "crates/alpha-app", version = "0.1.0" }
             "[package]\nname = \"{name}\"\nversion.workspace = true\nedition.workspace = true\n{rust_version}\nlicense.workspace = true\ndescription.workspace = true\nrepository.workspace = true\n{extra}\n"
         )
     };
-    put(&root, "crates/zeta-core/Cargo.toml", &package("zeta-core", "rust-version.workspace = true", ""));
-    put(&root, "crates/zeta-core/src/lib.rs", "//! Core.\n/// Two.\npub fn two() -> u32 { 2 }\n");
+    put(
+        &root,
+        "crates/zeta-core/Cargo.toml",
+        &package("zeta-core", "rust-version.workspace = true", ""),
+    );
+    put(
+        &root,
+        "crates/zeta-core/src/lib.rs",
+        "//! Core.\n/// Two.\npub fn two() -> u32 { 2 }\n",
+    );
     put(
         &root,
         "crates/alpha-app/Cargo.toml",
@@ -75,14 +83,21 @@ alpha-app = { path = "crates/alpha-app", version = "0.1.0" }
             "publish = false\n\n[dependencies]\nalpha-app.workspace = true\n",
         ),
     );
-    put(&root, "crates/internal-tool/src/main.rs", "fn main() { let _ = alpha_app::four(); }\n");
+    put(
+        &root,
+        "crates/internal-tool/src/main.rs",
+        "fn main() { let _ = alpha_app::four(); }\n",
+    );
     put(&root, "CHANGELOG.md", CHANGELOG);
     root
 }
 
 /// Runs `xtask <args>`.
 fn xtask(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().expect("run xtask")
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .output()
+        .expect("run xtask")
 }
 
 /// Every file under `root` (except `target/`) with its bytes, sorted.
@@ -122,17 +137,34 @@ fn dry_run_bumps_moves_the_changelog_packages_and_prints_the_plan() {
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "release failed:\n{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "release failed:\n{stdout}\n{stderr}"
+    );
 
     // The plan: publishable crates only, dependencies first, with the version.
     assert!(
-        stdout.contains("would publish, in order:\n  1. zeta-core 0.2.0-rc.1\n  2. alpha-app 0.2.0-rc.1\n"),
+        stdout.contains(
+            "would publish, in order:\n  1. zeta-core 0.2.0-rc.1\n  2. alpha-app 0.2.0-rc.1\n"
+        ),
         "{stdout}"
     );
-    assert!(stdout.contains("  cargo publish -p zeta-core\n  cargo publish -p alpha-app\n"), "{stdout}");
-    assert!(!stdout.contains("internal-tool 0.2.0"), "publish = false is not published: {stdout}");
-    assert!(stdout.contains("alpha-app: builds with no default features and with each of: loud, quiet"), "{stdout}");
-    assert!(stdout.contains("Cargo.toml: 2 internal dependency version(s) -> 0.2.0-rc.1"), "{stdout}");
+    assert!(
+        stdout.contains("  cargo publish -p zeta-core\n  cargo publish -p alpha-app\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("internal-tool 0.2.0"),
+        "publish = false is not published: {stdout}"
+    );
+    assert!(
+        stdout.contains("alpha-app: builds with no default features and with each of: loud, quiet"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Cargo.toml: 2 internal dependency version(s) -> 0.2.0-rc.1"),
+        "{stdout}"
+    );
 
     // The real tree is untouched.
     assert_eq!(snapshot(&root), before, "the dry run changed the real tree");
@@ -140,22 +172,43 @@ fn dry_run_bumps_moves_the_changelog_packages_and_prints_the_plan() {
     // The scratch copy carries the release.
     let copy = root.join("target/xtask-release/workspace");
     let manifest = fs::read_to_string(copy.join("Cargo.toml")).unwrap();
-    assert!(manifest.contains("[workspace.package]\nversion = \"0.2.0-rc.1\"\n"), "{manifest}");
-    assert!(manifest.contains("zeta-core = { path = \"crates/zeta-core\", version = \"0.2.0-rc.1\" }"));
-    assert!(manifest.contains("alpha-app = { path = \"crates/alpha-app\", version = \"0.2.0-rc.1\" }"));
-    assert!(manifest.contains("rust-version = \"1.85\""), "rust-version untouched");
+    assert!(
+        manifest.contains("[workspace.package]\nversion = \"0.2.0-rc.1\"\n"),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("zeta-core = { path = \"crates/zeta-core\", version = \"0.2.0-rc.1\" }")
+    );
+    assert!(
+        manifest.contains("alpha-app = { path = \"crates/alpha-app\", version = \"0.2.0-rc.1\" }")
+    );
+    assert!(
+        manifest.contains("rust-version = \"1.85\""),
+        "rust-version untouched"
+    );
     let lock = fs::read_to_string(copy.join("Cargo.lock")).unwrap();
-    assert!(lock.contains("name = \"zeta-core\"\nversion = \"0.2.0-rc.1\""), "{lock}");
+    assert!(
+        lock.contains("name = \"zeta-core\"\nversion = \"0.2.0-rc.1\""),
+        "{lock}"
+    );
     let changelog = fs::read_to_string(copy.join("CHANGELOG.md")).unwrap();
     assert_eq!(
         changelog,
         "# Changelog\n\nAll notable changes.\n\n## Unreleased\n\n## 0.2.0-rc.1 - 2026-08-17\n\n### Added\n\n- `zeta-core`: the core.\n- `alpha-app`: the app.\n\n## 0.0.1 - 2026-01-01\n\n- First cut.\n"
     );
-    assert!(!copy.join("target").exists() || copy.join("target").read_dir().unwrap().next().is_none());
+    assert!(
+        !copy.join("target").exists() || copy.join("target").read_dir().unwrap().next().is_none()
+    );
     // The packages were built (verified) in the release's own target folder.
     let packaged = root.join("target/xtask-release/target/package");
-    assert!(packaged.join("zeta-core-0.2.0-rc.1.crate").is_file(), "no zeta-core .crate");
-    assert!(packaged.join("alpha-app-0.2.0-rc.1.crate").is_file(), "no alpha-app .crate");
+    assert!(
+        packaged.join("zeta-core-0.2.0-rc.1.crate").is_file(),
+        "no zeta-core .crate"
+    );
+    assert!(
+        packaged.join("alpha-app-0.2.0-rc.1.crate").is_file(),
+        "no alpha-app .crate"
+    );
 }
 
 #[test]
@@ -169,14 +222,38 @@ fn refuses_bad_versions_and_empty_notes() {
         ("0.1.0", "not greater"),
         ("0.1.0-rc.1", "not greater"),
     ] {
-        let out = xtask(&["release", version, "--dry-run", "--offline", "--workspace", ws]);
+        let out = xtask(&[
+            "release",
+            version,
+            "--dry-run",
+            "--offline",
+            "--workspace",
+            ws,
+        ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && stderr.contains(why), "{version}: {stderr}");
+        assert!(
+            !out.status.success() && stderr.contains(why),
+            "{version}: {stderr}"
+        );
     }
-    put(&root, "CHANGELOG.md", "# Changelog\n\n## Unreleased\n\n## 0.1.0 - 2026-01-01\n\n- x\n");
-    let out = xtask(&["release", "0.2.0", "--dry-run", "--offline", "--workspace", ws]);
+    put(
+        &root,
+        "CHANGELOG.md",
+        "# Changelog\n\n## Unreleased\n\n## 0.1.0 - 2026-01-01\n\n- x\n",
+    );
+    let out = xtask(&[
+        "release",
+        "0.2.0",
+        "--dry-run",
+        "--offline",
+        "--workspace",
+        ws,
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("Unreleased section is empty"), "{stderr}");
+    assert!(
+        !out.status.success() && stderr.contains("Unreleased section is empty"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -184,14 +261,27 @@ fn msrv_checks_the_declaration() {
     let bad = workspace("msrv-inconsistent", "rust-version = \"1.80\"");
     let out = xtask(&["msrv", "--workspace", bad.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "an inconsistent rust-version must fail");
-    assert!(stderr.contains("alpha-app") && stderr.contains("rust-version.workspace = true"), "{stderr}");
+    assert!(
+        !out.status.success(),
+        "an inconsistent rust-version must fail"
+    );
+    assert!(
+        stderr.contains("alpha-app") && stderr.contains("rust-version.workspace = true"),
+        "{stderr}"
+    );
 
     let good = workspace("msrv-consistent", "rust-version.workspace = true");
     let out = xtask(&["msrv", "--workspace", good.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("rust-version 1.85 declared once and inherited by all 3 members"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("rust-version 1.85 declared once and inherited by all 3 members"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("the workspace builds with Rust 1.85")
             || stdout.contains("ONLY THE DECLARATION WAS CHECKED"),

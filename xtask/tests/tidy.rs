@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 /// The workspace root.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// `(section, compact line)` pairs of a manifest: whitespace removed,
@@ -25,7 +28,10 @@ fn entries(manifest: &str) -> Vec<(String, String)> {
             section = line.to_owned();
             continue;
         }
-        out.push((section.clone(), line.chars().filter(|c| !c.is_whitespace()).collect()));
+        out.push((
+            section.clone(),
+            line.chars().filter(|c| !c.is_whitespace()).collect(),
+        ));
     }
     out
 }
@@ -34,7 +40,9 @@ fn entries(manifest: &str) -> Vec<(String, String)> {
 fn problems(folder: &str, manifest: &str) -> Vec<String> {
     let entries = entries(manifest);
     let has = |section: &str, forms: &[&str]| {
-        entries.iter().any(|(s, l)| s == section && forms.iter().any(|f| l == f))
+        entries
+            .iter()
+            .any(|(s, l)| s == section && forms.iter().any(|f| l == f))
     };
     let mut out = Vec::new();
     for key in ["version", "edition", "rust-version"] {
@@ -53,7 +61,9 @@ fn problems(folder: &str, manifest: &str) -> Vec<String> {
         .map(|(_, l)| l["name=".len()..].trim_matches('"').to_owned());
     match name {
         Some(name) if name == folder => {}
-        Some(name) => out.push(format!("package name `{name}` differs from its folder `{folder}`")),
+        Some(name) => out.push(format!(
+            "package name `{name}` differs from its folder `{folder}`"
+        )),
         None => out.push("[package] has no name".to_owned()),
     }
     out
@@ -64,8 +74,11 @@ fn every_crate_manifest_follows_the_workspace_conventions() {
     let root = root();
     let mut failures = Vec::new();
     let mut checked = 0;
-    let mut folders: Vec<PathBuf> =
-        fs::read_dir(root.join("crates")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let mut folders: Vec<PathBuf> = fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
     folders.push(root.join("xtask"));
     folders.sort();
     for folder in folders {
@@ -75,10 +88,18 @@ fn every_crate_manifest_follows_the_workspace_conventions() {
             continue;
         };
         checked += 1;
-        failures.extend(problems(&name, &manifest).into_iter().map(|p| format!("{name}: {p}")));
+        failures.extend(
+            problems(&name, &manifest)
+                .into_iter()
+                .map(|p| format!("{name}: {p}")),
+        );
     }
     assert!(checked > 1, "no crate manifest found");
-    assert!(failures.is_empty(), "workspace conventions broken:\n  {}", failures.join("\n  "));
+    assert!(
+        failures.is_empty(),
+        "workspace conventions broken:\n  {}",
+        failures.join("\n  ")
+    );
 }
 
 #[test]
