@@ -12,6 +12,7 @@ use std::process::ExitCode;
 mod check;
 mod encode;
 mod input;
+mod serve;
 
 const USAGE: &str = "\
 lce: Canonical Lifecycle Events v1 toolkit
@@ -23,6 +24,11 @@ usage:
   lce encode --to FORMAT [--agent-name NAME] [FILE]
                                 canonical events to SSE on stdout
                                 (FORMAT: custom, agui, agui-v1)
+  lce serve [--addr ADDR] [--scenarios DIR] [--speed F] [--keepalive SECS]
+            [--agent-name NAME] [--default-scenario NAME] [--audit-log FILE]
+                                play scenarios as live runs over HTTP
+                                (DA's /api/v1/chat/stream/start and AG-UI's
+                                /api/v1/agui; first stdout line: the address)
   lce help                      this text
 
 exit status: 0 ok, 1 input rejected, 2 usage or I/O error";
@@ -37,6 +43,15 @@ impl From<lexopt::Error> for UsageError {
     }
 }
 
+/// Logs (payload-free summaries, audit records) go to stderr.
+fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let Some(cmd) = args.next() else {
@@ -47,6 +62,10 @@ fn main() -> ExitCode {
     let result = match cmd.to_str() {
         Some("check") => check::run(rest),
         Some("encode") => encode::run(rest),
+        Some("serve") => {
+            init_logging();
+            serve::run(rest)
+        }
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(true)

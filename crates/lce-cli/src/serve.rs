@@ -1,0 +1,483 @@
+//! `lce serve`: an HTTP server that plays canonical runs from a folder as
+//! live runs, through the coordinator and the encoders.
+//!
+//! Routes:
+//! - `POST /api/v1/chat/stream/start` — DA's request body (`message`,
+//!   `conversation_id`, `agent_id`, `protocol`: `custom` | `agui` |
+//!   `agui-v1`); the scenario named by `agent_id` is played with its
+//!   conversation id rewritten to the request's; DA's headers.
+//! - `POST /api/v1/agui` — standard AG-UI: a `RunAgentInput` body in
+//!   (`threadId`, `runId`, ...; the scenario is `forwardedProps.agentId`, else
+//!   the default scenario), `agui-v1` out.
+//!
+//! Frames are flushed as they are produced (one body chunk per frame); in
+//! `agui-v1` a `: keep-alive` comment goes out while the run is idle (DA's
+//! formats send none). A bad request gets a 4xx with a JSON error body before
+//! any stream starts. A client that disconnects ends its run as
+//! `run.cancelled{disconnect}` in the audit log.
+//!
+//! Backpressure: the body is pulled by the HTTP stack, so a client that stops
+//! reading stops the run's stream from being polled; what is buffered is
+//! bounded by the socket buffers plus the frames of one event.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::future::Future as _;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::{Stream, StreamExt};
+use lce::prelude::*;
+use lce::stream::{AuditRecord, MemoryStore, TracingAudit};
+
+use crate::UsageError;
+
+/// Server configuration from the command line.
+#[derive(Debug, Clone)]
+struct Config {
+    addr: SocketAddr,
+    scenarios: PathBuf,
+    speed: f64,
+    keepalive: Duration,
+    agent_name: Option<String>,
+    default_scenario: Option<String>,
+    audit_log: Option<PathBuf>,
+}
+
+/// What every request handler shares.
+struct App {
+    scenarios: HashMap<String, Arc<Vec<Event>>>,
+    config: Config,
+    store: Arc<MemoryStore>,
+    audit: Arc<dyn AuditSink>,
+    shutdown: CancelHandle,
+}
+
+/// Runs `lce serve`; returns when the server stops (Ctrl-C).
+pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
+    let config = parse_args(args)?;
+    let scenarios = load_scenarios(&config.scenarios)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(serve(config, scenarios))
+}
+
+fn parse_args(args: Vec<OsString>) -> Result<Config, UsageError> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut config = Config {
+        addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+        scenarios: PathBuf::from("fixtures/scenarios"),
+        speed: 1.0,
+        keepalive: Duration::from_secs(15),
+        agent_name: None,
+        default_scenario: None,
+        audit_log: None,
+    };
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("addr") => {
+                config.addr = parser
+                    .value()?
+                    .string()?
+                    .parse()
+                    .map_err(|e| UsageError(format!("--addr: {e}")))?;
+            }
+            Long("scenarios") => config.scenarios = parser.value()?.into(),
+            Long("speed") => {
+                let speed: f64 = parser.value()?.parse()?;
+                if !(speed.is_finite() && speed >= 0.0) {
+                    return Err(UsageError(
+                        "--speed must be a finite number >= 0 (0 = no pacing)".into(),
+                    ));
+                }
+                config.speed = speed;
+            }
+            Long("keepalive") => {
+                let secs: f64 = parser.value()?.parse()?;
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(UsageError(
+                        "--keepalive must be a number of seconds > 0".into(),
+                    ));
+                }
+                config.keepalive = Duration::from_secs_f64(secs);
+            }
+            Long("agent-name") => config.agent_name = Some(parser.value()?.string()?),
+            Long("default-scenario") => config.default_scenario = Some(parser.value()?.string()?),
+            Long("audit-log") => config.audit_log = Some(parser.value()?.into()),
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    Ok(config)
+}
+
+fn load_scenarios(dir: &Path) -> Result<HashMap<String, Arc<Vec<Event>>>, UsageError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        UsageError(format!(
+            "cannot read scenarios folder {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut map = HashMap::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| UsageError(format!("{}: {e}", dir.display())))?
+            .path();
+        if path.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        let file = std::fs::File::open(&path)
+            .map_err(|e| UsageError(format!("cannot open {}: {e}", path.display())))?;
+        let mut events = Vec::new();
+        for item in EventLines::new(std::io::BufReader::new(file)) {
+            let item = item.map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+            let event = item.map_err(|e| UsageError(format!("{}:{e}", path.display())))?;
+            events.push(event);
+        }
+        map.insert(name, Arc::new(events));
+    }
+    if map.is_empty() {
+        return Err(UsageError(format!(
+            "no *.jsonl scenarios in {}",
+            dir.display()
+        )));
+    }
+    Ok(map)
+}
+
+async fn serve(
+    config: Config,
+    scenarios: HashMap<String, Arc<Vec<Event>>>,
+) -> Result<bool, UsageError> {
+    let audit: Arc<dyn AuditSink> = match &config.audit_log {
+        Some(path) => Arc::new(FileAudit::create(path)?),
+        None => Arc::new(TracingAudit),
+    };
+    let shutdown = CancelHandle::new();
+    let app = Arc::new(App {
+        scenarios,
+        config: config.clone(),
+        store: Arc::new(MemoryStore::new()),
+        audit,
+        shutdown: shutdown.clone(),
+    });
+    let router = Router::new()
+        .route("/api/v1/chat/stream/start", post(stream_start))
+        .route("/api/v1/agui", post(agui_run))
+        .with_state(app);
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|e| UsageError(format!("cannot listen on {}: {e}", config.addr)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| UsageError(e.to_string()))?;
+    // The first line on stdout says where we listen (tests and scripts read it).
+    println!("listening on http://{local}");
+    let _ = std::io::stdout().flush();
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            shutdown.cancel(lce::types::CancelReason::Shutdown);
+        })
+        .await
+        .map_err(|e| UsageError(format!("server error: {e}")))?;
+    Ok(true)
+}
+
+/// A JSON error response, sent before any stream starts.
+fn bad_request(status: StatusCode, code: &str, message: &str) -> Response {
+    let body = serde_json::json!({ "error": message, "code": code }).to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct StartRequest {
+    #[allow(dead_code)]
+    message: String,
+    conversation_id: String,
+    agent_id: String,
+    #[serde(default)]
+    protocol: Option<String>,
+}
+
+/// Parses a JSON request body, or answers 400/422 with a JSON error.
+#[allow(clippy::result_large_err)] // the error is the response itself
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        let (status, code) = match e.classify() {
+            serde_json::error::Category::Data => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+            }
+            _ => (StatusCode::BAD_REQUEST, "malformed_json"),
+        };
+        // serde's message may quote input: keep only its category.
+        bad_request(status, code, "The request body is not a valid request.")
+    })
+}
+
+impl App {
+    /// The scenario `agent_id` names, or a 404.
+    #[allow(clippy::result_large_err)] // the error is the response itself
+    pub(crate) fn scenario(&self, agent_id: &str) -> Result<Arc<Vec<Event>>, Response> {
+        self.scenarios.get(agent_id).cloned().ok_or_else(|| {
+            bad_request(
+                StatusCode::NOT_FOUND,
+                "unknown_agent",
+                "No agent with this id.",
+            )
+        })
+    }
+
+    /// The coordinated, paced run of `scenario` under the given ids.
+    pub(crate) fn coordinated_run(
+        &self,
+        scenario: Arc<Vec<Event>>,
+        run_id: Option<String>,
+        conversation_id: String,
+    ) -> lce::stream::Coordinated<impl Stream<Item = Result<Event, LceError>> + Send + 'static>
+    {
+        let run_id = run_id
+            .or_else(|| scenario.first().map(|e| e.run_id.clone()))
+            .unwrap_or_else(|| "run".to_owned());
+        let coordinator = Coordinator::new(CoordinatorOptions::new(
+            run_id.clone(),
+            conversation_id.clone(),
+        ))
+        .store(self.store.clone())
+        .audit(self.audit.clone())
+        .cancel_handle(self.shutdown.clone());
+        paced(scenario, self.config.speed, run_id, conversation_id).coordinated(coordinator)
+    }
+}
+
+async fn stream_start(State(app): State<Arc<App>>, body: Bytes) -> Response {
+    let req: StartRequest = match parse_body(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let name = req.protocol.as_deref().unwrap_or("custom");
+    let Some(format) = WireFormat::from_name(name) else {
+        return bad_request(
+            StatusCode::BAD_REQUEST,
+            "unknown_protocol",
+            "Unknown protocol.",
+        );
+    };
+    let scenario = match app.scenario(&req.agent_id) {
+        Ok(s) => s,
+        Err(resp) => return resp,
+    };
+    let run = app.coordinated_run(scenario, None, req.conversation_id);
+    sse_response(run, format, &app.config)
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunAgentInput {
+    thread_id: String,
+    run_id: String,
+    #[serde(default)]
+    forwarded_props: Option<serde_json::Value>,
+}
+
+async fn agui_run(State(app): State<Arc<App>>, body: Bytes) -> Response {
+    let req: RunAgentInput = match parse_body(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let agent = req
+        .forwarded_props
+        .as_ref()
+        .and_then(|p| p.get("agentId").or_else(|| p.get("agent_id")))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+        .or_else(|| app.config.default_scenario.clone());
+    let Some(agent) = agent else {
+        return bad_request(
+            StatusCode::BAD_REQUEST,
+            "missing_agent",
+            "Name the agent in forwardedProps.agentId.",
+        );
+    };
+    let scenario = match app.scenario(&agent) {
+        Ok(s) => s,
+        Err(resp) => return resp,
+    };
+    let run = app.coordinated_run(scenario, Some(req.run_id), req.thread_id);
+    sse_response(run, WireFormat::AguiV1, &app.config)
+}
+
+fn sse_response<S>(run: S, format: WireFormat, config: &Config) -> Response
+where
+    S: Stream<Item = Result<Event, LceError>> + Send + 'static,
+{
+    let frames = run.encoded(WireEncoder::new(format, config.agent_name.clone()));
+    let keepalive = (format == WireFormat::AguiV1).then_some(config.keepalive);
+    let body = KeepAlive::new(frames, keepalive).map(|r| {
+        r.map_err(|e| {
+            // The coordinator's output always encodes; should it not, end the
+            // body (the client sees a truncated stream) and say why, safely.
+            tracing::error!(target: "lce::serve", rule = %e.rule_id(), "frame could not be encoded");
+            std::io::Error::other("encode error")
+        })
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    if format != WireFormat::AguiV1 {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    }
+    response
+}
+
+/// Plays `scenario` with ids rewritten, sleeping between events as their
+/// timestamps say, divided by `speed` (0 = no pacing), each wait capped at 5 s.
+pub(crate) fn paced(
+    scenario: Arc<Vec<Event>>,
+    speed: f64,
+    run_id: String,
+    conversation_id: String,
+) -> impl Stream<Item = Result<Event, LceError>> + Send + 'static {
+    futures::stream::unfold(0usize, move |i| {
+        let scenario = scenario.clone();
+        let (run_id, conversation_id) = (run_id.clone(), conversation_id.clone());
+        async move {
+            let mut event = scenario.get(i)?.clone();
+            if speed > 0.0 && i > 0 {
+                if let Some(prev) = scenario.get(i - 1) {
+                    let gap_ms = event
+                        .timestamp
+                        .unix_millis()
+                        .saturating_sub(prev.timestamp.unix_millis());
+                    #[allow(clippy::cast_precision_loss)]
+                    let secs = (gap_ms.max(0) as f64 / 1000.0 / speed).min(5.0);
+                    if secs > 0.0 {
+                        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+                    }
+                }
+            }
+            event.run_id = run_id;
+            event.conversation_id = conversation_id;
+            Some((Ok(event), i + 1))
+        }
+    })
+}
+
+pin_project_lite::pin_project! {
+    /// Sends `: keep-alive` comments while the inner stream is idle.
+    struct KeepAlive<S> {
+        #[pin]
+        inner: S,
+        every: Option<Duration>,
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    }
+}
+
+impl<S> KeepAlive<S> {
+    fn new(inner: S, every: Option<Duration>) -> Self {
+        KeepAlive {
+            inner,
+            every,
+            timer: None,
+        }
+    }
+}
+
+impl<S: Stream<Item = Result<bytes::Bytes, LceError>>> Stream for KeepAlive<S> {
+    type Item = S::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        match this.inner.poll_next(cx) {
+            Poll::Ready(item) => {
+                *this.timer = None;
+                Poll::Ready(item)
+            }
+            Poll::Pending => {
+                let Some(every) = *this.every else {
+                    return Poll::Pending;
+                };
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(every)));
+                if timer.as_mut().poll(cx).is_ready() {
+                    *this.timer = None;
+                    let mut buf = bytes::BytesMut::new();
+                    if lce_wire::write_comment(&mut buf, "keep-alive").is_ok() {
+                        return Poll::Ready(Some(Ok(buf.freeze())));
+                    }
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Audit records as JSON Lines in a file (one object per run's end).
+struct FileAudit {
+    file: Mutex<std::fs::File>,
+}
+
+impl FileAudit {
+    fn create(path: &Path) -> Result<Self, UsageError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| UsageError(format!("cannot open audit log {}: {e}", path.display())))?;
+        Ok(FileAudit {
+            file: Mutex::new(file),
+        })
+    }
+}
+
+/// One audit record as a JSON object (ids, types, codes, counts only).
+pub(crate) fn audit_json(r: &AuditRecord) -> serde_json::Value {
+    serde_json::json!({
+        "run_id": r.run_id,
+        "conversation_id": r.conversation_id,
+        "terminal": r.terminal.as_str(),
+        "sequence": r.sequence,
+        "code": r.code,
+        "side_effect_status": r.side_effect_status.map(|s| s.as_str()),
+        "rule": r.rule,
+        "coordinator_terminal": r.coordinator_terminal,
+        "events_in": r.counters.events_in,
+        "forwarded": r.counters.forwarded,
+        "dropped": r.counters.dropped,
+        "empty_deltas": r.counters.empty_deltas,
+        "cleaned": r.counters.cleaned,
+    })
+}
+
+impl AuditSink for FileAudit {
+    fn record(&self, record: &AuditRecord) {
+        TracingAudit.record(record);
+        if let Ok(mut f) = self.file.lock() {
+            let _ = writeln!(f, "{}", audit_json(record));
+            let _ = f.flush();
+        }
+    }
+}
