@@ -16,6 +16,8 @@ use crate::text::{is_forbidden_in_name, replace_display_controls, truncate_to_by
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RejectKind {
+    /// An empty identifier (ids correlate; an empty one cannot).
+    EmptyIdentifier,
     /// An identifier longer than `identifier_bytes` (D19).
     IdentifierTooLong,
     /// A code or name longer than `name_bytes` (D19).
@@ -36,6 +38,7 @@ pub enum RejectKind {
 impl RejectKind {
     /// Every kind.
     pub const ALL: &'static [RejectKind] = &[
+        RejectKind::EmptyIdentifier,
         RejectKind::IdentifierTooLong,
         RejectKind::NameTooLong,
         RejectKind::ControlCharacter,
@@ -48,6 +51,7 @@ impl RejectKind {
     /// The stable snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {
+            RejectKind::EmptyIdentifier => "empty_identifier",
             RejectKind::IdentifierTooLong => "identifier_too_long",
             RejectKind::NameTooLong => "name_too_long",
             RejectKind::ControlCharacter => "control_character",
@@ -67,7 +71,7 @@ impl RejectKind {
     pub fn rule(self) -> &'static str {
         match self {
             RejectKind::ControlCharacter => "D18",
-            RejectKind::NonFiniteNumber => "D17",
+            RejectKind::NonFiniteNumber | RejectKind::EmptyIdentifier => "D17",
             _ => "D19",
         }
     }
@@ -262,6 +266,15 @@ impl Cx<'_> {
         max: usize,
         kind: RejectKind,
     ) -> Result<(), Rejection> {
+        if s.is_empty() && kind == RejectKind::IdentifierTooLong {
+            return Err(Rejection {
+                kind: RejectKind::EmptyIdentifier,
+                field,
+                index,
+                size: None,
+                limit: None,
+            });
+        }
         if s.len() > max {
             return Err(Rejection::bound(kind, field, index, s.len(), max));
         }
