@@ -70,11 +70,15 @@ impl AdapterErrorKind {
     pub fn message(self) -> &'static str {
         match self {
             AdapterErrorKind::Configuration => "The agent is not configured correctly.",
-            AdapterErrorKind::Authentication => "The agent could not authenticate with its provider.",
+            AdapterErrorKind::Authentication => {
+                "The agent could not authenticate with its provider."
+            }
             AdapterErrorKind::Authorization => "The agent is not allowed to perform this request.",
             AdapterErrorKind::Capacity => "The service is at capacity. Please try again later.",
             AdapterErrorKind::Throttled => "Too many requests. Please try again later.",
-            AdapterErrorKind::Unavailable => "The provider is temporarily unavailable. Please try again later.",
+            AdapterErrorKind::Unavailable => {
+                "The provider is temporarily unavailable. Please try again later."
+            }
             AdapterErrorKind::Timeout => "The request timed out. Please try again.",
             AdapterErrorKind::Protocol => "The provider returned an unexpected response.",
             AdapterErrorKind::Persistence => "The conversation state could not be saved.",
@@ -216,8 +220,16 @@ mod tests {
     #[test]
     fn codes_are_unique_snake_case_and_messages_fixed() {
         for (i, k) in AdapterErrorKind::ALL.iter().enumerate() {
-            assert!(k.code().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
-            assert!(AdapterErrorKind::ALL[..i].iter().all(|o| o.code() != k.code()));
+            assert!(
+                k.code()
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_')
+            );
+            assert!(
+                AdapterErrorKind::ALL[..i]
+                    .iter()
+                    .all(|o| o.code() != k.code())
+            );
             assert_eq!(AdapterErrorKind::from_code(k.code()), Some(*k));
             assert!(!k.message().is_empty());
             assert_eq!(crate::redact(k.message()), k.message());
@@ -228,7 +240,9 @@ mod tests {
     fn from_error_keeps_nothing() {
         let e = AdapterError::from_error(AdapterErrorKind::Throttled, &Leaky).with_retry_after(7);
         let shown = format!("{e} {e:?}");
-        assert!(!shown.contains("SECRET") && !shown.contains("Leaky") && !shown.contains("main.py"));
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("Leaky") && !shown.contains("main.py")
+        );
         let r = e.to_run_error(SideEffectStatus::None);
         assert_eq!(r.code, "rate_limited");
         assert!(r.retryable);

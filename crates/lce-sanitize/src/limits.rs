@@ -120,7 +120,10 @@ const KEYS: &[(&str, Slot)] = &[
         "tool_arguments_bytes",
         Slot::Usize(|l| &mut l.tool_arguments_bytes),
     ),
-    ("tool_result_bytes", Slot::Usize(|l| &mut l.tool_result_bytes)),
+    (
+        "tool_result_bytes",
+        Slot::Usize(|l| &mut l.tool_result_bytes),
+    ),
     (
         "warning_details_bytes",
         Slot::Usize(|l| &mut l.warning_details_bytes),
@@ -278,11 +281,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// A parser message, cut short and stripped of anything but plain text.
 fn short_detail(msg: &str) -> String {
     let first = msg.lines().next().unwrap_or("");
-    let plain: String = first
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(80)
-        .collect();
+    let plain: String = first.chars().filter(|c| !c.is_control()).take(80).collect();
     if plain.is_empty() {
         "invalid syntax".to_owned()
     } else {
@@ -369,7 +368,10 @@ pub fn apply_env_var(limits: &mut Limits, name: &str, value: &str) -> Result<(),
     };
     let source = LimitSource::Env(safe_key(name));
     let key = rest.to_ascii_lowercase();
-    if !rest.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
+    if !rest
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    {
         return Err(LimitsError::UnknownKey {
             source_: source,
             key: safe_key(name),
@@ -456,14 +458,54 @@ pub fn validate_limits(l: &Limits) -> Result<(), LimitsError> {
     }
     let as64 = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
     let order: [(&'static str, usize, &'static str, u64); 8] = [
-        ("identifier_bytes", l.identifier_bytes, "display_bytes", as64(l.display_bytes)),
-        ("name_bytes", l.name_bytes, "display_bytes", as64(l.display_bytes)),
-        ("display_bytes", l.display_bytes, "bytes_per_run", l.bytes_per_run),
-        ("tool_arguments_bytes", l.tool_arguments_bytes, "bytes_per_run", l.bytes_per_run),
-        ("tool_result_bytes", l.tool_result_bytes, "bytes_per_run", l.bytes_per_run),
-        ("warning_details_bytes", l.warning_details_bytes, "bytes_per_run", l.bytes_per_run),
-        ("metadata_value_bytes", l.metadata_value_bytes, "bytes_per_run", l.bytes_per_run),
-        ("warning_details_depth", l.warning_details_depth, "the parser's opaque depth bound", as64(MAX_OPAQUE_DEPTH)),
+        (
+            "identifier_bytes",
+            l.identifier_bytes,
+            "display_bytes",
+            as64(l.display_bytes),
+        ),
+        (
+            "name_bytes",
+            l.name_bytes,
+            "display_bytes",
+            as64(l.display_bytes),
+        ),
+        (
+            "display_bytes",
+            l.display_bytes,
+            "bytes_per_run",
+            l.bytes_per_run,
+        ),
+        (
+            "tool_arguments_bytes",
+            l.tool_arguments_bytes,
+            "bytes_per_run",
+            l.bytes_per_run,
+        ),
+        (
+            "tool_result_bytes",
+            l.tool_result_bytes,
+            "bytes_per_run",
+            l.bytes_per_run,
+        ),
+        (
+            "warning_details_bytes",
+            l.warning_details_bytes,
+            "bytes_per_run",
+            l.bytes_per_run,
+        ),
+        (
+            "metadata_value_bytes",
+            l.metadata_value_bytes,
+            "bytes_per_run",
+            l.bytes_per_run,
+        ),
+        (
+            "warning_details_depth",
+            l.warning_details_depth,
+            "the parser's opaque depth bound",
+            as64(MAX_OPAQUE_DEPTH),
+        ),
     ];
     for (smaller, sv, larger, lv) in order {
         if as64(sv) > lv {

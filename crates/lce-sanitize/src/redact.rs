@@ -149,7 +149,9 @@ fn continues_stack(line: &str) -> bool {
     }
     indented
         || te.starts_with("Caused by: ")
-        || (te.ends_with(')') && te.split('(').next().is_some_and(|f| !f.contains(' ')) && te.contains('('))
+        || (te.ends_with(')')
+            && te.split('(').next().is_some_and(|f| !f.contains(' '))
+            && te.contains('('))
 }
 
 fn redact_stack_traces(s: &str, n: &mut u32) -> String {
@@ -372,7 +374,10 @@ impl Scan<'_> {
             let mut j = vstart;
             while let Some(&c) = self.b.get(j) {
                 if c.is_ascii_whitespace()
-                    || matches!(c, b'"' | b'\'' | b',' | b';' | b'&' | b'<' | b'>' | b'(' | b')' | b'{' | b'}')
+                    || matches!(
+                        c,
+                        b'"' | b'\'' | b',' | b';' | b'&' | b'<' | b'>' | b'(' | b')' | b'{' | b'}'
+                    )
                 {
                     break;
                 }
@@ -388,11 +393,15 @@ impl Scan<'_> {
         let b = self.b;
         let prev = if i == 0 { None } else { b.get(i - 1).copied() };
         // Credentials in URLs.
-        if sub(self.s, i, self.s.len()).starts_with("://") && prev.is_some_and(|p| p.is_ascii_alphanumeric()) {
+        if sub(self.s, i, self.s.len()).starts_with("://")
+            && prev.is_some_and(|p| p.is_ascii_alphanumeric())
+        {
             let auth_start = i + 3;
             let mut j = auth_start;
             while let Some(&c) = b.get(j) {
-                if c.is_ascii_whitespace() || matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>') {
+                if c.is_ascii_whitespace()
+                    || matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>')
+                {
                     break;
                 }
                 j += 1;
@@ -415,7 +424,8 @@ impl Scan<'_> {
         }
         // Header values.
         for key in HEADER_KEYS {
-            if starts_with_ci(b, i, key) && !b.get(i + key.len()).copied().is_some_and(is_key_char) {
+            if starts_with_ci(b, i, key) && !b.get(i + key.len()).copied().is_some_and(is_key_char)
+            {
                 if let Some((vs, ve)) = self.value_after_key(i, i + key.len(), true) {
                     self.replace(vs, ve);
                     return Some(ve);
@@ -522,7 +532,10 @@ fn redact_tokens(s: &str, n: &mut u32) -> String {
                 continue;
             }
         }
-        i += s.get(i..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+        i += s
+            .get(i..)
+            .and_then(|r| r.chars().next())
+            .map_or(1, char::len_utf8);
     }
     sc.out.push_str(sub(s, sc.copied, s.len()));
     *n += sc.n;
@@ -548,21 +561,42 @@ mod tests {
     #[test]
     fn recognises_each_kind() {
         assert_eq!(r("auth: Bearer abcdef123456789"), "auth: Bearer [REDACTED]");
-        assert_eq!(r("Authorization: Basic dXNlcjpwYXNz\nnext"), "Authorization: [REDACTED]\nnext");
-        assert_eq!(r("key sk-proj-abcdefghijklmnopqrstuvwx!"), "key [REDACTED]!");
+        assert_eq!(
+            r("Authorization: Basic dXNlcjpwYXNz\nnext"),
+            "Authorization: [REDACTED]\nnext"
+        );
+        assert_eq!(
+            r("key sk-proj-abcdefghijklmnopqrstuvwx!"),
+            "key [REDACTED]!"
+        );
         assert_eq!(r("k=sk-ant-api03-abcdefghijklmnopqrstu"), "k=[REDACTED]");
         assert_eq!(r("id AKIAIOSFODNN7EXAMPLE."), "id [REDACTED].");
-        assert_eq!(r("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"), "aws_secret_access_key = [REDACTED]");
+        assert_eq!(
+            r("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+            "aws_secret_access_key = [REDACTED]"
+        );
         assert_eq!(r("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), "[REDACTED]");
         assert_eq!(r("xoxb-1234567890-abcdefghij"), "[REDACTED]");
         assert_eq!(r("AIzaSyA1234567890abcdefghijklmnopqrstu"), "[REDACTED]");
         assert_eq!(r("sk_live_abcdefghij1234567890"), "[REDACTED]");
-        assert_eq!(r("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_x end"), "t [REDACTED] end");
-        assert_eq!(r("https://bob:hunter2@db.example/x"), "https://[REDACTED]@db.example/x");
-        assert_eq!(r("x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y"), "x [REDACTED] y");
+        assert_eq!(
+            r("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_x end"),
+            "t [REDACTED] end"
+        );
+        assert_eq!(
+            r("https://bob:hunter2@db.example/x"),
+            "https://[REDACTED]@db.example/x"
+        );
+        assert_eq!(
+            r("x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y"),
+            "x [REDACTED] y"
+        );
         assert_eq!(r("h 0123456789abcdef0123456789abcdef!"), "h [REDACTED]!");
         assert_eq!(r("password=hunter2&user=x"), "password=[REDACTED]&user=x");
-        assert_eq!(r(r#"{"password": "a b c", "n": 1}"#), r#"{"password": "[REDACTED]", "n": 1}"#);
+        assert_eq!(
+            r(r#"{"password": "a b c", "n": 1}"#),
+            r#"{"password": "[REDACTED]", "n": 1}"#
+        );
         assert_eq!(r("max_tokens=100"), "max_tokens=100");
     }
 
@@ -573,6 +607,9 @@ mod tests {
         let js = "Error: x\n    at foo (/app/a.js:10:5)\n    at Object.<anonymous> (/app/b.js:1:1)";
         assert_eq!(r(js), "Error: x\n[stack trace removed]");
         let rs = "thread 'main' panicked at src/main.rs:2:5:\nboom\nstack backtrace:\n   0: rust_begin_unwind\n             at /rustc/x/panicking.rs:652:5\n";
-        assert_eq!(r(rs), "[stack trace removed]\nboom\n[stack trace removed]\n");
+        assert_eq!(
+            r(rs),
+            "[stack trace removed]\nboom\n[stack trace removed]\n"
+        );
     }
 }

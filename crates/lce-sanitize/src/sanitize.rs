@@ -117,7 +117,13 @@ pub(crate) fn as_u64(v: usize) -> u64 {
 }
 
 impl Rejection {
-    fn bound(kind: RejectKind, field: &'static str, index: Option<usize>, size: usize, limit: usize) -> Self {
+    fn bound(
+        kind: RejectKind,
+        field: &'static str,
+        index: Option<usize>,
+        size: usize,
+        limit: usize,
+    ) -> Self {
         Rejection {
             kind,
             field,
@@ -291,11 +297,23 @@ impl Cx<'_> {
     }
 
     fn id(&self, field: &'static str, s: &str) -> Result<(), Rejection> {
-        self.bounded(field, None, s, self.limits.identifier_bytes, RejectKind::IdentifierTooLong)
+        self.bounded(
+            field,
+            None,
+            s,
+            self.limits.identifier_bytes,
+            RejectKind::IdentifierTooLong,
+        )
     }
 
     fn id_at(&self, field: &'static str, i: usize, s: &str) -> Result<(), Rejection> {
-        self.bounded(field, Some(i), s, self.limits.identifier_bytes, RejectKind::IdentifierTooLong)
+        self.bounded(
+            field,
+            Some(i),
+            s,
+            self.limits.identifier_bytes,
+            RejectKind::IdentifierTooLong,
+        )
     }
 
     fn opt_id(&self, field: &'static str, s: Option<&String>) -> Result<(), Rejection> {
@@ -303,11 +321,23 @@ impl Cx<'_> {
     }
 
     fn name(&self, field: &'static str, s: &str) -> Result<(), Rejection> {
-        self.bounded(field, None, s, self.limits.name_bytes, RejectKind::NameTooLong)
+        self.bounded(
+            field,
+            None,
+            s,
+            self.limits.name_bytes,
+            RejectKind::NameTooLong,
+        )
     }
 
     fn name_at(&self, field: &'static str, i: usize, s: &str) -> Result<(), Rejection> {
-        self.bounded(field, Some(i), s, self.limits.name_bytes, RejectKind::NameTooLong)
+        self.bounded(
+            field,
+            Some(i),
+            s,
+            self.limits.name_bytes,
+            RejectKind::NameTooLong,
+        )
     }
 
     fn replace(&mut self, field: &'static str, s: &mut String) {
@@ -323,7 +353,13 @@ impl Cx<'_> {
     fn display_reject(&mut self, field: &'static str, s: &mut String) -> Result<(), Rejection> {
         self.replace(field, s);
         if s.len() > self.budget {
-            return Err(Rejection::bound(RejectKind::TextTooLong, field, None, s.len(), self.budget));
+            return Err(Rejection::bound(
+                RejectKind::TextTooLong,
+                field,
+                None,
+                s.len(),
+                self.budget,
+            ));
         }
         self.budget -= s.len();
         Ok(())
@@ -333,7 +369,10 @@ impl Cx<'_> {
         let keep = truncate_to_bytes(s, max).len();
         if keep < s.len() {
             self.report.truncated_fields = self.report.truncated_fields.saturating_add(1);
-            self.report.truncated_bytes = self.report.truncated_bytes.saturating_add(as_u64(s.len() - keep));
+            self.report.truncated_bytes = self
+                .report
+                .truncated_bytes
+                .saturating_add(as_u64(s.len() - keep));
             self.report.touch(field);
             s.truncate(keep);
         }
@@ -527,10 +566,21 @@ impl Cx<'_> {
         Ok(())
     }
 
-    fn arguments(&self, field: &'static str, index: Option<usize>, a: &JsonObject) -> Result<(), Rejection> {
+    fn arguments(
+        &self,
+        field: &'static str,
+        index: Option<usize>,
+        a: &JsonObject,
+    ) -> Result<(), Rejection> {
         let max = self.limits.tool_arguments_bytes;
         if a.len() > max {
-            return Err(Rejection::bound(RejectKind::ArgumentsTooLarge, field, index, a.len(), max));
+            return Err(Rejection::bound(
+                RejectKind::ArgumentsTooLarge,
+                field,
+                index,
+                a.len(),
+                max,
+            ));
         }
         Ok(())
     }
@@ -540,7 +590,12 @@ impl Cx<'_> {
             return false;
         }
         match serde_json::from_str::<serde_json::Value>(d.get()) {
-            Ok(v) => shape_ok(&v, 1, self.limits.warning_details_depth, self.limits.warning_details_members),
+            Ok(v) => shape_ok(
+                &v,
+                1,
+                self.limits.warning_details_depth,
+                self.limits.warning_details_members,
+            ),
             Err(_) => false,
         }
     }
@@ -551,7 +606,8 @@ impl Cx<'_> {
             Err(_) => {
                 // Cannot happen for a parsed JsonObject; drop everything.
                 *m = JsonObject::empty();
-                self.report.dropped_metadata_keys = self.report.dropped_metadata_keys.saturating_add(1);
+                self.report.dropped_metadata_keys =
+                    self.report.dropped_metadata_keys.saturating_add(1);
                 self.report.touch("data.metadata");
                 return;
             }
@@ -585,7 +641,8 @@ impl Cx<'_> {
         }
         text.push('}');
         *m = JsonObject::from_json(&text).unwrap_or_default();
-        self.report.dropped_metadata_keys = self.report.dropped_metadata_keys.saturating_add(dropped);
+        self.report.dropped_metadata_keys =
+            self.report.dropped_metadata_keys.saturating_add(dropped);
         self.report.touch("data.metadata");
     }
 }
@@ -624,7 +681,10 @@ impl<'de> serde::Deserialize<'de> for Members<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
                 let mut v = Vec::new();
                 while let Some(e) = m.next_entry::<String, &'de RawValue>()? {
                     v.push(e);

@@ -72,7 +72,9 @@ mod tests {
 
     #[test]
     fn display_classes() {
-        for c in ['\u{0}', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}', '\u{202e}', '\u{2066}'] {
+        for c in [
+            '\u{0}', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}', '\u{202e}', '\u{2066}',
+        ] {
             assert!(is_replaced_in_display(c), "{c:?}");
         }
         for c in ['\t', '\n', '\r', 'a', '\u{200e}', '\u{a0}', '\u{fffd}'] {
@@ -88,7 +90,10 @@ mod tests {
         let (t, n) = replace_display_controls("a\u{1}b\u{202e}c\n");
         assert_eq!(t, "a\u{fffd}b\u{fffd}c\n");
         assert_eq!(n, 2);
-        assert!(matches!(replace_display_controls("plain").0, Cow::Borrowed(_)));
+        assert!(matches!(
+            replace_display_controls("plain").0,
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The hostile fixtures: each file's exact outcome, idempotence, and the
 //! safety of what gets logged.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -52,7 +54,11 @@ fn outcome(name: &str, sanitizer: &Sanitizer, event: Event) -> Value {
                 panic!("{name}: second pass rejected: {r}");
             });
             assert_eq!(again.event, out.event, "{name}: not idempotent");
-            assert!(again.report.is_clean(), "{name}: second report {:?}", again.report);
+            assert!(
+                again.report.is_clean(),
+                "{name}: second report {:?}",
+                again.report
+            );
             // Canonical: the line parses back to the same event.
             assert_eq!(Event::from_json(&line).unwrap(), out.event, "{name}");
             json!({
@@ -107,7 +113,11 @@ fn each_fixture_has_its_exact_outcome() {
 fn short(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 600 {
-        format!("{}... ({} bytes)", &s[..s.floor_char_boundary_compat(600)], s.len())
+        format!(
+            "{}... ({} bytes)",
+            &s[..s.floor_char_boundary_compat(600)],
+            s.len()
+        )
     } else {
         s
     }
@@ -130,10 +140,16 @@ impl FloorCompat for String {
 #[test]
 fn absent_texts_are_planted_in_fixtures() {
     for (name, text) in fixtures() {
-        let want: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir().join(format!("{name}.expect"))).unwrap())
-                .unwrap();
-        for s in want.get("absent").and_then(Value::as_array).into_iter().flatten() {
+        let want: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir().join(format!("{name}.expect"))).unwrap(),
+        )
+        .unwrap();
+        for s in want
+            .get("absent")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let s = s.as_str().unwrap();
             assert!(text.contains(s), "{name}: `{s}` is not in the fixture");
         }

@@ -1,5 +1,7 @@
 //! Loading limits: defaults, TOML, JSON, environment, validation, errors.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::PathBuf;
 
 use lce_sanitize::{LimitSource, LimitsError, Sanitizer, limit_keys, load_limits, validate_limits};
@@ -14,7 +16,10 @@ fn tmp(name: &str, text: &str) -> PathBuf {
 }
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -76,12 +81,21 @@ fn json_file() {
 fn unknown_keys_are_rejected_everywhere() {
     let p = tmp("typo.toml", "tool_results_bytes = 5\n");
     let e = load_limits(Some(&p), Vec::new()).unwrap_err();
-    assert!(matches!(&e, LimitsError::UnknownKey { key, source_: LimitSource::File(_) } if key == "tool_results_bytes"), "{e}");
+    assert!(
+        matches!(&e, LimitsError::UnknownKey { key, source_: LimitSource::File(_) } if key == "tool_results_bytes"),
+        "{e}"
+    );
     assert!(e.to_string().contains("typo.toml"));
     let p = tmp("typo.json", r#"{"nope": 1}"#);
-    assert!(matches!(load_limits(Some(&p), Vec::new()), Err(LimitsError::UnknownKey { .. })));
+    assert!(matches!(
+        load_limits(Some(&p), Vec::new()),
+        Err(LimitsError::UnknownKey { .. })
+    ));
     let e = load_limits(None, env(&[("LCE_LIMIT_NOPE", "1")])).unwrap_err();
-    assert!(matches!(&e, LimitsError::UnknownKey { source_: LimitSource::Env(n), .. } if n == "LCE_LIMIT_NOPE"), "{e}");
+    assert!(
+        matches!(&e, LimitsError::UnknownKey { source_: LimitSource::Env(n), .. } if n == "LCE_LIMIT_NOPE"),
+        "{e}"
+    );
     // A hostile key is never echoed whole.
     let long = "k".repeat(5000);
     let p = tmp("long.toml", &format!("{long} = 1\n"));
@@ -94,12 +108,25 @@ fn wrong_types_and_values_name_the_key_not_the_value() {
     let secret = "s3cr3t-".repeat(1000);
     let p = tmp("type.toml", &format!("display_bytes = \"{secret}\"\n"));
     let e = load_limits(Some(&p), Vec::new()).unwrap_err();
-    assert!(matches!(&e, LimitsError::WrongType { key: "display_bytes", found: "string", .. }), "{e}");
+    assert!(
+        matches!(
+            &e,
+            LimitsError::WrongType {
+                key: "display_bytes",
+                found: "string",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(!e.to_string().contains("s3cr3t"));
     let p = tmp("neg.json", r#"{"display_bytes": -1}"#);
     assert!(matches!(
         load_limits(Some(&p), Vec::new()),
-        Err(LimitsError::InvalidValue { key: "display_bytes", .. })
+        Err(LimitsError::InvalidValue {
+            key: "display_bytes",
+            ..
+        })
     ));
     let p = tmp("float.json", r#"{"display_bytes": 1.5}"#);
     assert!(matches!(
@@ -107,49 +134,114 @@ fn wrong_types_and_values_name_the_key_not_the_value() {
         Err(LimitsError::WrongType { found: "float", .. })
     ));
     let p = tmp("list.toml", "metadata_allowlist = [1]\n");
-    assert!(matches!(load_limits(Some(&p), Vec::new()), Err(LimitsError::WrongType { .. })));
+    assert!(matches!(
+        load_limits(Some(&p), Vec::new()),
+        Err(LimitsError::WrongType { .. })
+    ));
     for bad in ["", "abc", "-5", "1e3", "99999999999999999999999"] {
         let e = load_limits(None, env(&[("LCE_LIMIT_DISPLAY_BYTES", bad)])).unwrap_err();
-        assert!(matches!(&e, LimitsError::InvalidValue { key: "display_bytes", source_: LimitSource::Env(_), .. }), "{bad}: {e}");
+        assert!(
+            matches!(
+                &e,
+                LimitsError::InvalidValue {
+                    key: "display_bytes",
+                    source_: LimitSource::Env(_),
+                    ..
+                }
+            ),
+            "{bad}: {e}"
+        );
         if bad.len() > 3 {
             assert!(!e.to_string().contains(bad), "{e}");
         }
     }
     let e = load_limits(None, env(&[("LCE_LIMIT_METADATA_ALLOWLIST", "a,,b")])).unwrap_err();
-    assert!(matches!(e, LimitsError::InvalidValue { key: "metadata_allowlist", .. }));
+    assert!(matches!(
+        e,
+        LimitsError::InvalidValue {
+            key: "metadata_allowlist",
+            ..
+        }
+    ));
 }
 
 #[test]
 fn syntax_errors_and_files() {
     let p = tmp("bad.toml", "a = \n");
-    assert!(matches!(load_limits(Some(&p), Vec::new()), Err(LimitsError::Syntax { line: 1, .. })));
+    assert!(matches!(
+        load_limits(Some(&p), Vec::new()),
+        Err(LimitsError::Syntax { line: 1, .. })
+    ));
     let p = tmp("bad.json", "{\"name_bytes\": 1,\n \"name_bytes\": 2}");
     let e = load_limits(Some(&p), Vec::new()).unwrap_err();
     assert!(matches!(&e, LimitsError::Syntax { .. }), "{e}");
     let p = tmp("arr.json", "[1]");
-    assert!(matches!(load_limits(Some(&p), Vec::new()), Err(LimitsError::Syntax { .. })));
+    assert!(matches!(
+        load_limits(Some(&p), Vec::new()),
+        Err(LimitsError::Syntax { .. })
+    ));
     let p = tmp("limits.yaml", "a: 1");
-    assert!(matches!(load_limits(Some(&p), Vec::new()), Err(LimitsError::UnknownFormat { .. })));
+    assert!(matches!(
+        load_limits(Some(&p), Vec::new()),
+        Err(LimitsError::UnknownFormat { .. })
+    ));
     let missing = std::env::temp_dir().join("lce-sanitize-no-such-file.toml");
     assert!(matches!(
         load_limits(Some(&missing), Vec::new()),
-        Err(LimitsError::Io { kind: std::io::ErrorKind::NotFound, .. })
+        Err(LimitsError::Io {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        })
     ));
 }
 
 #[test]
 fn validation() {
     let e = load_limits(None, env(&[("LCE_LIMIT_NAME_BYTES", "0")])).unwrap_err();
-    assert!(matches!(e, LimitsError::InvalidValue { key: "name_bytes", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            LimitsError::InvalidValue {
+                key: "name_bytes",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = load_limits(None, env(&[("LCE_LIMIT_IDENTIFIER_BYTES", "100000")])).unwrap_err();
     assert!(
-        matches!(e, LimitsError::Inconsistent { smaller: "identifier_bytes", larger: "display_bytes", .. }),
+        matches!(
+            e,
+            LimitsError::Inconsistent {
+                smaller: "identifier_bytes",
+                larger: "display_bytes",
+                ..
+            }
+        ),
         "{e}"
     );
     let e = load_limits(None, env(&[("LCE_LIMIT_BYTES_PER_RUN", "1000")])).unwrap_err();
-    assert!(matches!(e, LimitsError::Inconsistent { larger: "bytes_per_run", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            LimitsError::Inconsistent {
+                larger: "bytes_per_run",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = load_limits(None, env(&[("LCE_LIMIT_WARNING_DETAILS_DEPTH", "65")])).unwrap_err();
-    assert!(matches!(e, LimitsError::Inconsistent { smaller: "warning_details_depth", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            LimitsError::Inconsistent {
+                smaller: "warning_details_depth",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let mut l = Limits::default();
     l.metadata_allowlist.push("request_id".into());
     assert!(validate_limits(&l).is_err());

@@ -3,6 +3,8 @@
 //! process-wide, so a test running concurrently without a subscriber could
 //! hide records from this one.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -64,10 +66,16 @@ fn logs_carry_no_payload_text_and_no_secret() {
     let mut cleaned = 0;
     tracing::subscriber::with_default(subscriber, || {
         for (name, event) in fixtures() {
-            let want: Value =
-                serde_json::from_str(&std::fs::read_to_string(dir().join(format!("{name}.expect"))).unwrap())
-                    .unwrap();
-            for s in want.get("absent").and_then(Value::as_array).into_iter().flatten() {
+            let want: Value = serde_json::from_str(
+                &std::fs::read_to_string(dir().join(format!("{name}.expect"))).unwrap(),
+            )
+            .unwrap();
+            for s in want
+                .get("absent")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 secrets.push(s.as_str().unwrap().to_owned());
             }
             match sanitizer.sanitize(event) {
@@ -81,7 +89,10 @@ fn logs_carry_no_payload_text_and_no_secret() {
     assert_eq!(log.matches("event rejected").count(), rejected, "{log}");
     assert_eq!(log.matches("event cleaned").count(), cleaned, "{log}");
     assert!(rejected > 10 && cleaned > 10);
-    assert!(!log.contains("PAYLOADMARK"), "payload text in the log:\n{log}");
+    assert!(
+        !log.contains("PAYLOADMARK"),
+        "payload text in the log:\n{log}"
+    );
     assert!(secrets.len() >= 15);
     for s in &secrets {
         assert!(!log.contains(s.as_str()), "secret `{s}` in the log");
@@ -89,10 +100,12 @@ fn logs_carry_no_payload_text_and_no_secret() {
     // What is there: correlation ids, rule, field, sizes.
     assert!(log.contains("run_id=\"run-huge-text-delta\""), "{log}");
     assert!(log.contains("conversation_id=\"conv-hostile\""));
-    assert!(log.contains("kind=\"text_too_long\"") || log.contains("kind=text_too_long"), "{log}");
+    assert!(
+        log.contains("kind=\"text_too_long\"") || log.contains("kind=text_too_long"),
+        "{log}"
+    );
     assert!(log.contains("<invalid id: 257 bytes>"));
     assert!(log.contains("lce::sanitize"));
     // No control character made it into the log (one record per line).
     assert!(!log.chars().any(|c| c.is_control() && c != '\n'));
 }
-

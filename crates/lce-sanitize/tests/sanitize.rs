@@ -1,6 +1,8 @@
 //! Sanitizer policies built in Rust (NaN, metadata, budgets) and property
 //! tests: idempotence, limits always met, truncation, redaction.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use lce_sanitize::{
     RejectKind, Sanitizer, check_f64, is_forbidden_in_name, is_replaced_in_display, redact,
     truncate_display, truncate_to_bytes,
@@ -33,7 +35,10 @@ fn non_finite_floats_built_in_rust_are_rejected() {
             ..UsageUpdated::default()
         };
         let r = s.sanitize(ev(Payload::UsageUpdated(u))).unwrap_err();
-        assert_eq!((r.kind, r.field), (RejectKind::NonFiniteNumber, "data.cost"));
+        assert_eq!(
+            (r.kind, r.field),
+            (RejectKind::NonFiniteNumber, "data.cost")
+        );
         assert_eq!(r.kind.rule(), "D17");
         assert!(check_f64("latency", bad).is_err());
     }
@@ -46,7 +51,11 @@ fn non_finite_floats_built_in_rust_are_rejected() {
     let out = s.sanitize(ev(Payload::UsageUpdated(u.clone()))).unwrap();
     assert_eq!(out.event.payload, Payload::UsageUpdated(u));
     assert!(out.report.is_clean());
-    assert!(out.event.to_json().ends_with(r#""data":{"output_tokens":5}}"#));
+    assert!(
+        out.event
+            .to_json()
+            .ends_with(r#""data":{"output_tokens":5}}"#)
+    );
 }
 
 #[test]
@@ -62,7 +71,9 @@ fn metadata_keeps_order_and_bytes_and_bounds_key_count() {
         metadata: m,
     };
     let out = s.sanitize(ev(Payload::ProviderMetadata(p))).unwrap();
-    let Payload::ProviderMetadata(p) = &out.event.payload else { unreachable!() };
+    let Payload::ProviderMetadata(p) = &out.event.payload else {
+        unreachable!()
+    };
     assert_eq!(p.metadata.get(), r#"{"b":1.0e2,"a":"\u00e9"}"#);
     assert_eq!(out.report.dropped_metadata_keys, 2);
     // Untouched when nothing is dropped (whitespace and all).
@@ -74,7 +85,9 @@ fn metadata_keeps_order_and_bytes_and_bounds_key_count() {
     };
     let out = s.sanitize(ev(Payload::ProviderMetadata(p))).unwrap();
     assert!(out.report.is_clean());
-    let Payload::ProviderMetadata(p) = &out.event.payload else { unreachable!() };
+    let Payload::ProviderMetadata(p) = &out.event.payload else {
+        unreachable!()
+    };
     assert_eq!(p.metadata, m);
 }
 
@@ -104,9 +117,16 @@ fn display_budget_is_per_event() {
         tool_approvals: None,
     };
     let out = s.sanitize(ev(Payload::InterruptRequested(i))).unwrap();
-    let Payload::InterruptRequested(i) = &out.event.payload else { unreachable!() };
+    let Payload::InterruptRequested(i) = &out.event.payload else {
+        unreachable!()
+    };
     assert_eq!(i.prompt.as_deref(), Some("123456"));
-    let labels: Vec<_> = i.fields.iter().flatten().map(|f| f.field_label.clone().unwrap()).collect();
+    let labels: Vec<_> = i
+        .fields
+        .iter()
+        .flatten()
+        .map(|f| f.field_label.clone().unwrap())
+        .collect();
     assert_eq!(labels, ["abcd", ""]);
     assert_eq!(out.report.truncated_fields, 2);
     assert_eq!(out.report.truncated_bytes, 5);
@@ -123,7 +143,10 @@ fn rejection_and_report_carry_no_text() {
     let shown = format!("{r} {r:?} {}", serde_json::to_string(&r).unwrap());
     assert!(!shown.contains("SECRETTEXT"), "{shown}");
     assert_eq!(r.to_string(), "control_character (D18) at data.message_id");
-    assert_eq!(RejectKind::from_name("text_too_long"), Some(RejectKind::TextTooLong));
+    assert_eq!(
+        RejectKind::from_name("text_too_long"),
+        Some(RejectKind::TextTooLong)
+    );
 }
 
 #[test]
@@ -148,7 +171,11 @@ fn messages_are_redacted_for_every_free_text_event() {
         retry_after_seconds: None,
         side_effect_status: SideEffectStatus::None,
     };
-    for p in [Payload::Warning(w), Payload::ToolError(t), Payload::RunError(e)] {
+    for p in [
+        Payload::Warning(w),
+        Payload::ToolError(t),
+        Payload::RunError(e),
+    ] {
         let out = s.sanitize(ev(p)).unwrap();
         assert!(out.event.to_json().contains("failed: Bearer [REDACTED]"));
         assert_eq!(out.report.redactions, 1);
@@ -214,9 +241,17 @@ fn payload() -> impl Strategy<Value = Payload> {
         0..5,
     );
     prop_oneof![
-        (text(12), text(60)).prop_map(|(m, d)| Payload::TextDelta(SpanDelta { message_id: m, delta: d })),
-        (text(12), text(60), prop::option::of(text(8)))
-            .prop_map(|(t, r, rr)| Payload::ToolFinished(ToolFinished { tool_call_id: t, result: r, result_ref: rr })),
+        (text(12), text(60)).prop_map(|(m, d)| Payload::TextDelta(SpanDelta {
+            message_id: m,
+            delta: d
+        })),
+        (text(12), text(60), prop::option::of(text(8))).prop_map(|(t, r, rr)| {
+            Payload::ToolFinished(ToolFinished {
+                tool_call_id: t,
+                result: r,
+                result_ref: rr,
+            })
+        }),
         (text(10), secretish()).prop_map(|(c, m)| Payload::ToolError(ToolError {
             tool_call_id: "t".into(),
             code: c,
@@ -228,23 +263,25 @@ fn payload() -> impl Strategy<Value = Payload> {
             message: m,
             details: d.map(|d| JsonObject::from_json(d).unwrap()),
         })),
-        (text(30), text(20), text(20)).prop_map(|(p, l, d)| Payload::InterruptRequested(InterruptRequested {
-            interrupt_id: "i".into(),
-            interrupt_type: InterruptType::FormInput,
-            agent_id: "a".into(),
-            prompt: Some(p),
-            fields: Some(vec![FormField {
-                field_name: "f".into(),
-                field_label: Some(l),
-                field_description: Some(d),
-                field_type: "text".into(),
-                field_values: None,
-                required: None,
-                default_value: None,
-                placeholder: None,
-            }]),
-            tool_approvals: None,
-        })),
+        (text(30), text(20), text(20)).prop_map(|(p, l, d)| Payload::InterruptRequested(
+            InterruptRequested {
+                interrupt_id: "i".into(),
+                interrupt_type: InterruptType::FormInput,
+                agent_id: "a".into(),
+                prompt: Some(p),
+                fields: Some(vec![FormField {
+                    field_name: "f".into(),
+                    field_label: Some(l),
+                    field_description: Some(d),
+                    field_type: "text".into(),
+                    field_values: None,
+                    required: None,
+                    default_value: None,
+                    placeholder: None,
+                }]),
+                tool_approvals: None,
+            }
+        )),
         meta.prop_map(|kv| {
             let mut seen = std::collections::HashSet::new();
             let members: Vec<String> = kv
@@ -267,14 +304,16 @@ fn payload() -> impl Strategy<Value = Payload> {
 }
 
 fn event() -> impl Strategy<Value = Event> {
-    (text(14), prop::collection::vec(text(6), 0..4), payload()).prop_map(|(run_id, namespace, payload)| Event {
-        run_id,
-        conversation_id: "c".into(),
-        sequence: 3,
-        timestamp: ts(),
-        namespace,
-        payload,
-    })
+    (text(14), prop::collection::vec(text(6), 0..4), payload()).prop_map(
+        |(run_id, namespace, payload)| Event {
+            run_id,
+            conversation_id: "c".into(),
+            sequence: 3,
+            timestamp: ts(),
+            namespace,
+            payload,
+        },
+    )
 }
 
 fn id_ok(s: &str, max: usize) -> bool {
@@ -298,7 +337,11 @@ fn within_limits(e: &Event, l: &Limits) {
         }
         Payload::ToolFinished(t) => {
             assert!(display_ok(&t.result) && t.result.len() <= l.tool_result_bytes);
-            assert!(t.result_ref.as_deref().is_none_or(|r| id_ok(r, l.identifier_bytes)));
+            assert!(
+                t.result_ref
+                    .as_deref()
+                    .is_none_or(|r| id_ok(r, l.identifier_bytes))
+            );
         }
         Payload::ToolError(t) => {
             assert!(id_ok(&t.code, l.name_bytes) && display_ok(&t.message));
@@ -314,15 +357,23 @@ fn within_limits(e: &Event, l: &Limits) {
             }
         }
         Payload::InterruptRequested(i) => {
-            for t in i.prompt.iter().chain(i.fields.iter().flatten().flat_map(|f| {
-                f.field_label.iter().chain(f.field_description.iter()).chain(f.placeholder.iter())
-            })) {
+            for t in i
+                .prompt
+                .iter()
+                .chain(i.fields.iter().flatten().flat_map(|f| {
+                    f.field_label
+                        .iter()
+                        .chain(f.field_description.iter())
+                        .chain(f.placeholder.iter())
+                }))
+            {
                 assert!(display_ok(t));
                 display += t.len();
             }
         }
         Payload::ProviderMetadata(p) => {
-            let v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(p.metadata.get()).unwrap();
+            let v: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(p.metadata.get()).unwrap();
             assert!(v.len() <= l.metadata_keys);
             for (k, val) in &v {
                 assert!(l.metadata_allowlist.contains(k));
