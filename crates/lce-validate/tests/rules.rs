@@ -1,0 +1,868 @@
+//! One test (or a few) per rule, with the modes and options.
+
+// Test helpers may panic: a panic is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use lce_types::{Event, EventType, Limits};
+use lce_validate::{Mode, Rule, RunValidator, ToolSchemas, ValidatorOptions, Violation};
+
+/// `(type, namespace, data)`; sequences are numbered from 0.
+type Spec<'a> = (&'a str, &'a [&'a str], &'a str);
+
+fn ev_seq(ty: &str, seq: u64, ns: &[&str], data: &str) -> Event {
+    let ns: Vec<String> = ns.iter().map(|s| format!("\"{s}\"")).collect();
+    Event::from_json(&format!(
+        r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[{}],"data":{data}}}"#,
+        ns.join(",")
+    ))
+    .unwrap_or_else(|e| panic!("{ty} {data}: {e}"))
+}
+
+fn events(specs: &[Spec<'_>]) -> Vec<Event> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, (ty, ns, data))| ev_seq(ty, i as u64, ns, data))
+        .collect()
+}
+
+fn run_with(evs: &[Event], opts: ValidatorOptions) -> Result<(), Violation> {
+    let mut v = RunValidator::new(opts);
+    for e in evs {
+        v.push(e)?;
+    }
+    v.finish()
+}
+
+fn run(specs: &[Spec<'_>]) -> Result<(), Violation> {
+    run_with(&events(specs), ValidatorOptions::new())
+}
+
+#[track_caller]
+fn broken(specs: &[Spec<'_>], rule: Rule, seq: u64) -> Violation {
+    let v = run(specs).expect_err("expected a violation");
+    assert_eq!((v.rule, v.sequence), (rule, seq), "{v}");
+    v
+}
+
+const STARTED: Spec<'static> = (
+    "run.started",
+    &[],
+    r#"{"harness_id":"h","adapter_version":"1"}"#,
+);
+const FINISHED: Spec<'static> = (
+    "run.finished",
+    &[],
+    r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#,
+);
+const CANCELLED: Spec<'static> = (
+    "run.cancelled",
+    &[],
+    r#"{"reason":"client_request","side_effect_status":"none"}"#,
+);
+const ERROR: Spec<'static> = (
+    "run.error",
+    &[],
+    r#"{"code":"internal","message":"m","retryable":false,"side_effect_status":"none"}"#,
+);
+const UNCERTAIN: Spec<'static> = (
+    "run.error",
+    &[],
+    r#"{"code":"thread_durability_uncertain","message":"m","retryable":false,"side_effect_status":"possible"}"#,
+);
+const T_START: Spec<'static> = (
+    "text.started",
+    &[],
+    r#"{"message_id":"m","role":"assistant"}"#,
+);
+const T_DELTA: Spec<'static> = (
+    "text.delta",
+    &[],
+    r#"{"message_id":"m","delta":"secret words"}"#,
+);
+const T_END: Spec<'static> = ("text.finished", &[], r#"{"message_id":"m"}"#);
+const FORM: Spec<'static> = (
+    "interrupt.requested",
+    &[],
+    r#"{"interrupt_id":"i1","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[]}"#,
+);
+const INTERRUPTED: Spec<'static> = (
+    "run.interrupted",
+    &[],
+    r#"{"interrupt_id":"i1","reason":"human_input"}"#,
+);
+const TOOL: Spec<'static> = (
+    "tool.started",
+    &[],
+    r#"{"tool_call_id":"t","tool_name":"search","arguments":{"q":"x"}}"#,
+);
+const TOOL_STREAMED: Spec<'static> = (
+    "tool.started",
+    &[],
+    r#"{"tool_call_id":"t","tool_name":"search","arguments":{}}"#,
+);
+const TOOL_DONE: Spec<'static> = (
+    "tool.finished",
+    &[],
+    r#"{"tool_call_id":"t","result":"ok"}"#,
+);
+const TOOL_ERR: Spec<'static> = (
+    "tool.error",
+    &[],
+    r#"{"tool_call_id":"t","code":"tool_error","message":"m","retryable":false}"#,
+);
+const ENTER: Spec<'static> = (
+    "namespace.entered",
+    &[],
+    r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"t"}"#,
+);
+const EXIT: Spec<'static> = (
+    "namespace.exited",
+    &[],
+    r#"{"agent_id":"a","parent_tool_call_id":"t","outcome":"success"}"#,
+);
+const WARN: Spec<'static> = ("warning", &[], r#"{"code":"w","message":"m"}"#);
+
+fn delta(d: &str) -> String {
+    format!(
+        r#"{{"tool_call_id":"t","delta":{}}}"#,
+        serde_json::to_string(d).unwrap()
+    )
+}
+
+#[test]
+fn a_minimal_run_passes() {
+    run(&[STARTED, T_START, T_DELTA, T_END, FINISHED]).unwrap();
+    run(&[STARTED, CANCELLED]).unwrap();
+}
+
+#[test]
+fn rule_ids_names_and_display() {
+    for r in Rule::ALL {
+        assert_eq!(Rule::from_id(r.id()), Some(*r));
+        assert!(
+            r.name()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_')
+        );
+        assert_eq!(
+            r.number().map(|n| n.to_string()),
+            r.id().parse::<u8>().ok().map(|n| n.to_string())
+        );
+    }
+    let v = broken(
+        &[
+            STARTED,
+            ("text.delta", &[], r#"{"message_id":"m7","delta":"x"}"#),
+        ],
+        Rule::TextSpan,
+        1,
+    );
+    assert_eq!(
+        v.to_string(),
+        "seq 1: rule 5 (text_span): text.delta for message `m7` that was never started"
+    );
+    assert_eq!(v.event_type, Some(EventType::TextDelta));
+}
+
+#[test]
+fn rule_1_sequence() {
+    let mut evs = events(&[STARTED, T_START, T_END, FINISHED]);
+    evs[2].sequence = 1;
+    let v = run_with(&evs, ValidatorOptions::new()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Sequence, 1));
+    // Gaps are allowed, unless contiguous (D3).
+    let mut evs = events(&[STARTED, T_START, T_END, FINISHED]);
+    evs[3].sequence = 10;
+    run_with(&evs, ValidatorOptions::new()).unwrap();
+    let v = run_with(&evs, ValidatorOptions::new().contiguous(true)).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::D3Contiguous, 10));
+}
+
+#[test]
+fn rule_2_run_started() {
+    broken(&[T_START, T_END, FINISHED], Rule::RunStarted, 0);
+    broken(&[STARTED, STARTED, FINISHED], Rule::RunStarted, 1);
+    let evs = vec![ev_seq("run.started", 3, &[], STARTED.2)];
+    let v = run_with(&evs, ValidatorOptions::new()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::RunStarted, 3));
+}
+
+#[test]
+fn rules_3_4_terminals() {
+    broken(&[STARTED, CANCELLED, ERROR], Rule::SingleTerminal, 2);
+    broken(&[STARTED, FINISHED, WARN], Rule::AfterTerminal, 2);
+}
+
+#[test]
+fn rule_5_text_and_reasoning_spans() {
+    broken(&[STARTED, T_DELTA, FINISHED], Rule::TextSpan, 1);
+    broken(&[STARTED, T_START, T_START, FINISHED], Rule::TextSpan, 2);
+    broken(
+        &[STARTED, T_START, T_END, T_END, FINISHED],
+        Rule::TextSpan,
+        3,
+    );
+    broken(
+        &[STARTED, T_START, T_END, T_DELTA, FINISHED],
+        Rule::TextSpan,
+        3,
+    );
+    // Text and reasoning ids are separate.
+    broken(
+        &[
+            STARTED,
+            T_START,
+            ("reasoning.delta", &[], r#"{"message_id":"m","delta":"x"}"#),
+            FINISHED,
+        ],
+        Rule::TextSpan,
+        2,
+    );
+    run(&[
+        STARTED,
+        T_START,
+        (
+            "reasoning.started",
+            &[],
+            r#"{"message_id":"m","role":"assistant"}"#,
+        ),
+        ("reasoning.finished", &[], r#"{"message_id":"m"}"#),
+        T_END,
+        FINISHED,
+    ])
+    .unwrap();
+}
+
+#[test]
+fn d7_empty_deltas_are_ignored() {
+    run(&[
+        STARTED,
+        ("text.delta", &[], r#"{"message_id":"nobody","delta":""}"#),
+        FINISHED,
+    ])
+    .unwrap();
+    // An empty argument delta neither needs a call nor ends an assembly.
+    run(&[
+        STARTED,
+        TOOL_STREAMED,
+        ("tool.arguments.delta", &[], &delta("{\"q\":")),
+        (
+            "tool.arguments.delta",
+            &[],
+            r#"{"tool_call_id":"other","delta":""}"#,
+        ),
+        ("tool.arguments.delta", &[], &delta("1}")),
+        TOOL_DONE,
+        FINISHED,
+    ])
+    .unwrap();
+    // But it is still an event of the run: sequence and terminal rules hold.
+    broken(
+        &[
+            STARTED,
+            FINISHED,
+            ("text.delta", &[], r#"{"message_id":"m","delta":""}"#),
+        ],
+        Rule::AfterTerminal,
+        2,
+    );
+}
+
+#[test]
+fn rules_6_7_tool_calls() {
+    broken(&[STARTED, TOOL_DONE, FINISHED], Rule::ToolCall, 1);
+    broken(&[STARTED, TOOL, TOOL, FINISHED], Rule::ToolCall, 2);
+    broken(
+        &[STARTED, TOOL, TOOL_DONE, TOOL_DONE, FINISHED],
+        Rule::ToolCall,
+        3,
+    );
+    broken(
+        &[STARTED, TOOL, TOOL_ERR, TOOL_ERR, FINISHED],
+        Rule::ToolCall,
+        3,
+    );
+    broken(
+        &[STARTED, TOOL, TOOL_DONE, TOOL_ERR, FINISHED],
+        Rule::ToolOutcome,
+        3,
+    );
+    broken(
+        &[STARTED, TOOL, TOOL_ERR, TOOL_DONE, FINISHED],
+        Rule::ToolOutcome,
+        3,
+    );
+    broken(
+        &[
+            STARTED,
+            ("tool.arguments.delta", &[], &delta("{}")),
+            FINISHED,
+        ],
+        Rule::ToolCall,
+        1,
+    );
+}
+
+#[test]
+fn rule_8_and_d4_interrupts() {
+    run(&[STARTED, T_START, FORM, T_END, INTERRUPTED]).unwrap();
+    broken(&[STARTED, FORM, FORM, INTERRUPTED], Rule::Interrupt, 2);
+    broken(&[STARTED, FORM, FINISHED], Rule::Interrupt, 2);
+    broken(&[STARTED, FORM, WARN, INTERRUPTED], Rule::D4CloseEvents, 2);
+    broken(
+        &[STARTED, T_START, FORM, T_DELTA, T_END, INTERRUPTED],
+        Rule::D4CloseEvents,
+        3,
+    );
+    // The coordinator's own terminals may replace run.interrupted.
+    run(&[STARTED, FORM, CANCELLED]).unwrap();
+    run(&[STARTED, FORM, UNCERTAIN]).unwrap();
+    // namespace.exited closes only with outcome `interrupted`.
+    let exit_int: Spec<'_> = (
+        "namespace.exited",
+        &[],
+        r#"{"agent_id":"a","parent_tool_call_id":"t","outcome":"interrupted"}"#,
+    );
+    let form_in: Spec<'_> = ("interrupt.requested", &["t"], FORM.2);
+    run(&[
+        STARTED,
+        TOOL,
+        ENTER,
+        form_in,
+        exit_int,
+        TOOL_ERR,
+        INTERRUPTED,
+    ])
+    .unwrap();
+    broken(
+        &[STARTED, TOOL, ENTER, form_in, EXIT, INTERRUPTED],
+        Rule::D4CloseEvents,
+        4,
+    );
+}
+
+#[test]
+fn rules_9_10_namespaces() {
+    let child_text: Spec<'_> = (
+        "text.started",
+        &["t"],
+        r#"{"message_id":"c","role":"assistant"}"#,
+    );
+    let child_end: Spec<'_> = ("text.finished", &["t"], r#"{"message_id":"c"}"#);
+    run(&[
+        STARTED, TOOL, ENTER, child_text, child_end, EXIT, TOOL_DONE, FINISHED,
+    ])
+    .unwrap();
+    // 9: exit without entry, other agent, twice, wrong path, inner still active.
+    broken(
+        &[STARTED, TOOL, EXIT, TOOL_DONE, FINISHED],
+        Rule::NamespaceBalance,
+        2,
+    );
+    broken(
+        &[
+            STARTED,
+            TOOL,
+            ENTER,
+            (
+                "namespace.exited",
+                &[],
+                r#"{"agent_id":"b","parent_tool_call_id":"t","outcome":"success"}"#,
+            ),
+        ],
+        Rule::NamespaceBalance,
+        3,
+    );
+    broken(
+        &[STARTED, TOOL, ENTER, EXIT, EXIT],
+        Rule::NamespaceBalance,
+        4,
+    );
+    broken(&[STARTED, TOOL, ENTER, ENTER], Rule::NamespaceBalance, 3);
+    let inner_tool: Spec<'_> = (
+        "tool.started",
+        &["t"],
+        r#"{"tool_call_id":"u","tool_name":"task","arguments":{"a":1}}"#,
+    );
+    let inner_enter: Spec<'_> = (
+        "namespace.entered",
+        &["t"],
+        r#"{"agent_id":"b","agent_name":"B","parent_tool_call_id":"u"}"#,
+    );
+    broken(
+        &[STARTED, TOOL, ENTER, inner_tool, inner_enter, EXIT],
+        Rule::NamespaceBalance,
+        5,
+    );
+    // The exit carries the parent's path (D1).
+    broken(
+        &[
+            STARTED,
+            TOOL,
+            ENTER,
+            inner_tool,
+            inner_enter,
+            (
+                "namespace.exited",
+                &[],
+                r#"{"agent_id":"b","parent_tool_call_id":"u","outcome":"success"}"#,
+            ),
+        ],
+        Rule::NamespaceBalance,
+        5,
+    );
+    // 10: unknown namespace, wrong path, exited namespace.
+    broken(&[STARTED, TOOL, child_text], Rule::NamespaceActive, 2);
+    broken(
+        &[
+            STARTED,
+            TOOL,
+            ENTER,
+            inner_tool,
+            inner_enter,
+            ("warning", &["u"], WARN.2),
+        ],
+        Rule::NamespaceActive,
+        5,
+    );
+    broken(
+        &[STARTED, TOOL, ENTER, EXIT, ("warning", &["t"], WARN.2)],
+        Rule::NamespaceActive,
+        4,
+    );
+    // 10 (D2): the delegation call is started in the parent namespace, open,
+    // and not finished while its namespace is active.
+    broken(&[STARTED, ENTER], Rule::NamespaceActive, 1);
+    broken(&[STARTED, TOOL, TOOL_DONE, ENTER], Rule::NamespaceActive, 3);
+    broken(&[STARTED, TOOL, ENTER, TOOL_DONE], Rule::NamespaceActive, 3);
+    broken(
+        &[
+            STARTED,
+            TOOL,
+            ENTER,
+            (
+                "namespace.entered",
+                &["t"],
+                r#"{"agent_id":"b","agent_name":"B","parent_tool_call_id":"t"}"#,
+            ),
+        ],
+        Rule::NamespaceBalance,
+        3,
+    );
+    // Span events stay in the namespace their span started in.
+    broken(
+        &[
+            STARTED,
+            TOOL,
+            ENTER,
+            child_text,
+            ("text.finished", &[], r#"{"message_id":"c"}"#),
+        ],
+        Rule::NamespaceActive,
+        4,
+    );
+    // Run events are root events.
+    broken(
+        &[STARTED, TOOL, ENTER, ("run.cancelled", &["t"], CANCELLED.2)],
+        Rule::NamespaceActive,
+        3,
+    );
+}
+
+#[test]
+fn rule_11_limits() {
+    let mut limits = Limits::default();
+    limits.events_per_run = 3;
+    let evs = events(&[STARTED, T_START, T_END, FINISHED]);
+    let v = run_with(&evs, ValidatorOptions::new().limits(limits)).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Limits, 3));
+
+    let evs = events(&[STARTED, T_START, T_DELTA, T_END, FINISHED]);
+    let total: u64 = evs.iter().map(|e| e.to_json().len() as u64).sum();
+    let mut limits = Limits::default();
+    limits.bytes_per_run = total - 1;
+    let v = run_with(&evs, ValidatorOptions::new().limits(limits.clone())).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Limits, 4));
+    limits.bytes_per_run = total;
+    run_with(&evs, ValidatorOptions::new().limits(limits)).unwrap();
+
+    let mut limits = Limits::default();
+    limits.tool_result_bytes = 1;
+    limits.tool_arguments_bytes = 9;
+    let opts = ValidatorOptions::new().limits(limits);
+    let v = run_with(&events(&[STARTED, TOOL, TOOL_DONE, FINISHED]), opts.clone()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Limits, 2));
+    let big: Spec<'_> = (
+        "tool.started",
+        &[],
+        r#"{"tool_call_id":"t","tool_name":"s","arguments":{"q":"xyz"}}"#,
+    );
+    let v = run_with(&events(&[STARTED, big]), opts.clone()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Limits, 1));
+    let (d1, d2) = (delta("{\"q\":"), delta("\"xy\"}"));
+    let v = run_with(
+        &events(&[
+            STARTED,
+            TOOL_STREAMED,
+            ("tool.arguments.delta", &[], &d1),
+            ("tool.arguments.delta", &[], &d2),
+        ]),
+        opts,
+    )
+    .unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Limits, 3));
+
+    // Namespace depth.
+    let mut limits = Limits::default();
+    limits.namespace_depth = 0;
+    let v = run_with(
+        &events(&[STARTED, TOOL, ENTER]),
+        ValidatorOptions::new().limits(limits),
+    )
+    .unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Limits, 2));
+}
+
+#[test]
+fn rule_12_missing_terminal() {
+    let v = run(&[STARTED, T_START]).unwrap_err();
+    assert_eq!(
+        (v.rule, v.sequence, v.event_type),
+        (Rule::MissingTerminal, 1, Some(EventType::TextStarted))
+    );
+    let v = run(&[]).unwrap_err();
+    assert_eq!(
+        (v.rule, v.sequence, v.event_type),
+        (Rule::MissingTerminal, 0, None)
+    );
+}
+
+#[test]
+fn rule_13_thread_state_by_mode() {
+    let bare: Spec<'_> = ("run.finished", &[], r#"{"outcome":"success"}"#);
+    let uncommitted: Spec<'_> = (
+        "run.finished",
+        &[],
+        r#"{"outcome":"success","thread_state":{"durability":"uncommitted","durable_revision":3,"head_ref":"h"}}"#,
+    );
+    broken(&[STARTED, bare], Rule::ThreadDurability, 1);
+    broken(&[STARTED, uncommitted], Rule::ThreadDurability, 1);
+    let ephemeral = ValidatorOptions::new().ephemeral(true);
+    run_with(&events(&[STARTED, bare]), ephemeral.clone()).unwrap();
+    let v = run_with(&events(&[STARTED, FINISHED]), ephemeral).unwrap_err();
+    assert_eq!(v.rule, Rule::ThreadDurability);
+    for spec in [bare, uncommitted, FINISHED] {
+        run_with(
+            &events(&[STARTED, spec]),
+            ValidatorOptions::new().mode(Mode::Adapter),
+        )
+        .unwrap();
+        run_with(
+            &events(&[STARTED, spec]),
+            ValidatorOptions::new().mode(Mode::Adapter).ephemeral(true),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn rule_14_pending_interrupt_in_both_modes() {
+    for opts in [
+        ValidatorOptions::new(),
+        ValidatorOptions::new().mode(Mode::Adapter),
+    ] {
+        let cases: [&[Spec<'_>]; 3] = [
+            &[STARTED, INTERRUPTED],
+            &[
+                STARTED,
+                FORM,
+                (
+                    "run.interrupted",
+                    &[],
+                    r#"{"interrupt_id":"i2","reason":"human_input"}"#,
+                ),
+            ],
+            &[
+                STARTED,
+                FORM,
+                (
+                    "run.interrupted",
+                    &[],
+                    r#"{"interrupt_id":"i1","reason":"tool_approval"}"#,
+                ),
+            ],
+        ];
+        for specs in cases {
+            let v = run_with(&events(specs), opts.clone()).unwrap_err();
+            assert_eq!(
+                (v.rule, v.sequence),
+                (Rule::PendingInterrupt, specs.len() as u64 - 1)
+            );
+        }
+    }
+}
+
+#[test]
+fn rule_15_durability_uncertain_is_final() {
+    broken(
+        &[STARTED, UNCERTAIN, FINISHED],
+        Rule::DurabilityUncertain,
+        2,
+    );
+    broken(&[STARTED, UNCERTAIN, WARN], Rule::DurabilityUncertain, 2);
+    run(&[STARTED, T_START, UNCERTAIN]).unwrap();
+}
+
+#[test]
+fn d5_open_spans_at_terminals() {
+    broken(&[STARTED, T_START, FINISHED], Rule::D5OpenSpans, 2);
+    broken(&[STARTED, TOOL, FINISHED], Rule::D5OpenSpans, 2);
+    broken(&[STARTED, T_START, FORM, INTERRUPTED], Rule::D5OpenSpans, 3);
+    // Tools and namespaces may stay open at run.interrupted; anything at
+    // run.error / run.cancelled.
+    run(&[
+        STARTED,
+        TOOL,
+        ENTER,
+        ("interrupt.requested", &["t"], FORM.2),
+        INTERRUPTED,
+    ])
+    .unwrap();
+    run(&[STARTED, T_START, TOOL, ENTER, ERROR]).unwrap();
+}
+
+#[test]
+fn d6_streamed_arguments() {
+    let d = |s: &str| delta(s);
+    let (a, b) = (d("{\"q\":"), d("\"x\"}"));
+    run(&[
+        STARTED,
+        TOOL_STREAMED,
+        ("tool.arguments.delta", &[], &a),
+        ("tool.arguments.delta", &[], &b),
+        TOOL_DONE,
+        FINISHED,
+    ])
+    .unwrap();
+    // No deltas: the arguments are the started `{}`.
+    run(&[STARTED, TOOL_STREAMED, TOOL_DONE, FINISHED]).unwrap();
+    // Only after `{}`.
+    broken(
+        &[STARTED, TOOL, ("tool.arguments.delta", &[], &a)],
+        Rule::D6Arguments,
+        2,
+    );
+    // Not after another event.
+    broken(
+        &[
+            STARTED,
+            TOOL_STREAMED,
+            ("tool.arguments.delta", &[], &a),
+            WARN,
+            ("tool.arguments.delta", &[], &b),
+        ],
+        Rule::D6Arguments,
+        3,
+    );
+    // Not after the call ended.
+    broken(
+        &[
+            STARTED,
+            TOOL_STREAMED,
+            TOOL_DONE,
+            ("tool.arguments.delta", &[], &a),
+        ],
+        Rule::D6Arguments,
+        3,
+    );
+    // One JSON object, strict (no duplicate keys), complete at the next event.
+    for bad in ["[1]", "{\"q\":", "{\"q\":1,\"q\":2}", "{} {}", "1"] {
+        let x = d(bad);
+        broken(
+            &[
+                STARTED,
+                TOOL_STREAMED,
+                ("tool.arguments.delta", &[], &x),
+                WARN,
+                TOOL_DONE,
+                FINISHED,
+            ],
+            Rule::D6Arguments,
+            3,
+        );
+    }
+    // Interleaving with another call's deltas completes the first call.
+    let other: Spec<'_> = (
+        "tool.started",
+        &[],
+        r#"{"tool_call_id":"u","tool_name":"s","arguments":{}}"#,
+    );
+    broken(
+        &[
+            STARTED,
+            TOOL_STREAMED,
+            ("tool.arguments.delta", &[], &a),
+            other,
+        ],
+        Rule::D6Arguments,
+        3,
+    );
+    // run.cancelled / run.error discard unfinished arguments.
+    run(&[
+        STARTED,
+        TOOL_STREAMED,
+        ("tool.arguments.delta", &[], &a),
+        CANCELLED,
+    ])
+    .unwrap();
+    // The event that completes bad arguments is still applied.
+    let mut v = RunValidator::new(ValidatorOptions::new());
+    for e in events(&[
+        STARTED,
+        TOOL_STREAMED,
+        ("tool.arguments.delta", &[], &a),
+        TOOL_DONE,
+    ]) {
+        let _ = v.push(&e);
+    }
+    assert_eq!(v.failure().map(|f| f.rule), Some(Rule::D6Arguments));
+    v.clear_failure();
+    v.push(&ev_seq(FINISHED.0, 4, &[], FINISHED.2)).unwrap();
+}
+
+#[test]
+fn d6_schemas() {
+    let mut schemas = ToolSchemas::new();
+    schemas
+        .insert(
+            "search",
+            r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["q"],"properties":{"q":{"type":"string","minLength":1}},"additionalProperties":false}"#,
+        )
+        .unwrap();
+    assert!(schemas.contains("search") && schemas.len() == 1);
+    let opts = ValidatorOptions::new().schemas(schemas);
+    run_with(&events(&[STARTED, TOOL, TOOL_DONE, FINISHED]), opts.clone()).unwrap();
+    let bad: Spec<'_> = (
+        "tool.started",
+        &[],
+        r#"{"tool_call_id":"t","tool_name":"search","arguments":{"q":"TOPSECRET","extra":1}}"#,
+    );
+    let v = run_with(&events(&[STARTED, bad]), opts.clone()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::D6Arguments, 1));
+    assert!(v.message.contains("additionalProperties"), "{v}");
+    assert!(!v.message.contains("TOPSECRET"), "{v}");
+    // Streamed: checked when complete; `{}` misses `q`.
+    let v = run_with(&events(&[STARTED, TOOL_STREAMED, TOOL_DONE]), opts.clone()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::D6Arguments, 2));
+    assert!(v.message.contains("required"), "{v}");
+    let x = delta(r#"{"q":7}"#);
+    let v = run_with(
+        &events(&[
+            STARTED,
+            TOOL_STREAMED,
+            ("tool.arguments.delta", &[], &x),
+            TOOL_DONE,
+        ]),
+        opts,
+    )
+    .unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::D6Arguments, 3));
+    assert!(v.message.contains("/q"), "{v}");
+    // Broken schemas are refused at registration.
+    let mut s = ToolSchemas::new();
+    assert!(s.insert("x", "{").is_err());
+    assert!(s.insert("x", r#"{"type":"no-such-type"}"#).is_err());
+    assert!(
+        s.insert("x", r#"{"$ref":"https://example.invalid/s.json"}"#)
+            .is_err()
+    );
+}
+
+#[test]
+fn schemas_from_a_directory() {
+    let dir = std::env::temp_dir().join(format!("lce-validate-schemas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("search.schema.json"),
+        r#"{"type":"object","required":["q"]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("README.md"), "ignored").unwrap();
+    let s = ToolSchemas::from_dir(&dir).unwrap();
+    assert_eq!(s.len(), 1);
+    assert!(s.contains("search"));
+    std::fs::write(dir.join("bad.schema.json"), "{").unwrap();
+    assert!(ToolSchemas::from_dir(&dir).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_identity() {
+    let mut evs = events(&[STARTED, T_START, T_END, FINISHED]);
+    evs[2].run_id = "other".into();
+    let v = run_with(&evs, ValidatorOptions::new()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::RunIdentity, 2));
+    let mut evs = events(&[STARTED, T_START, T_END, FINISHED]);
+    evs[3].conversation_id = "other".into();
+    let v = run_with(&evs, ValidatorOptions::new()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::RunIdentity, 3));
+}
+
+#[test]
+fn a_failed_validator_stays_failed_until_cleared() {
+    let evs = events(&[STARTED, T_DELTA, T_START, T_END, FINISHED]);
+    let mut v = RunValidator::new(ValidatorOptions::new());
+    v.push(&evs[0]).unwrap();
+    let first = v.push(&evs[1]).unwrap_err();
+    assert_eq!(v.push(&evs[2]).unwrap_err(), first);
+    assert_eq!(v.finish().unwrap_err(), first);
+    assert_eq!(v.failure(), Some(&first));
+    v.clear_failure();
+    for e in &evs[2..] {
+        v.push(e).unwrap();
+    }
+    v.finish().unwrap();
+}
+
+#[test]
+fn clear_failure_recovers_a_missing_start_and_a_rejected_terminal() {
+    let evs = events(&[T_START, T_END, FINISHED]);
+    let mut v = RunValidator::new(ValidatorOptions::new());
+    assert_eq!(v.push(&evs[0]).unwrap_err().rule, Rule::RunStarted);
+    v.clear_failure();
+    // The run counts as started; the dropped text.started is missed.
+    assert_eq!(v.push(&evs[1]).unwrap_err().rule, Rule::TextSpan);
+    v.clear_failure();
+    v.push(&evs[2]).unwrap();
+    v.finish().unwrap();
+
+    let evs = events(&[STARTED, T_START, FINISHED, WARN]);
+    let mut v = RunValidator::new(ValidatorOptions::new());
+    v.push(&evs[0]).unwrap();
+    v.push(&evs[1]).unwrap();
+    assert_eq!(v.push(&evs[2]).unwrap_err().rule, Rule::D5OpenSpans);
+    v.clear_failure();
+    assert!(v.is_terminated());
+    assert_eq!(v.push(&evs[3]).unwrap_err().rule, Rule::AfterTerminal);
+    v.clear_failure();
+    v.finish().unwrap();
+}
+
+#[test]
+fn messages_elide_unusual_ids() {
+    let long = "x".repeat(100);
+    let data = format!(r#"{{"message_id":"{long}","delta":"d"}}"#);
+    let v = run(&[STARTED, ("text.delta", &[], &data)]).unwrap_err();
+    assert!(v.message.contains("<100 byte id>"), "{v}");
+    let v = run(&[
+        STARTED,
+        (
+            "text.delta",
+            &[],
+            r#"{"message_id":"a b\u0007","delta":"d"}"#,
+        ),
+    ])
+    .unwrap_err();
+    assert!(!v.message.contains('\u{7}'), "{v}");
+}
