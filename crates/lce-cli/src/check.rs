@@ -132,7 +132,7 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
 }
 
 /// The error's text without its `line N:` prefix (the line is reported apart).
-fn without_line(e: &lce_types::ParseError) -> String {
+pub(crate) fn without_line(e: &lce_types::ParseError) -> String {
     let mut e = e.clone();
     e.line = None;
     e.to_string()
