@@ -175,6 +175,7 @@ impl fmt::Display for Rule {
 /// (shortened when long or unusual), member names and sizes.
 ///
 /// Displays as `seq 7: rule 5 (text_span): text.delta for message that was never started`.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("seq {sequence}: {rule}: {message}")]
 pub struct Violation {
