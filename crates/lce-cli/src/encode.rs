@@ -1,138 +1,220 @@
-//! `lce encode --to custom|agui|agui-v1 [--agent-name NAME] [FILE]`:
+//! `lce encode --to custom|agui|agui-v1 [--agent-name NAME] [--ephemeral] [FILE]`:
 //! canonical JSON Lines in (FILE, or stdin), SSE bytes on stdout.
 //!
-//! Output is buffered and flushed at the end, after each run terminal, and
-//! whenever the input has nothing ready (a live pipe).
+//! The input runs through the whole pipeline of a live service: strict
+//! parsing, the coordinator (sanitize, validate, commit to an in-memory
+//! store, guarantee the contract: D8-D11) and the chosen encoder. So the
+//! output is always a well-formed stream in the chosen format, ending with
+//! the terminal the coordinator decided.
 //!
-//! Every event is checked before it is encoded, as `lce check` checks it by
-//! default: strict parsing, then the contract's state machine
-//! ([`lce_validate::RunValidator`], full mode). Problems are reported on
-//! stderr in `lce check`'s words (`NAME:LINE: message`) and the exit status
-//! is 1. Encoding stops at the first problem (the frames already written
-//! stay written: the output is a stream); the rest of the input is still
-//! parsed and its malformed lines reported, as `lce check` does.
+//! Exit status: 0 when the input was a valid run, 1 when the coordinator had
+//! to intervene (a malformed line, a broken rule, a rejected event, a missing
+//! terminal); the reason goes to stderr as `lce check` prints it
+//! (`NAME:LINE: message`). 2 for usage or I/O errors.
 //!
-//! Live input (D13a): when stdin is not a regular file, a reader thread feeds
-//! the encoder; whenever no line is ready the encoder releases the tool
-//! starts whose arguments are complete and stdout is flushed. A FILE argument
-//! or a redirected regular file is always ready, so its output is
-//! deterministic and equals the golden files.
+//! Output is buffered and flushed whenever the pipeline would wait and at the
+//! end. Live input (D13a): when stdin is not a regular file, a reader thread
+//! feeds the pipeline; whenever no line is ready the encoder releases the
+//! tool starts whose arguments are complete. A FILE argument or a redirected
+//! regular file is always ready, so its output is deterministic and equals
+//! the golden files.
 
+use std::cell::Cell;
 use std::ffi::OsString;
 use std::io::{self, BufRead, Write};
-use std::sync::mpsc;
+use std::rc::Rc;
+use std::sync::Arc;
 
-use bytes::BytesMut;
-use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
-use lce_encode_custom::{CustomOptions, CustomSseEncoder};
-use lce_types::{Event, EventLines, ParseError};
-use lce_validate::{RunValidator, ValidatorOptions};
+use futures::{FutureExt, Stream, StreamExt};
+use lce::prelude::*;
+use lce::stream::{MemoryAudit, WireFormat};
+use lce::types::ParseError;
 
 use crate::{UsageError, input};
 
-/// The formats `--to` accepts.
-const FORMATS: &str = "custom, agui, agui-v1";
+/// One item read from the input, with its line number.
+type Item = (u64, io::Result<Result<Event, ParseError>>);
 
-/// One of the wire encoders, behind one interface.
-enum WireEncoder {
-    Custom(CustomSseEncoder),
-    Agui(AguiSseEncoder),
+/// Runs `lce encode`; `Ok(true)` when the input was a valid run.
+pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut format: Option<String> = None;
+    let mut agent_name: Option<String> = None;
+    let mut ephemeral = false;
+    let mut file: Option<String> = None;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("to") => format = Some(parser.value()?.string()?),
+            Long("agent-name") => agent_name = Some(parser.value()?.string()?),
+            Long("ephemeral") => ephemeral = true,
+            Value(v) if file.is_none() => file = Some(v.string()?),
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    let formats = WireFormat::ALL.map(WireFormat::name).join(", ");
+    let Some(format) = format else {
+        return Err(UsageError(format!("encode needs --to FORMAT ({formats})")));
+    };
+    let format = WireFormat::from_name(&format)
+        .ok_or_else(|| UsageError(format!("unknown format `{format}` (one of {formats})")))?;
+    let live = matches!(file.as_deref(), None | Some("-")) && stdin_is_live();
+    let input = input::open(file.as_deref())?;
+    let name = input.name.clone();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(encode(input, live, format, agent_name, ephemeral, &name))
 }
 
-impl WireEncoder {
-    fn new(format: &str, agent_name: Option<String>) -> Result<Self, UsageError> {
-        match format {
-            "custom" => Ok(WireEncoder::Custom(CustomSseEncoder::new(CustomOptions {
-                agent_name,
-            }))),
-            "agui" | "agui-v1" => {
-                let dialect = if format == "agui" {
-                    Dialect::Da
-                } else {
-                    Dialect::V1
-                };
-                let mut options = AguiOptions::default();
-                options.agent_name = agent_name;
-                Ok(WireEncoder::Agui(AguiSseEncoder::new(dialect, options)))
+/// The input's lines as a stream: read in place (always ready), or from a
+/// reader thread (a live pipe: the stream is pending while no line is ready).
+fn lines(input: input::Input, live: bool) -> std::pin::Pin<Box<dyn Stream<Item = Item>>> {
+    if !live {
+        let mut lines = EventLines::new(input.reader);
+        return Box::pin(futures::stream::iter(std::iter::from_fn(move || {
+            let item = lines.next()?;
+            Some((lines.line(), item))
+        })));
+    }
+    drop(input);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(256);
+    std::thread::spawn(move || {
+        // `Box<dyn BufRead>` is not `Send`: the thread opens stdin itself.
+        let reader: Box<dyn BufRead> =
+            Box::new(io::BufReader::with_capacity(64 * 1024, io::stdin()));
+        let mut lines = EventLines::new(reader);
+        while let Some(item) = lines.next() {
+            let stop = item.is_err();
+            if tx.blocking_send((lines.line(), item)).is_err() || stop {
+                break;
             }
-            other => Err(UsageError(format!(
-                "unknown format `{other}` (one of {FORMATS})"
-            ))),
         }
-    }
-
-    fn encode(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), String> {
-        match self {
-            WireEncoder::Custom(e) => e.encode_event(event, dst).map_err(|e| e.to_string()),
-            WireEncoder::Agui(e) => e.encode_event(event, dst).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn release_ready(&mut self, dst: &mut BytesMut) -> Result<(), String> {
-        match self {
-            WireEncoder::Custom(e) => e.release_ready(dst).map_err(|e| e.to_string()),
-            WireEncoder::Agui(e) => e.release_ready(dst).map_err(|e| e.to_string()),
-        }
-    }
+    });
+    Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
 
-/// One item read from the input: a parsed line or its problem.
-type Item = io::Result<Result<Event, ParseError>>;
+async fn encode(
+    input: input::Input,
+    live: bool,
+    format: WireFormat,
+    agent_name: Option<String>,
+    ephemeral: bool,
+    name: &str,
+) -> Result<bool, UsageError> {
+    let mut source = lines(input, live).peekable();
+    // The run's ids come from the first event that parses (the coordinator
+    // checks every other event against them).
+    // The run's ids come from the first line when it parses (the
+    // coordinator checks every other event against them); otherwise the run
+    // is reported under placeholder ids.
+    let ids = match std::pin::Pin::new(&mut source).peek().await {
+        Some((_, Ok(Ok(e)))) => (e.run_id.clone(), e.conversation_id.clone()),
+        _ => ("unknown-run".to_owned(), "unknown-conversation".to_owned()),
+    };
 
-/// Where lines come from: read in place (always ready) or from a reader
-/// thread (a live pipe, D13a).
-enum Source {
-    Ready(EventLines<Box<dyn BufRead>>),
-    Live(mpsc::Receiver<Item>),
-}
-
-/// What [`Source::next`] found.
-enum Next {
-    Item(Item),
-    /// Nothing ready yet: the caller may release and flush, then wait.
-    Pending,
-    End,
-}
-
-impl Source {
-    fn open(input: input::Input, live: bool) -> Self {
-        let lines = EventLines::new(input.reader);
-        if !live {
-            return Source::Ready(lines);
-        }
-        let (tx, rx) = mpsc::sync_channel::<Item>(256);
-        // `Box<dyn BufRead>` is not `Send`: the thread reads stdin itself.
-        drop(lines);
-        std::thread::spawn(move || {
-            let reader: Box<dyn BufRead> =
-                Box::new(io::BufReader::with_capacity(64 * 1024, io::stdin()));
-            for item in EventLines::new(reader) {
-                let stop = item.is_err();
-                if tx.send(item).is_err() || stop {
-                    break;
+    // What the coordinator pulled last, and the first parse error: enough
+    // to say where it intervened, in `lce check`'s words.
+    let last_line = Rc::new(Cell::new(0u64));
+    let first_parse_error: Rc<std::cell::RefCell<Option<ParseError>>> = Rc::default();
+    let io_error: Rc<std::cell::RefCell<Option<io::Error>>> = Rc::default();
+    let items = {
+        let (last_line, first_parse_error, io_error) = (
+            last_line.clone(),
+            first_parse_error.clone(),
+            io_error.clone(),
+        );
+        source.map(move |(line, item)| {
+            last_line.set(line);
+            match item {
+                Ok(Ok(e)) => Ok(e),
+                Ok(Err(e)) => {
+                    first_parse_error
+                        .borrow_mut()
+                        .get_or_insert_with(|| e.clone());
+                    Err(LceError::Parse(e))
+                }
+                Err(e) => {
+                    let err = LceError::Io(io::Error::new(e.kind(), "read error"));
+                    io_error.borrow_mut().get_or_insert(e);
+                    Err(err)
                 }
             }
-        });
-        Source::Live(rx)
-    }
+        })
+    };
 
-    fn try_next(&mut self) -> Next {
-        match self {
-            Source::Ready(lines) => lines.next().map_or(Next::End, Next::Item),
-            Source::Live(rx) => match rx.try_recv() {
-                Ok(item) => Next::Item(item),
-                Err(mpsc::TryRecvError::Empty) => Next::Pending,
-                Err(mpsc::TryRecvError::Disconnected) => Next::End,
-            },
+    let audit = Arc::new(MemoryAudit::new());
+    let coordinator = Coordinator::new(CoordinatorOptions::new(ids.0, ids.1).ephemeral(ephemeral))
+        .audit(audit.clone());
+    let mut frames = items
+        .coordinated(coordinator)
+        .encoded(WireEncoder::new(format, agent_name));
+
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let write_err = |e: io::Error| UsageError(format!("cannot write to stdout: {e}"));
+    loop {
+        let next = match frames.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                // The pipeline would wait: show what we have.
+                out.flush().map_err(write_err)?;
+                frames.next().await
+            }
+        };
+        match next {
+            None => break,
+            Some(Ok(frame)) => out.write_all(&frame).map_err(write_err)?,
+            Some(Err(e)) => {
+                // The coordinator's output always encodes; say so if not.
+                out.flush().map_err(write_err)?;
+                return Err(UsageError(format!("{name}: cannot encode: {e}")));
+            }
         }
     }
+    out.flush().map_err(write_err)?;
+    drop(out);
+    drop(frames);
 
-    fn wait_next(&mut self) -> Next {
-        match self {
-            Source::Ready(lines) => lines.next().map_or(Next::End, Next::Item),
-            Source::Live(rx) => rx.recv().map_or(Next::End, Next::Item),
+    if let Some(e) = io_error.borrow_mut().take() {
+        return Err(UsageError(format!("{name}: read error: {e}")));
+    }
+    let Some(record) = audit.records().into_iter().next() else {
+        return Ok(true);
+    };
+    if !record.coordinator_terminal && record.rule.is_none() {
+        return Ok(true);
+    }
+    // The line the coordinator stopped at: items are one per line, and it
+    // may have read (and dropped) a few more after deciding the terminal.
+    let mut line = last_line
+        .get()
+        .saturating_sub(record.counters.after_terminal);
+    if !record.coordinator_terminal {
+        // The adapter's terminal stood; the first line after it broke the rule.
+        line += 1;
+    }
+    match (record.rule.as_deref(), first_parse_error.borrow().as_ref()) {
+        (Some("parse"), Some(e)) => {
+            eprintln!(
+                "{name}:{}: {}",
+                e.line.unwrap_or(line),
+                crate::check::without_line(e)
+            );
+        }
+        _ => {
+            let reason = record.reason.unwrap_or_else(|| {
+                format!(
+                    "the coordinator ended the run with {}",
+                    record.code.unwrap_or_default()
+                )
+            });
+            eprintln!("{name}:{line}: {reason}");
         }
     }
+    Ok(false)
 }
 
 /// Whether stdin is a live stream (a pipe or terminal) rather than a file.
@@ -150,117 +232,4 @@ fn stdin_is_live() -> bool {
     {
         true
     }
-}
-
-/// Runs `lce encode`; `Ok(true)` when the whole input was accepted.
-pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut format: Option<String> = None;
-    let mut agent_name: Option<String> = None;
-    let mut file: Option<String> = None;
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("to") => format = Some(parser.value()?.string()?),
-            Long("agent-name") => agent_name = Some(parser.value()?.string()?),
-            Value(v) if file.is_none() => file = Some(v.string()?),
-            other => return Err(other.unexpected().into()),
-        }
-    }
-    let Some(format) = format else {
-        return Err(UsageError(format!("encode needs --to FORMAT ({FORMATS})")));
-    };
-    let mut encoder = WireEncoder::new(&format, agent_name)?;
-    let live = matches!(file.as_deref(), None | Some("-")) && stdin_is_live();
-    let input = input::open(file.as_deref())?;
-    let name = input.name.clone();
-    let mut source = Source::open(input, live);
-
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    let write_err = |e: io::Error| UsageError(format!("cannot write to stdout: {e}"));
-    let mut buf = BytesMut::with_capacity(8 * 1024);
-    // Malformed lines, then broken rules, each as `lce check` prints them.
-    let mut problems: Vec<String> = Vec::new();
-    let mut violations: Vec<String> = Vec::new();
-    let mut validator = RunValidator::new(ValidatorOptions::new());
-    // As in `lce check`: state-machine checks stop at a malformed line or at
-    // the first violation.
-    let mut validating = true;
-    let mut last_event_line = 0u64;
-    // Line number of the item being handled (items come one per line).
-    let mut line = 0u64;
-
-    loop {
-        let next = match source.try_next() {
-            Next::Pending => {
-                // Live stream with nothing ready (D13a): show running tools.
-                if problems.is_empty() && violations.is_empty() {
-                    if let Err(e) = encoder.release_ready(&mut buf) {
-                        problems.push(format!("{name}:{line}: cannot encode: {e}"));
-                    }
-                    out.write_all(&buf).map_err(write_err)?;
-                    buf.clear();
-                }
-                out.flush().map_err(write_err)?;
-                source.wait_next()
-            }
-            other => other,
-        };
-        let item = match next {
-            Next::End => break,
-            Next::Pending => continue,
-            Next::Item(item) => item,
-        };
-        line += 1;
-        let parsed = item.map_err(|e| UsageError(format!("{name}: read error: {e}")))?;
-        match parsed {
-            Err(e) => {
-                problems.push(check_line(&name, &e));
-                validating = false;
-            }
-            Ok(event) if validating => {
-                if let Err(v) = validator.push(&event) {
-                    violations.push(format!("{name}:{line}: {v}"));
-                    validating = false;
-                    continue;
-                }
-                last_event_line = line;
-                if !problems.is_empty() {
-                    continue;
-                }
-                if let Err(e) = encoder.encode(&event, &mut buf) {
-                    problems.push(format!("{name}:{line}: cannot encode: {e}"));
-                    continue;
-                }
-                if !buf.is_empty() {
-                    out.write_all(&buf).map_err(write_err)?;
-                    buf.clear();
-                }
-                if event.event_type().is_terminal() {
-                    out.flush().map_err(write_err)?;
-                }
-            }
-            Ok(_) => {}
-        }
-    }
-    if validating {
-        // Rule 12: the input ended without a terminal.
-        if let Err(v) = validator.finish() {
-            violations.push(format!("{name}:{last_event_line}: {v}"));
-        }
-    }
-    out.flush().map_err(write_err)?;
-    drop(out);
-    for p in problems.iter().chain(&violations) {
-        eprintln!("{p}");
-    }
-    Ok(problems.is_empty() && violations.is_empty())
-}
-
-/// A parse problem as `lce check` prints it: `NAME:LINE: message`.
-fn check_line(name: &str, e: &ParseError) -> String {
-    let mut bare = e.clone();
-    bare.line = None;
-    format!("{name}:{}: {bare}", e.line.unwrap_or(0))
 }

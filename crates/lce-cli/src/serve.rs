@@ -468,6 +468,7 @@ pub(crate) fn audit_json(r: &AuditRecord) -> serde_json::Value {
         "forwarded": r.counters.forwarded,
         "dropped": r.counters.dropped,
         "empty_deltas": r.counters.empty_deltas,
+        "after_terminal": r.counters.after_terminal,
         "cleaned": r.counters.cleaned,
     })
 }

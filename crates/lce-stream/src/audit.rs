@@ -15,6 +15,10 @@ pub struct RunCounters {
     pub dropped: u64,
     /// Of `dropped`, the empty deltas (D7).
     pub empty_deltas: u64,
+    /// Of `dropped`, the items read after the terminal was decided (the
+    /// adapter's events after its terminal, or the rest drained after a
+    /// violation).
+    pub after_terminal: u64,
     /// Events the sanitizer changed (replaced characters, truncations, ...).
     pub cleaned: u64,
 }
@@ -35,9 +39,13 @@ pub struct AuditRecord {
     pub code: Option<String>,
     /// The side-effect status of an error or cancellation.
     pub side_effect_status: Option<SideEffectStatus>,
-    /// When the coordinator intervened: the rule id broken (`"12"`, `"D6"`,
-    /// `"sanitize"`), never the payload.
+    /// When the adapter broke the contract: the rule id (`"12"`, `"D6"`,
+    /// `"sanitize"`, `"4"` for events after its own terminal), never the
+    /// payload.
     pub rule: Option<String>,
+    /// When the coordinator intervened: what the validator, sanitizer or
+    /// parser said, in their payload-free words (`seq 7: rule 5 (...): ...`).
+    pub reason: Option<String>,
     /// `true` when the coordinator (not the adapter) decided the terminal.
     pub coordinator_terminal: bool,
     /// The run's counters.
@@ -65,11 +73,13 @@ impl AuditSink for TracingAudit {
             code = r.code.as_deref(),
             side_effect_status = r.side_effect_status.map(|s| s.as_str()),
             rule = r.rule.as_deref(),
+            reason = r.reason.as_deref(),
             coordinator_terminal = r.coordinator_terminal,
             events_in = r.counters.events_in,
             forwarded = r.counters.forwarded,
             dropped = r.counters.dropped,
             empty_deltas = r.counters.empty_deltas,
+            after_terminal = r.counters.after_terminal,
             cleaned = r.counters.cleaned,
             "run ended"
         );

@@ -49,15 +49,16 @@ use crate::store::{CommitError, CommitRequest, Committed, MemoryStore, ThreadSto
 pub const HARNESS_EVENT_INVALID: &str = "harness_event_invalid";
 /// `run.error` code: the adapter stream ended without a terminal (D9).
 pub const PROVIDER_STREAM_CLOSED: &str = "provider_stream_closed";
+/// DA's generic failure text: what DA's clients already show for a run that
+/// failed. Every terminal the coordinator writes itself uses it, so clients
+/// see no new text; the `code` tells the cases apart.
+pub const AGENT_EXECUTION_FAILED: &str = "Agent execution failed. Check server logs for details.";
 /// The fixed, safe message of `harness_event_invalid`.
-pub const HARNESS_EVENT_INVALID_MESSAGE: &str =
-    "The agent produced an invalid event stream. Check server logs for details.";
+pub const HARNESS_EVENT_INVALID_MESSAGE: &str = AGENT_EXECUTION_FAILED;
 /// The fixed, safe message of `provider_stream_closed`.
-pub const PROVIDER_STREAM_CLOSED_MESSAGE: &str =
-    "The agent's stream ended unexpectedly. Check server logs for details.";
+pub const PROVIDER_STREAM_CLOSED_MESSAGE: &str = AGENT_EXECUTION_FAILED;
 /// The fixed, safe message of `thread_durability_uncertain`.
-pub const THREAD_DURABILITY_UNCERTAIN_MESSAGE: &str =
-    "The conversation state could not be saved. Check server logs for details.";
+pub const THREAD_DURABILITY_UNCERTAIN_MESSAGE: &str = AGENT_EXECUTION_FAILED;
 
 /// How the coordinator treats one run.
 #[non_exhaustive]
@@ -256,6 +257,7 @@ struct End {
     code: Option<String>,
     side_effect_status: Option<SideEffectStatus>,
     rule: Option<String>,
+    reason: Option<String>,
     coordinator_terminal: bool,
 }
 
@@ -303,6 +305,7 @@ pin_project! {
                     code: Some(CancelReason::Disconnect.as_str().to_owned()),
                     side_effect_status: Some(status),
                     rule: None,
+                    reason: None,
                     coordinator_terminal: true,
                 });
             }
@@ -398,7 +401,14 @@ impl Inner {
     }
 
     /// Ends the run with a terminal of the coordinator's own.
-    fn end_with_error(&mut self, code: &str, message: &str, rule: Option<String>, retryable: bool) {
+    fn end_with_error(
+        &mut self,
+        code: &str,
+        message: &str,
+        rule: Option<String>,
+        reason: Option<String>,
+        retryable: bool,
+    ) {
         self.ensure_started();
         let status = if code == lce_types::THREAD_DURABILITY_UNCERTAIN {
             SideEffectStatus::Possible
@@ -418,6 +428,7 @@ impl Inner {
             code: Some(code.to_owned()),
             side_effect_status: Some(status),
             rule,
+            reason,
             coordinator_terminal: true,
         });
         self.forward(e);
@@ -437,6 +448,7 @@ impl Inner {
             code: Some(reason.as_str().to_owned()),
             side_effect_status: Some(status),
             rule: None,
+            reason: None,
             coordinator_terminal: true,
         });
         self.forward(e);
@@ -444,7 +456,13 @@ impl Inner {
         self.state = State::Done;
     }
 
-    fn violation(&mut self, rule: String, sequence: Option<u64>, event_type: Option<EventType>) {
+    fn violation(
+        &mut self,
+        rule: String,
+        reason: String,
+        sequence: Option<u64>,
+        event_type: Option<EventType>,
+    ) {
         tracing::warn!(
             target: "lce::coordinator",
             run_id = %self.options.run_id,
@@ -459,6 +477,7 @@ impl Inner {
             HARNESS_EVENT_INVALID,
             HARNESS_EVENT_INVALID_MESSAGE,
             Some(rule),
+            Some(reason),
             false,
         );
     }
@@ -470,7 +489,7 @@ impl Inner {
             Ok(e) => e,
             Err(err) => {
                 let (seq, ty) = (err.sequence(), err.event_type());
-                self.violation(err.rule_id(), seq, ty);
+                self.violation(err.rule_id(), err.to_string(), seq, ty);
                 return;
             }
         };
@@ -490,14 +509,25 @@ impl Inner {
                 }
                 Err(rejection) => {
                     tracing::debug!(target: "lce::coordinator", kind = ?rejection.kind, "sanitizer rejection");
-                    self.violation("sanitize".to_owned(), Some(sequence), Some(event_type));
+                    let reason = format!("seq {sequence}: {event_type} rejected: {rejection}");
+                    self.violation(
+                        "sanitize".to_owned(),
+                        reason,
+                        Some(sequence),
+                        Some(event_type),
+                    );
                     return;
                 }
             },
             None => event,
         };
         if let Err(v) = self.validator.push(&event) {
-            self.violation(v.rule.id().to_owned(), Some(v.sequence), v.event_type);
+            self.violation(
+                v.rule.id().to_owned(),
+                v.to_string(),
+                Some(v.sequence),
+                v.event_type,
+            );
             return;
         }
         match event.event_type() {
@@ -542,6 +572,7 @@ impl Inner {
                         _ => None,
                     },
                     rule: None,
+                    reason: None,
                     coordinator_terminal: false,
                 });
                 self.forward(event);
@@ -568,6 +599,7 @@ impl Inner {
                     code: None,
                     side_effect_status: None,
                     rule: None,
+                    reason: None,
                     coordinator_terminal: false,
                 });
                 self.forward(terminal);
@@ -589,10 +621,39 @@ impl Inner {
                     lce_types::THREAD_DURABILITY_UNCERTAIN,
                     THREAD_DURABILITY_UNCERTAIN_MESSAGE,
                     Some("15".to_owned()),
+                    Some(format!(
+                        "seq {}: the {} commit failed ({e})",
+                        terminal.sequence,
+                        terminal.event_type()
+                    )),
                     false,
                 );
             }
         }
+    }
+
+    /// The first item after an adapter's own terminal says which rule the
+    /// adapter broke (3, 4 or 15): kept for the audit record.
+    fn note_after_terminal(&mut self, item: Result<Event, LceError>) {
+        let Some(end) = &mut self.end else { return };
+        if end.coordinator_terminal || end.rule.is_some() {
+            return;
+        }
+        let (rule, reason) = match item {
+            Ok(event) => match self.validator.push(&event) {
+                Err(v) => (v.rule.id().to_owned(), v.to_string()),
+                Ok(()) => return,
+            },
+            Err(e) => (e.rule_id(), e.to_string()),
+        };
+        tracing::warn!(
+            target: "lce::coordinator",
+            run_id = %self.options.run_id,
+            rule = %rule,
+            "adapter sent events after its terminal; dropped"
+        );
+        end.rule = Some(rule);
+        end.reason = Some(reason);
     }
 
     fn record(&mut self) {
@@ -609,6 +670,7 @@ impl Inner {
             code: end.code,
             side_effect_status: end.side_effect_status,
             rule: end.rule,
+            reason: end.reason,
             coordinator_terminal: end.coordinator_terminal,
             counters: self.counters,
         });
@@ -642,10 +704,14 @@ where
                         let mut up = up;
                         while drained < inner.options.drain_limit {
                             match up.as_mut().poll_next(cx) {
-                                Poll::Ready(Some(_)) => {
+                                Poll::Ready(Some(item)) => {
+                                    if drained == 0 {
+                                        inner.note_after_terminal(item);
+                                    }
                                     drained += 1;
                                     inner.counters.events_in += 1;
                                     inner.counters.dropped += 1;
+                                    inner.counters.after_terminal += 1;
                                 }
                                 Poll::Ready(None) | Poll::Pending => break,
                             }
@@ -694,7 +760,8 @@ where
                             PROVIDER_STREAM_CLOSED,
                             PROVIDER_STREAM_CLOSED_MESSAGE,
                             Some("12".to_owned()),
-                            true,
+                            None,
+                            false,
                         );
                         continue;
                     };
@@ -703,9 +770,9 @@ where
                         Poll::Ready(Some(item)) => inner.on_item(item),
                         Poll::Ready(None) => {
                             this.upstream.set(None);
-                            let rule = match inner.validator.finish() {
-                                Err(v) => v.rule.id().to_owned(),
-                                Ok(()) => "12".to_owned(),
+                            let (rule, reason) = match inner.validator.finish() {
+                                Err(v) => (v.rule.id().to_owned(), Some(v.to_string())),
+                                Ok(()) => ("12".to_owned(), None),
                             };
                             tracing::warn!(
                                 target: "lce::coordinator",
@@ -718,7 +785,8 @@ where
                                 PROVIDER_STREAM_CLOSED,
                                 PROVIDER_STREAM_CLOSED_MESSAGE,
                                 Some(rule),
-                                true,
+                                reason,
+                                false,
                             );
                         }
                     }

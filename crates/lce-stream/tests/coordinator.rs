@@ -158,7 +158,11 @@ async fn a_violation_ends_the_run_and_drops_the_rest() {
         panic!()
     };
     assert_eq!(e.code, "harness_event_invalid");
-    assert!(!e.message.contains("message"), "fixed safe text");
+    assert_eq!(
+        e.message,
+        lce_stream::coordinator::AGENT_EXECUTION_FAILED,
+        "fixed safe text"
+    );
     let record = &audit.records()[0];
     assert_eq!(record.rule.as_deref(), Some("5"));
     assert!(record.counters.dropped >= 1);
@@ -192,7 +196,18 @@ async fn events_after_the_terminal_are_dropped_and_counted() {
     items.push(Ok(extra));
     let (out, audit) = coordinate(items, Coordinator::new(options_for(&input))).await;
     assert_eq!(out.len(), input.len());
-    assert_eq!(audit.records()[0].counters.dropped, 2);
+    let record = &audit.records()[0];
+    assert_eq!(record.counters.dropped, 2);
+    assert_eq!(record.counters.after_terminal, 2);
+    assert!(
+        !record.coordinator_terminal,
+        "the adapter's terminal stands"
+    );
+    assert_eq!(
+        record.rule.as_deref(),
+        Some("4"),
+        "the first extra event is named"
+    );
 }
 
 #[tokio::test]

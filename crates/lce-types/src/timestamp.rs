@@ -65,7 +65,11 @@ impl Timestamp {
 
     /// 1970-01-01T00:00:00Z.
     pub fn unix_epoch() -> Self {
-        Timestamp { text: "1970-01-01T00:00:00Z".into(), secs: 0, nanos: 0 }
+        Timestamp {
+            text: "1970-01-01T00:00:00Z".into(),
+            secs: 0,
+            nanos: 0,
+        }
     }
 
     /// The current time from the system clock (the epoch if the clock is

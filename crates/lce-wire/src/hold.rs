@@ -335,6 +335,13 @@ impl ToolStartHold {
                     None => self.release_all_and(Action::Emit),
                 }
             }
+            Payload::RunError(_) | Payload::RunCancelled(_) => {
+                // A run may fail or be cancelled while a call is still
+                // receiving its arguments (D5). Such a call never had
+                // complete arguments, so DA never showed it: drop it.
+                self.held.retain(|h| h.args.is_complete());
+                self.release_all_and(Action::Emit)
+            }
             _ => self.release_all_and(Action::Emit),
         }
     }
@@ -588,10 +595,10 @@ mod tests {
         let (action, rel) = feed_full(&mut h, &cancel);
         assert_eq!(action, Action::Emit);
         let ids: Vec<_> = rel.iter().map(|r| r.tool_call_id.as_str()).collect();
-        assert_eq!(ids, ["a", "b"]);
-        // The second one's deltas never completed: the encoder is told.
+        // The second one's deltas never completed: it was never a call DA
+        // would show, so it is dropped rather than sent half-made.
+        assert_eq!(ids, ["a"]);
         assert!(rel[0].args.is_complete());
-        assert!(!rel[1].args.is_complete());
     }
 
     #[test]

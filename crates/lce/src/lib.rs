@@ -54,7 +54,7 @@
 //!     chunks,
 //!     [
 //!         "event: content\ndata: {\"text\": \"Hi\", \"namespace\": []}\n\n",
-//!         "event: error\ndata: {\"error\": \"The agent's stream ended unexpectedly. Check server logs for details.\"}\n\n",
+//!         "event: error\ndata: {\"error\": \"Agent execution failed. Check server logs for details.\"}\n\n",
 //!     ]
 //! );
 //! # }
