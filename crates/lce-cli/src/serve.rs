@@ -56,7 +56,7 @@ struct Config {
 }
 
 /// What every request handler shares.
-struct App {
+pub(crate) struct App {
     scenarios: HashMap<String, Arc<Vec<Event>>>,
     config: Config,
     store: Arc<MemoryStore>,
@@ -202,7 +202,7 @@ async fn serve(
 }
 
 /// A JSON error response, sent before any stream starts.
-fn bad_request(status: StatusCode, code: &str, message: &str) -> Response {
+pub(crate) fn bad_request(status: StatusCode, code: &str, message: &str) -> Response {
     let body = serde_json::json!({ "error": message, "code": code }).to_string();
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
