@@ -9,6 +9,11 @@ use std::process::ExitCode;
 mod bless;
 mod conformance;
 mod corpus;
+mod fuzz;
+mod json;
+mod msrv;
+mod release;
+mod soak;
 mod util;
 
 fn main() -> ExitCode {
@@ -26,6 +31,10 @@ fn main() -> ExitCode {
         "conformance" => conformance::run(rest),
         "bless" => bless::run(rest),
         "corpus" => corpus::run(rest),
+        "fuzz" => fuzz::run(rest),
+        "soak" => soak::run(rest),
+        "release" => release::run(rest),
+        "msrv" => msrv::run(rest),
         other => Err(format!("unknown task `{other}` (try `cargo xtask help`)")),
     };
     let _ = rest;
@@ -40,6 +49,6 @@ fn main() -> ExitCode {
 
 fn print_help() {
     println!(
-        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  bless [--format F]  rewrite fixtures/golden/<F>/*.sse from the encoders and print the diff\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n"
+        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  bless [--format F]  rewrite fixtures/golden/<F>/*.sse from the encoders and print the diff\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n  fuzz [--seconds N] [--target T]  run every fuzz target N s each (cargo fuzz, stable)\n  soak [--seconds N] [--clients C]  hostile load on `lce serve`: terminals, frames, RSS and fds\n  release       bump every crate, move the changelog, package and check; stops before publishing (<version> [--dry-run])\n  msrv          check the declared rust-version and build with it when installed\n"
     );
 }

@@ -25,6 +25,9 @@ pub mod coordinator;
 mod encoder;
 mod error;
 mod ext;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod store;
 
 pub use audit::{AuditRecord, AuditSink, MemoryAudit, RunCounters, TracingAudit};

@@ -1,0 +1,229 @@
+//! `cargo xtask fuzz`: runs every fuzz target (or one) for a bounded time
+//! with `cargo fuzz run -s none` on the stable toolchain, after refreshing
+//! the seed corpora from `fixtures/`.
+//!
+//! ```text
+//! cargo xtask fuzz [--seconds N] [--target T] [--seeds-only] [--jobs J]
+//! ```
+//!
+//! - `--seconds N` (default 60): each target runs `-max_total_time=N`.
+//! - `--target T`: only that target (default: all of [`TARGETS`]).
+//! - `--seeds-only`: rewrite `fuzz/corpus/<target>/seed-*` and stop.
+//!
+//! Seeds are derived deterministically from `fixtures/` and kept small
+//! (files over [`MAX_SEED_BYTES`] are skipped): they are committed, and
+//! `crates/lce-stream/tests/fuzz_corpus.rs` replays them (and every crash
+//! artifact under `fuzz/artifacts/`) in a normal `cargo test`. What libFuzzer
+//! adds to a corpus while it runs is git-ignored. A target that finds a crash
+//! fails the task and leaves the reproducer in `fuzz/artifacts/<target>/`.
+//! Needs `cargo-fuzz` (`cargo install cargo-fuzz --locked`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::util::workspace_root;
+
+/// Every fuzz target, in the order they run.
+pub(crate) const TARGETS: [&str; 7] = [
+    "parse_line",
+    "validator",
+    "sanitizer",
+    "encode_custom",
+    "encode_agui",
+    "coordinator",
+    "sse_decoder",
+];
+
+/// Seeds larger than this are not used (keeps the committed corpora small).
+const MAX_SEED_BYTES: usize = 6 * 1024;
+
+const USAGE: &str = "usage: cargo xtask fuzz [--seconds N] [--target T] [--seeds-only]";
+
+/// Entry point.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut seconds: u64 = 60;
+    let mut targets: Vec<&str> = TARGETS.to_vec();
+    let mut seeds_only = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--seconds" => {
+                seconds = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or(format!("--seconds needs a number\n{USAGE}"))?;
+            }
+            "--target" => {
+                let t = it.next().ok_or(format!("--target needs a name\n{USAGE}"))?;
+                let t = TARGETS.iter().find(|x| **x == t.as_str()).ok_or(format!(
+                    "unknown target `{t}`; targets: {}",
+                    TARGETS.join(", ")
+                ))?;
+                targets = vec![t];
+            }
+            "--seeds-only" => seeds_only = true,
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    let root = workspace_root();
+    let written = write_seeds(&root)?;
+    for (target, (files, bytes)) in &written {
+        println!("seeds: {target}: {files} files, {bytes} bytes");
+    }
+    if seeds_only {
+        return Ok(());
+    }
+    let fuzz = root.join("fuzz");
+    let have = Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        return Err("cargo-fuzz is missing: cargo install cargo-fuzz --locked".into());
+    }
+    let mut failed = Vec::new();
+    for target in &targets {
+        let started = Instant::now();
+        println!("==> fuzz {target} for {seconds} s");
+        let status = Command::new("cargo")
+            .current_dir(&fuzz)
+            .args(["fuzz", "run", "-s", "none", "-O", target, "--"])
+            .arg(format!("-max_total_time={seconds}"))
+            .args(["-rss_limit_mb=2048", "-timeout=10", "-print_final_stats=1"])
+            .status()
+            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+        let took = started.elapsed().as_secs();
+        if status.success() {
+            println!("ok: {target} ran clean ({took} s including build)");
+        } else {
+            println!("FAILED: {target} ({status}); reproducer in fuzz/artifacts/{target}/");
+            failed.push(*target);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fuzz targets failed: {}", failed.join(", ")))
+    }
+}
+
+/// The `.jsonl` files of a fixtures folder, sorted, no larger than the cap.
+fn fixture_files(root: &Path, dir: &str, ext: &str, max: usize) -> Result<Vec<PathBuf>, String> {
+    let dir = root.join("fixtures").join(dir);
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .filter(|p| fs::metadata(p).is_ok_and(|m| m.len() <= max.min(MAX_SEED_BYTES) as u64))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Rewrites every target's `seed-*` files; returns files and bytes per target.
+fn write_seeds(root: &Path) -> Result<BTreeMap<String, (usize, usize)>, String> {
+    let mut seeds: BTreeMap<&str, Vec<(String, Vec<u8>)>> = BTreeMap::new();
+    let read = |p: &Path| fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+
+    // parse_line: every malformed line, and a few lines of each event type.
+    let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
+    let mut lines = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for dir in ["malformed", "scenarios", "hostile"] {
+        for p in fixture_files(root, dir, "jsonl", MAX_SEED_BYTES)? {
+            for (i, line) in read(&p)?.split(|&b| b == b'\n').enumerate() {
+                if !seen.insert(line.to_vec()) {
+                    continue;
+                }
+                if dir != "malformed" {
+                    let text = String::from_utf8_lossy(line);
+                    let ty = text
+                        .split("\"type\":\"")
+                        .nth(1)
+                        .and_then(|r| r.split('"').next())
+                        .unwrap_or("")
+                        .to_owned();
+                    let n = per_type.entry(format!("{dir}/{ty}")).or_default();
+                    *n += 1;
+                    if *n > 1 {
+                        continue;
+                    }
+                }
+                lines.push((format!("{dir}-{}-{}", stem(&p), i + 1), line.to_vec()));
+            }
+        }
+    }
+    seeds.insert("parse_line", lines);
+
+    // Whole runs, in the harnesses' JSON Lines mode.
+    let runs = |dirs: &[(&str, usize)]| -> Result<Vec<(String, Vec<u8>)>, String> {
+        let mut out = Vec::new();
+        for (dir, max) in dirs {
+            for p in fixture_files(root, dir, "jsonl", *max)? {
+                out.push((format!("{dir}-{}", stem(&p)), read(&p)?));
+            }
+        }
+        Ok(out)
+    };
+    let all = MAX_SEED_BYTES;
+    seeds.insert("validator", runs(&[("scenarios", all), ("invalid", 1536)])?);
+    seeds.insert("sanitizer", runs(&[("hostile", 2048)])?);
+    seeds.insert("encode_custom", runs(&[("scenarios", all)])?);
+    seeds.insert("encode_agui", runs(&[("scenarios", all)])?);
+    seeds.insert(
+        "coordinator",
+        runs(&[("scenarios", all), ("invalid", 1536)])?,
+    );
+
+    // sse_decoder: golden wires, whole (default bound) and with a small
+    // bound and odd chunkings; header: bound byte, four chunk sizes.
+    let mut sse = Vec::new();
+    for format in ["custom", "agui", "agui-v1"] {
+        for (k, p) in fixture_files(root, &format!("golden/{format}"), "sse", 2048)?
+            .iter()
+            .enumerate()
+        {
+            let header: &[u8] = if k % 2 == 0 {
+                &[255, 0, 1, 7, 64]
+            } else {
+                &[63, 3, 5, 17, 1]
+            };
+            let mut bytes = header.to_vec();
+            bytes.extend(read(p)?);
+            sse.push((format!("{format}-{}", stem(p)), bytes));
+        }
+    }
+    seeds.insert("sse_decoder", sse);
+
+    let mut written = BTreeMap::new();
+    for (target, files) in seeds {
+        let dir = root.join("fuzz/corpus").join(target);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Drop stale seeds (a fixture renamed or grown past the cap).
+        for e in fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let p = e.map_err(|e| e.to_string())?.path();
+            if p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
+            {
+                fs::remove_file(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+        }
+        let mut bytes = 0;
+        for (name, data) in &files {
+            bytes += data.len();
+            let p = dir.join(format!("seed-{name}"));
+            fs::write(&p, data).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        written.insert(target.to_owned(), (files.len(), bytes));
+    }
+    Ok(written)
+}

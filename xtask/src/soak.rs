@@ -1,0 +1,733 @@
+//! `cargo xtask soak`: hostile load on `lce serve`, bounded in time and
+//! clients, with std threads and blocking loopback TCP (no dependencies).
+//!
+//! ```text
+//! cargo xtask soak [--seconds N] [--clients C] [--speed F] [--no-build]
+//! ```
+//!
+//! Builds the release `lce`, writes a scenarios folder (every bundled
+//! scenario, plus a `cut-` copy of each with its second half removed, so the
+//! adapter stream ends without a terminal), starts `lce serve` on loopback
+//! with an audit log, measures its RSS and open fds after a warm-up, then
+//! runs `C` client threads for `N` seconds. Each client loops over requests
+//! with a random protocol (`custom`, `agui`, `agui-v1`, or the standard
+//! AG-UI route), scenario and behaviour:
+//!
+//! - reads the whole response (most);
+//! - reads it slowly, in small pieces with pauses;
+//! - disconnects at a random point (before the response, after a few bytes,
+//!   mid-stream);
+//! - sends half a request and goes away (no run may start).
+//!
+//! Then it checks: every run has exactly one audit record (by its unique
+//! conversation id), complete reads of whole scenarios never end cancelled,
+//! complete reads of cut scenarios end with `provider_stream_closed`, no
+//! half request started a run; every complete response is `200`, chunked,
+//! and its SSE frames are well formed (`event:`/`data:`/comment lines only,
+//! each `data` one JSON value); and after the load the server's open fds
+//! return to the baseline and its RSS to near it (see [`RSS_SLACK_KIB`]).
+//! Prints the figures (`docs/reliability.md` records them).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::json::Json;
+use crate::util::{run as run_cmd, workspace_root};
+
+const USAGE: &str = "usage: cargo xtask soak [--seconds N] [--clients C] [--speed F] [--no-build]";
+
+/// How far above the baseline RSS the server may stay after the load (KiB):
+/// the allocator keeps some freed memory, a leak grows with the runs served.
+const RSS_SLACK_KIB: u64 = 48 * 1024;
+
+/// A tiny deterministic PRNG (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// What a client did, for the checks against the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    Full,
+    Slow,
+    Disconnect,
+    HalfRequest,
+}
+
+/// One request's outcome as the client saw it.
+#[derive(Debug)]
+struct Outcome {
+    conversation_id: String,
+    scenario: String,
+    behaviour: Behaviour,
+    /// For complete reads: frames parsed; `Err` says what was malformed.
+    frames: Result<usize, String>,
+    /// Bytes read.
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    frames: AtomicU64,
+}
+
+/// Entry point.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut seconds: u64 = 30;
+    let mut clients: u64 = 200;
+    let mut speed = "20".to_owned();
+    let mut build = true;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = |name: &str| -> Result<u64, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or(format!("{name} needs a number\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--seconds" => seconds = num("--seconds")?,
+            "--clients" => clients = num("--clients")?.clamp(1, 2000),
+            "--speed" => {
+                speed = it
+                    .next()
+                    .cloned()
+                    .ok_or(format!("--speed needs a number\n{USAGE}"))?;
+            }
+            "--no-build" => build = false,
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    let root = workspace_root();
+    if build {
+        run_cmd(Command::new("cargo").current_dir(&root).args([
+            "build",
+            "--release",
+            "--locked",
+            "-p",
+            "lce-cli",
+            "--bin",
+            "lce",
+        ]))?;
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let exe = target.join("release/lce");
+    if !exe.exists() {
+        return Err(format!(
+            "{} is missing (build it, or drop --no-build)",
+            exe.display()
+        ));
+    }
+
+    let work = std::env::temp_dir().join(format!("lce-soak-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&work);
+    let scenarios = write_scenarios(&root.join("fixtures/scenarios"), &work.join("scenarios"))?;
+    let audit_path = work.join("audit.jsonl");
+    let mut server = Server::start(&exe, &work.join("scenarios"), &audit_path, &speed)?;
+    let result = soak(&server, &scenarios, &audit_path, seconds, clients);
+    server.stop();
+    if result.is_ok() {
+        let _ = fs::remove_dir_all(&work);
+    } else {
+        eprintln!("soak: audit log and scenarios kept in {}", work.display());
+    }
+    result
+}
+
+fn soak(
+    server: &Server,
+    scenarios: &[String],
+    audit_path: &Path,
+    seconds: u64,
+    clients: u64,
+) -> Result<(), String> {
+    // Warm-up: one complete run of every scenario in every protocol, so the
+    // baseline includes what the server allocates once.
+    for (i, s) in scenarios.iter().enumerate() {
+        for protocol in ["custom", "agui", "agui-v1"] {
+            let conv = format!("warm-{i}-{protocol}");
+            let o = request(
+                &server.addr,
+                s,
+                protocol,
+                &conv,
+                Behaviour::Full,
+                &mut Rng(1),
+            )?;
+            o.frames
+                .map_err(|e| format!("warm-up {s} {protocol}: {e}"))?;
+        }
+    }
+    let warm_runs = scenarios.len() * 3;
+    wait_for_records(audit_path, warm_runs, Duration::from_secs(10));
+    thread::sleep(Duration::from_millis(300));
+    let (rss0, fds0) = (server.rss_kib()?, server.fds()?);
+    println!("baseline after warm-up: RSS {rss0} KiB, {fds0} fds");
+
+    let counters = Arc::new(Counters::default());
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let peak_rss = Arc::new(AtomicU64::new(rss0));
+    let peak_fds = Arc::new(AtomicU64::new(fds0));
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..clients {
+        let addr = server.addr.clone();
+        let scenarios = scenarios.to_vec();
+        let counters = counters.clone();
+        let h = thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || client(t, &addr, &scenarios, deadline, &counters))
+            .map_err(|e| format!("cannot start client thread: {e}"))?;
+        handles.push(h);
+    }
+    // Sample the server while the load runs.
+    while Instant::now() < deadline {
+        if let (Ok(r), Ok(f)) = (server.rss_kib(), server.fds()) {
+            peak_rss.fetch_max(r, Ordering::Relaxed);
+            peak_fds.fetch_max(f, Ordering::Relaxed);
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let mut outcomes = Vec::new();
+    for h in handles {
+        outcomes.extend(
+            h.join()
+                .map_err(|_| "a client thread panicked".to_owned())??,
+        );
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+
+    // Every run that started must reach the audit log once.
+    let expected = warm_runs
+        + outcomes
+            .iter()
+            .filter(|o| o.behaviour != Behaviour::HalfRequest)
+            .count();
+    wait_for_records(audit_path, expected, Duration::from_secs(20));
+    let records = read_audit(audit_path)?;
+    let mut by_conv: HashMap<&str, Vec<&AuditLine>> = HashMap::new();
+    for r in &records {
+        by_conv
+            .entry(r.conversation_id.as_str())
+            .or_default()
+            .push(r);
+    }
+
+    let mut problems = Vec::new();
+    let mut tally: HashMap<String, u64> = HashMap::new();
+    let mut frames_checked = 0usize;
+    for o in &outcomes {
+        let recs = by_conv
+            .get(o.conversation_id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let kind = format!("{:?}", o.behaviour);
+        *tally.entry(kind.clone()).or_default() += 1;
+        if o.behaviour == Behaviour::HalfRequest {
+            if !recs.is_empty() {
+                problems.push(format!(
+                    "{}: a half request started a run",
+                    o.conversation_id
+                ));
+            }
+            continue;
+        }
+        if recs.len() != 1 {
+            problems.push(format!(
+                "{} ({kind}, {}): {} audit records",
+                o.conversation_id,
+                o.scenario,
+                recs.len()
+            ));
+            continue;
+        }
+        let r = recs[0];
+        let end = format!(
+            "{}{}",
+            r.terminal,
+            r.code
+                .as_deref()
+                .map(|c| format!("/{c}"))
+                .unwrap_or_default()
+        );
+        *tally.entry(format!("{kind} -> {end}")).or_default() += 1;
+        match o.behaviour {
+            Behaviour::Full | Behaviour::Slow => {
+                match &o.frames {
+                    Ok(n) => frames_checked += n,
+                    Err(e) => problems.push(format!(
+                        "{} ({kind}, {}): {e}",
+                        o.conversation_id, o.scenario
+                    )),
+                }
+                if r.terminal == "run.cancelled" {
+                    problems.push(format!(
+                        "{}: read in full but audited {end}",
+                        o.conversation_id
+                    ));
+                }
+                if o.scenario.starts_with("cut-")
+                    && r.code.as_deref() != Some("provider_stream_closed")
+                {
+                    problems.push(format!("{}: cut scenario audited {end}", o.conversation_id));
+                }
+            }
+            Behaviour::Disconnect => {
+                let cancelled =
+                    r.terminal == "run.cancelled" && r.code.as_deref() == Some("disconnect");
+                if !cancelled && r.terminal == "run.cancelled" {
+                    problems.push(format!("{}: disconnect audited {end}", o.conversation_id));
+                }
+            }
+            Behaviour::HalfRequest => {}
+        }
+    }
+    let stray = records
+        .iter()
+        .filter(|r| {
+            !r.conversation_id.starts_with("warm-") && !r.conversation_id.starts_with("soak-")
+        })
+        .count();
+    if stray > 0 {
+        problems.push(format!("{stray} audit records of unknown runs"));
+    }
+
+    // Back to baseline: fds exactly (a little slack for the runtime), RSS near.
+    let settle = Instant::now();
+    let (mut rss1, mut fds1) = (server.rss_kib()?, server.fds()?);
+    while (fds1 > fds0 + 2 || rss1 > rss0 + RSS_SLACK_KIB)
+        && settle.elapsed() < Duration::from_secs(15)
+    {
+        thread::sleep(Duration::from_millis(250));
+        rss1 = server.rss_kib()?;
+        fds1 = server.fds()?;
+    }
+    let requests = counters.requests.load(Ordering::Relaxed);
+    println!(
+        "load: {clients} clients for {load_secs:.1} s: {requests} requests ({:.0}/s), {} MiB of SSE read, {} frames parsed ({frames_checked} in complete responses)",
+        requests as f64 / load_secs.max(0.001),
+        counters.bytes.load(Ordering::Relaxed) / (1024 * 1024),
+        counters.frames.load(Ordering::Relaxed),
+    );
+    let mut kinds: Vec<_> = tally.into_iter().collect();
+    kinds.sort();
+    for (k, n) in kinds {
+        println!("  {k}: {n}");
+    }
+    println!(
+        "audit records: {} ({} runs expected); server peak RSS {} KiB, peak fds {}",
+        records.len(),
+        expected,
+        peak_rss.load(Ordering::Relaxed),
+        peak_fds.load(Ordering::Relaxed)
+    );
+    println!(
+        "after the load: RSS {rss1} KiB (baseline {rss0}), fds {fds1} (baseline {fds0}), settled in {:.1} s",
+        settle.elapsed().as_secs_f64()
+    );
+    if fds1 > fds0 + 2 {
+        problems.push(format!(
+            "open fds did not return to baseline: {fds1} > {fds0}"
+        ));
+    }
+    if rss1 > rss0 + RSS_SLACK_KIB {
+        problems.push(format!(
+            "RSS did not return near baseline: {rss1} KiB > {rss0} + {RSS_SLACK_KIB}"
+        ));
+    }
+    if problems.is_empty() {
+        println!("soak passed");
+        Ok(())
+    } else {
+        for p in problems.iter().take(30) {
+            eprintln!("soak: {p}");
+        }
+        Err(format!("soak failed: {} problems", problems.len()))
+    }
+}
+
+/// One client thread: requests until the deadline.
+fn client(
+    t: u64,
+    addr: &str,
+    scenarios: &[String],
+    deadline: Instant,
+    counters: &Counters,
+) -> Result<Vec<Outcome>, String> {
+    let mut rng = Rng(0x5EED ^ (t + 1).wrapping_mul(0x1234_5678_9ABC_DEF1));
+    let mut out = Vec::new();
+    let mut n = 0;
+    while Instant::now() < deadline {
+        let scenario = &scenarios[rng.below(scenarios.len() as u64) as usize];
+        let protocol = ["custom", "agui", "agui-v1", "standard"][rng.below(4) as usize];
+        let behaviour = match rng.below(100) {
+            0..=54 => Behaviour::Full,
+            55..=69 => Behaviour::Slow,
+            70..=94 => Behaviour::Disconnect,
+            _ => Behaviour::HalfRequest,
+        };
+        let conv = format!("soak-{t}-{n}");
+        n += 1;
+        let o = request(addr, scenario, protocol, &conv, behaviour, &mut rng)?;
+        counters.requests.fetch_add(1, Ordering::Relaxed);
+        if let Ok(f) = &o.frames {
+            counters.frames.fetch_add(*f as u64, Ordering::Relaxed);
+        }
+        counters.bytes.fetch_add(o.bytes as u64, Ordering::Relaxed);
+        out.push(o);
+    }
+    Ok(out)
+}
+
+/// Sends one request and behaves as told; `frames` checks complete reads.
+fn request(
+    addr: &str,
+    scenario: &str,
+    protocol: &str,
+    conv: &str,
+    behaviour: Behaviour,
+    rng: &mut Rng,
+) -> Result<Outcome, String> {
+    let (path, body) = if protocol == "standard" {
+        (
+            "/api/v1/agui",
+            format!(
+                r#"{{"threadId":"{conv}","runId":"run-{conv}","state":{{}},"messages":[],"tools":[],"context":[],"forwardedProps":{{"agentId":"{scenario}"}}}}"#
+            ),
+        )
+    } else {
+        (
+            "/api/v1/chat/stream/start",
+            format!(
+                r#"{{"message":"hello","conversation_id":"{conv}","agent_id":"{scenario}","protocol":"{protocol}"}}"#
+            ),
+        )
+    };
+    let outcome = |frames, bytes| Outcome {
+        conversation_id: conv.to_owned(),
+        scenario: scenario.to_owned(),
+        behaviour,
+        frames,
+        bytes,
+    };
+    let mut s = connect(addr)?;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if behaviour == Behaviour::HalfRequest {
+        let cut = rng.below(body.len() as u64) as usize;
+        let _ = s.write_all(head.as_bytes());
+        let _ = s.write_all(&body.as_bytes()[..cut]);
+        thread::sleep(Duration::from_millis(rng.below(50)));
+        let _ = s.shutdown(Shutdown::Both);
+        return Ok(outcome(Err("half request".into()), 0));
+    }
+    s.write_all(format!("{head}{body}").as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    if behaviour == Behaviour::Disconnect {
+        {
+            // Read up to a random number of bytes (maybe none), then go away.
+            let limit = match rng.below(4) {
+                0 => 0,
+                1 => rng.below(400),
+                _ => rng.below(6000),
+            } as usize;
+            let pause = Duration::from_millis(rng.below(300));
+            let mut got = 0;
+            let mut buf = [0u8; 512];
+            while got < limit {
+                match s.read(&mut buf[..(limit - got).min(512)]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => got += k,
+                }
+            }
+            thread::sleep(pause);
+            drop(s);
+            return Ok(outcome(Err("disconnected".into()), got));
+        }
+    }
+    {
+        {
+            let mut raw = Vec::new();
+            let mut buf = vec![
+                0u8;
+                if behaviour == Behaviour::Slow {
+                    97
+                } else {
+                    16 * 1024
+                }
+            ];
+            let started = Instant::now();
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(k) => raw.extend_from_slice(&buf[..k]),
+                    Err(e) => return Ok(outcome(Err(format!("read error: {e}")), raw.len())),
+                }
+                if behaviour == Behaviour::Slow {
+                    thread::sleep(Duration::from_millis(15));
+                }
+                if started.elapsed() > Duration::from_secs(120) {
+                    return Ok(outcome(Err("response took over 120 s".into()), raw.len()));
+                }
+            }
+            Ok(outcome(check_response(&raw), raw.len()))
+        }
+    }
+}
+
+fn connect(addr: &str) -> Result<TcpStream, String> {
+    let mut last = String::new();
+    for _ in 0..50 {
+        match TcpStream::connect(addr) {
+            Ok(s) => {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+                let _ = s.set_write_timeout(Some(Duration::from_secs(60)));
+                return Ok(s);
+            }
+            Err(e) => {
+                last = e.to_string();
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    Err(format!("cannot connect to {addr}: {last}"))
+}
+
+/// A complete HTTP response: 200, chunked, well-formed SSE frames.
+fn check_response(raw: &[u8]) -> Result<usize, String> {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("no end of headers")?;
+    let head = String::from_utf8_lossy(&raw[..split]);
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(format!(
+            "status line {:?}",
+            head.lines().next().unwrap_or("")
+        ));
+    }
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return Err("not chunked".into());
+    }
+    let body = dechunk(&raw[split + 4..])?;
+    check_sse(&body)
+}
+
+/// Undoes chunked transfer encoding; the body must end with the last chunk.
+fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("truncated chunk size")?;
+        let size_text = String::from_utf8_lossy(&b[..eol]);
+        let size = usize::from_str_radix(size_text.trim(), 16)
+            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
+        b = &b[eol + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if b.len() < size + 2 {
+            return Err("truncated chunk (the response did not end)".into());
+        }
+        out.extend_from_slice(&b[..size]);
+        b = &b[size + 2..];
+    }
+}
+
+/// Parses `event:`/`data:` frames; each data must be one JSON value.
+fn check_sse(body: &[u8]) -> Result<usize, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "SSE body is not UTF-8")?;
+    if text.contains('\r') {
+        return Err("CR in SSE body".into());
+    }
+    if !text.is_empty() && !text.ends_with("\n\n") {
+        return Err("SSE body ends inside a frame".into());
+    }
+    let mut frames = 0;
+    for frame in text.split("\n\n").filter(|f| !f.is_empty()) {
+        let mut data: Option<String> = None;
+        let mut comment_only = true;
+        for line in frame.split('\n') {
+            if line.starts_with(':') {
+                continue;
+            }
+            comment_only = false;
+            if let Some(v) = line.strip_prefix("data:") {
+                let v = v.strip_prefix(' ').unwrap_or(v);
+                match &mut data {
+                    Some(d) => {
+                        d.push('\n');
+                        d.push_str(v);
+                    }
+                    None => data = Some(v.to_owned()),
+                }
+            } else if line.strip_prefix("event:").is_none() {
+                return Err(format!("unexpected SSE line {:?}", truncate(line)));
+            }
+        }
+        if comment_only {
+            continue;
+        }
+        let data = data.ok_or("a frame without data")?;
+        Json::parse(&data)
+            .map_err(|e| format!("frame data is not JSON ({e}): {:?}", truncate(&data)))?;
+        frames += 1;
+    }
+    Ok(frames)
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(120).collect()
+}
+
+/// Copies the scenarios and writes a `cut-` copy of each (first half of its
+/// lines: no terminal). Returns the scenario names.
+fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
+    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let mut names = Vec::new();
+    let mut entries: Vec<PathBuf> = fs::read_dir(from)
+        .map_err(|e| format!("{}: {e}", from.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    entries.sort();
+    for p in entries {
+        let name = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or("a scenario without a name")?;
+        let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        fs::write(to.join(format!("{name}.jsonl")), &text).map_err(|e| e.to_string())?;
+        let lines: Vec<&str> = text.lines().collect();
+        let half = (lines.len() / 2).max(1);
+        let mut cut = lines[..half].join("\n");
+        cut.push('\n');
+        fs::write(to.join(format!("cut-{name}.jsonl")), cut).map_err(|e| e.to_string())?;
+        names.push(name.clone());
+        names.push(format!("cut-{name}"));
+    }
+    Ok(names)
+}
+
+/// A running `lce serve`.
+struct Server {
+    child: Child,
+    addr: String,
+    pid: u32,
+}
+
+impl Server {
+    fn start(exe: &Path, scenarios: &Path, audit: &Path, speed: &str) -> Result<Server, String> {
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .args(["--addr", "127.0.0.1:0", "--speed", speed])
+            .arg("--scenarios")
+            .arg(scenarios)
+            .arg("--audit-log")
+            .arg(audit)
+            .env("RUST_LOG", "off")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the server's first line: {e}"))?;
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .ok_or(format!("unexpected first line {line:?}"))?
+            .to_owned();
+        let pid = child.id();
+        Ok(Server { child, addr, pid })
+    }
+
+    fn rss_kib(&self) -> Result<u64, String> {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .map_err(|e| format!("/proc/{}/status: {e}", self.pid))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .ok_or("no VmRSS".into())
+    }
+
+    fn fds(&self) -> Result<u64, String> {
+        fs::read_dir(format!("/proc/{}/fd", self.pid))
+            .map(|d| d.count() as u64)
+            .map_err(|e| format!("/proc/{}/fd: {e}", self.pid))
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One audit line, the fields the checks need.
+struct AuditLine {
+    conversation_id: String,
+    terminal: String,
+    code: Option<String>,
+}
+
+fn read_audit(path: &Path) -> Result<Vec<AuditLine>, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let j = Json::parse(line).map_err(|e| format!("audit line {}: {e}", i + 1))?;
+        let field = |k: &str| j.get(k).and_then(Json::as_str).map(str::to_owned);
+        out.push(AuditLine {
+            conversation_id: field("conversation_id")
+                .ok_or(format!("audit line {}: no conversation_id", i + 1))?,
+            terminal: field("terminal").ok_or(format!("audit line {}: no terminal", i + 1))?,
+            code: field("code"),
+        });
+    }
+    Ok(out)
+}
+
+/// Waits until the audit log has `n` lines, or the timeout.
+fn wait_for_records(path: &Path, n: usize, timeout: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        let lines = fs::read_to_string(path)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if lines >= n {
+            return;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
