@@ -119,6 +119,9 @@ enum ArgsRepr {
         text: String,
         scan: ObjectScan,
         overflow: bool,
+        /// Set once the scan sees the object close: whether the text is
+        /// then one strictly valid JSON object (checked once, D6/D17).
+        valid: Option<bool>,
     },
 }
 
@@ -132,16 +135,21 @@ impl ArgsSource {
         }
     }
 
-    /// `true` when the text is one complete JSON object: always for
+    /// `true` when the text is one complete, valid JSON object: always for
     /// arguments given at start; for deltas, when they close the object they
-    /// open with only whitespace after it (and stayed within the bound).
-    ///
-    /// This is a structural check (brackets and strings balanced); the full
-    /// syntax is checked when the text is transcoded.
+    /// open with only whitespace after it, stayed within the bound, and the
+    /// whole text then parses strictly as one object (D6, D17). A cheap
+    /// structural scan runs per delta; the strict parse runs once, when the
+    /// scan sees the object close.
     pub fn is_complete(&self) -> bool {
         match &self.repr {
             ArgsRepr::Given(_) => true,
-            ArgsRepr::Streamed { scan, overflow, .. } => !overflow && scan.is_complete(),
+            ArgsRepr::Streamed {
+                scan,
+                overflow,
+                valid,
+                ..
+            } => !overflow && scan.is_complete() && *valid == Some(true),
         }
     }
 
@@ -388,12 +396,14 @@ fn append_delta(args: &mut ArgsSource, delta: &str, max: usize) {
             text: String::new(),
             scan: ObjectScan::default(),
             overflow: false,
+            valid: None,
         };
     }
     if let ArgsRepr::Streamed {
         text,
         scan,
         overflow,
+        valid,
     } = &mut args.repr
     {
         if *overflow || text.len().saturating_add(delta.len()) > max {
@@ -402,6 +412,15 @@ fn append_delta(args: &mut ArgsSource, delta: &str, max: usize) {
         }
         text.push_str(delta);
         scan.feed(delta.as_bytes());
+        if scan.is_complete() {
+            if valid.is_none() {
+                *valid = Some(JsonObject::from_json(text).is_ok());
+            }
+        } else {
+            // More text after a close (or a reopened value): judge again
+            // when the scan next sees a complete object.
+            *valid = None;
+        }
     }
 }
 
@@ -599,6 +618,25 @@ mod tests {
         // would show, so it is dropped rather than sent half-made.
         assert_eq!(ids, ["a"]);
         assert!(rel[0].args.is_complete());
+    }
+
+    #[test]
+    fn balanced_but_invalid_streamed_arguments_are_not_complete() {
+        // The scan sees the object close, but a delta went missing: the key
+        // is followed by `,`. Such a call is not shown, and is dropped at an
+        // error terminal instead of failing the encoder.
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", "{}"));
+        let _ = feed(&mut h, &r.delta("a", r#"{"k","v":1}"#));
+        assert!(h.release_ready().next().is_none());
+        let err = r.ev(
+            "run.error",
+            &[],
+            r#"{"code":"x","message":"m","retryable":false,"side_effect_status":"possible"}"#,
+        );
+        let (_, rel) = feed_full(&mut h, &err);
+        assert!(rel.is_empty());
     }
 
     #[test]
