@@ -249,6 +249,19 @@ enum State {
     Done,
 }
 
+/// What an adapter's error item says, for the audit and logs, without its
+/// text where that text is the adapter's own: an `io::Error` from an adapter
+/// carries whatever its provider said (raw error text, URLs with
+/// credentials), so only its kind is kept. Parse errors, rejections and
+/// violations are payload-free by construction.
+fn safe_reason(err: &LceError) -> String {
+    match err {
+        LceError::Io(e) => format!("I/O error ({})", e.kind()),
+        LceError::Encode(_) => "encode error".to_owned(),
+        other => other.to_string(),
+    }
+}
+
 /// How the run ended, for the audit record.
 #[derive(Clone, Debug)]
 struct End {
@@ -489,7 +502,7 @@ impl Inner {
             Ok(e) => e,
             Err(err) => {
                 let (seq, ty) = (err.sequence(), err.event_type());
-                self.violation(err.rule_id(), err.to_string(), seq, ty);
+                self.violation(err.rule_id(), safe_reason(&err), seq, ty);
                 return;
             }
         };
@@ -644,7 +657,7 @@ impl Inner {
                 Err(v) => (v.rule.id().to_owned(), v.to_string()),
                 Ok(()) => return,
             },
-            Err(e) => (e.rule_id(), e.to_string()),
+            Err(e) => (e.rule_id(), safe_reason(&e)),
         };
         tracing::warn!(
             target: "lce::coordinator",

@@ -1,0 +1,538 @@
+//! Secrets never leave: a property test over the whole server path.
+//!
+//! Secrets of every kind the sanitizer recognises (`docs/sanitation.md`,
+//! "Redaction"), and stack traces of every language it knows, are planted in
+//! the free text adapters may fill — `warning.message`, `tool.error.message`,
+//! `run.error.message`, at the root or inside a subagent's namespace — with
+//! random text around them and `\n` or `\r\n` line endings. Raw provider
+//! error text goes the two ways an adapter may hand it over: through
+//! `AdapterError::from_error` (D20), or as the error item of its stream. Each
+//! run goes through the coordinator (sanitizer inside) and each encoder, with
+//! every `tracing` event captured at TRACE level; no secret, stack frame or
+//! raw provider text may appear in any output or in the logs.
+//!
+//! Not in scope, by the contract: text deltas, tool results, prompts and
+//! opaque values are content the user sees, not error text, and are not
+//! redacted (`docs/sanitation.md`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use lce_sanitize::{AdapterError, AdapterErrorKind};
+use lce_stream::{
+    Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt, WireEncoder, WireFormat,
+};
+use lce_types::{Event, SideEffectStatus};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// A planted text and the parts of it that must never come out.
+struct Secret {
+    kind: &'static str,
+    text: &'static str,
+    cores: &'static [&'static str],
+}
+
+const SECRETS: &[Secret] = &[
+    Secret {
+        kind: "pem",
+        text: "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAzPemBodySecret42\nQ29yZUxpbmVUd28=\n-----END RSA PRIVATE KEY-----",
+        cores: &["MIIEpAIBAAKCAQEAzPemBodySecret42", "Q29yZUxpbmVUd28="],
+    },
+    Secret {
+        kind: "pem-openssh-unterminated",
+        text: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAOpenSshBody",
+        cores: &["b3BlbnNzaC1rZXktdjEAAAAAOpenSshBody"],
+    },
+    Secret {
+        kind: "authorization-header",
+        text: "Authorization: Basic QWxhZGRpbjpvcGVuU2VzYW1l",
+        cores: &["QWxhZGRpbjpvcGVuU2VzYW1l"],
+    },
+    Secret {
+        kind: "proxy-authorization-quoted",
+        text: "{'Proxy-Authorization': 'Digest pxyAuthValue77'}",
+        cores: &["pxyAuthValue77"],
+    },
+    Secret {
+        kind: "cookie",
+        text: "Cookie: sessionid=Zm9vYmFyYmF6cXV4; csrftoken=k9k9k9",
+        cores: &["Zm9vYmFyYmF6cXV4", "k9k9k9"],
+    },
+    Secret {
+        kind: "set-cookie",
+        text: "set-cookie: auth=SetCookieSecret99; Path=/",
+        cores: &["SetCookieSecret99"],
+    },
+    Secret {
+        kind: "x-api-key",
+        text: "X-Api-Key=k3yV4lu3SecretX",
+        cores: &["k3yV4lu3SecretX"],
+    },
+    Secret {
+        kind: "password-kv",
+        text: "db_password=CorrectHorse9Battery",
+        cores: &["CorrectHorse9Battery"],
+    },
+    Secret {
+        kind: "client-secret-quoted",
+        text: "client_secret: \"S3cr3tValue With Spaces\"",
+        cores: &["S3cr3tValue With Spaces", "S3cr3tValue"],
+    },
+    Secret {
+        kind: "github-token-env",
+        text: "GITHUB_TOKEN=envTokenValue123",
+        cores: &["envTokenValue123"],
+    },
+    Secret {
+        kind: "aws-secret-kv",
+        text: "aws_secret_access_key=wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY",
+        cores: &["wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY"],
+    },
+    Secret {
+        kind: "credentials-json",
+        text: "{\"credentials\": \"CredJsonValue55\"}",
+        cores: &["CredJsonValue55"],
+    },
+    Secret {
+        kind: "bearer",
+        text: "Bearer abcDEF123456ghiJKL",
+        cores: &["abcDEF123456ghiJKL"],
+    },
+    Secret {
+        kind: "url-credentials",
+        text: "postgres://aliceuser9:pa55wordXYZ@db.example.com:5432/app",
+        cores: &["pa55wordXYZ", "aliceuser9"],
+    },
+    Secret {
+        kind: "openai",
+        text: "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv",
+        cores: &["Ab3dEf6hIj9kLm2nOp5qRs8tUv"],
+    },
+    Secret {
+        kind: "anthropic",
+        text: "sk-ant-api03-abcdefghijklmnopqrstuvwxAnth",
+        cores: &["abcdefghijklmnopqrstuvwxAnth"],
+    },
+    Secret {
+        kind: "aws-key-id",
+        text: "AKIAIOSFODNN7EXAMPLE",
+        cores: &["IOSFODNN7EXAMPLE"],
+    },
+    Secret {
+        kind: "aws-sts-key-id",
+        text: "ASIAY34FZKBOKMUTVV7A",
+        cores: &["Y34FZKBOKMUTVV7A"],
+    },
+    Secret {
+        kind: "github",
+        text: "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        cores: &["abcdefghijklmnopqrstuvwxyz0123456789"],
+    },
+    Secret {
+        kind: "github-pat",
+        text: "github_pat_11ABCDEFG0123456789_abcdefghijPAT",
+        cores: &["11ABCDEFG0123456789_abcdefghijPAT"],
+    },
+    Secret {
+        kind: "gitlab",
+        text: "glpat-abcdefghij0123456789GL",
+        cores: &["abcdefghij0123456789GL"],
+    },
+    Secret {
+        kind: "slack",
+        text: "xoxb-1234567890-abcdefghijSLK",
+        cores: &["1234567890-abcdefghijSLK"],
+    },
+    Secret {
+        kind: "google",
+        text: "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        cores: &["SyA1234567890abcdefghijklmnopqrstuv"],
+    },
+    Secret {
+        kind: "stripe",
+        text: "sk_live_abcdefghij0123STR",
+        cores: &["abcdefghij0123STR"],
+    },
+    Secret {
+        kind: "stripe-webhook",
+        text: "whsec_abcdefghij0123WHK",
+        cores: &["abcdefghij0123WHK"],
+    },
+    Secret {
+        kind: "jwt",
+        text: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sflKxwRJSMeKKF2QT4fwpM",
+        cores: &["eyJzdWIiOiIxMjM0In0", "sflKxwRJSMeKKF2QT4fwpM"],
+    },
+    Secret {
+        kind: "long-hex",
+        text: "deadbeefcafebabe0123456789abcdef42",
+        cores: &["deadbeefcafebabe0123456789abcdef42"],
+    },
+    Secret {
+        kind: "long-base64",
+        text: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789ab",
+        cores: &["QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789ab"],
+    },
+    Secret {
+        kind: "python-trace",
+        text: "Traceback (most recent call last):\n  File \"/srv/app/handlers/billing_internal.py\", line 42, in charge\n    stripe.Charge.create(amount=amount)\nValueError: declined",
+        cores: &["billing_internal.py", "stripe.Charge.create"],
+    },
+    Secret {
+        kind: "java-trace",
+        text: "java.lang.IllegalStateException: boom\n\tat com.acme.internal.Vault.open(Vault.java:17)\n\tat com.acme.Main.main(Main.java:3)\nCaused by: java.io.IOException: disk\n\tat com.acme.internal.Disk.read(Disk.java:88)\n\t... 2 more",
+        cores: &["com.acme.internal.Vault.open", "Disk.java:88"],
+    },
+    Secret {
+        kind: "js-trace",
+        text: "TypeError: x is undefined\n    at handler (/srv/app/internal/router.js:10:5)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
+        cores: &["/srv/app/internal/router.js", "processTicksAndRejections"],
+    },
+    Secret {
+        kind: "rust-trace",
+        text: "thread 'tokio-runtime-worker' panicked at src/vault/keys.rs:55:9:\ncalled `Option::unwrap()` on a `None` value\nstack backtrace:\n   0: rust_begin_unwind\n   1: vault::keys::load_master_key\nnote: run with `RUST_BACKTRACE=full` for a verbose backtrace.",
+        cores: &["src/vault/keys.rs", "load_master_key"],
+    },
+    Secret {
+        kind: "go-trace",
+        text: "panic: runtime error\n\ngoroutine 1 [running]:\nmain.loadSecretStore(0x0)\n\t/home/build/app/store.go:23 +0x1d\nmain.main()\n\t/home/build/app/main.go:9 +0x25",
+        cores: &["loadSecretStore", "/home/build/app/store.go"],
+    },
+];
+
+/// Raw provider error text: what a provider library says when it fails.
+const RAW_PROVIDER: &str = "openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect key for org-RawProviderOrg77', 'type': 'invalid_request_error'}}";
+const RAW_MARKER: &str = "RawProviderOrg77";
+
+/// Where in the run a planted text goes.
+#[derive(Clone, Copy, Debug)]
+enum Field {
+    Warning,
+    WarningInSubagent,
+    ToolError,
+    ToolErrorInSubagent,
+    RunError,
+}
+
+/// How the run ends.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Finished,
+    RunError,
+    /// The adapter's stream yields an error item carrying raw provider text.
+    StreamError,
+    /// A `run.error` built with `AdapterError::from_error` from a provider error.
+    AdapterError,
+}
+
+fn event(seq: u64, ty: &str, ns: &[&str], data: Value) -> Event {
+    let v = json!({"version": 1, "type": ty, "run_id": "run-s", "conversation_id": "conv-s",
+        "sequence": seq, "timestamp": "2026-08-17T09:00:00.000Z", "namespace": ns, "data": data});
+    Event::from_json(&v.to_string()).unwrap_or_else(|e| panic!("{ty}: {e}"))
+}
+
+#[derive(Debug)]
+struct ProviderError;
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(RAW_PROVIDER)
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+/// A valid adapter run with `texts` planted in `fields`.
+fn run(plants: &[(Field, String)], end: End) -> Vec<Result<Event, LceError>> {
+    let mut seq = 0;
+    let mut next = || {
+        seq += 1;
+        seq
+    };
+    let mut items = vec![event(
+        0,
+        "run.started",
+        &[],
+        json!({"harness_id": "h", "adapter_version": "1"}),
+    )];
+    let mut run_error_text = None;
+    for (i, (field, text)) in plants.iter().enumerate() {
+        let tc = format!("tc-{i}");
+        let sub = format!("tc-sub-{i}");
+        match field {
+            Field::Warning => items.push(event(
+                next(),
+                "warning",
+                &[],
+                json!({"code": "w", "message": text}),
+            )),
+            Field::ToolError => {
+                items.push(event(
+                    next(),
+                    "tool.started",
+                    &[],
+                    json!({"tool_call_id": tc, "tool_name": "fetch", "arguments": {}}),
+                ));
+                items.push(event(
+                    next(),
+                    "tool.error",
+                    &[],
+                    json!({"tool_call_id": tc, "code": "tool_error", "message": text, "retryable": false}),
+                ));
+            }
+            Field::WarningInSubagent | Field::ToolErrorInSubagent => {
+                items.push(event(
+                    next(),
+                    "tool.started",
+                    &[],
+                    json!({"tool_call_id": sub, "tool_name": "task", "arguments": {}}),
+                ));
+                items.push(event(
+                    next(),
+                    "namespace.entered",
+                    &[],
+                    json!({"agent_id": "helper", "agent_name": "Helper", "parent_tool_call_id": sub}),
+                ));
+                let ns = [sub.as_str()];
+                if matches!(field, Field::WarningInSubagent) {
+                    items.push(event(
+                        next(),
+                        "warning",
+                        &ns,
+                        json!({"code": "w", "message": text}),
+                    ));
+                } else {
+                    items.push(event(
+                        next(),
+                        "tool.started",
+                        &ns,
+                        json!({"tool_call_id": tc, "tool_name": "fetch", "arguments": {}}),
+                    ));
+                    items.push(event(
+                        next(),
+                        "tool.error",
+                        &ns,
+                        json!({"tool_call_id": tc, "code": "tool_error", "message": text, "retryable": true}),
+                    ));
+                }
+                items.push(event(
+                    next(),
+                    "namespace.exited",
+                    &[],
+                    json!({"agent_id": "helper", "parent_tool_call_id": sub, "outcome": "success"}),
+                ));
+                items.push(event(
+                    next(),
+                    "tool.finished",
+                    &[],
+                    json!({"tool_call_id": sub, "result": "done"}),
+                ));
+            }
+            Field::RunError => run_error_text = Some(text.clone()),
+        }
+    }
+    items.push(event(
+        next(),
+        "text.started",
+        &[],
+        json!({"message_id": "m1", "role": "assistant"}),
+    ));
+    items.push(event(
+        next(),
+        "text.delta",
+        &[],
+        json!({"message_id": "m1", "delta": "Working on it."}),
+    ));
+    items.push(event(next(), "text.finished", &[], json!({"message_id": "m1"})));
+    let mut items: Vec<Result<Event, LceError>> = items.into_iter().map(Ok).collect();
+    let run_error = |message: String| {
+        json!({"code": "internal", "message": message, "retryable": false,
+            "side_effect_status": "possible"})
+    };
+    match (run_error_text, end) {
+        (Some(text), _) => items.push(Ok(event(next(), "run.error", &[], run_error(text)))),
+        (None, End::Finished) => items.push(Ok(event(
+            next(),
+            "run.finished",
+            &[],
+            json!({"outcome": "success"}),
+        ))),
+        (None, End::RunError) => items.push(Ok(event(
+            next(),
+            "run.error",
+            &[],
+            run_error(RAW_PROVIDER.to_owned()).clone(),
+        ))),
+        (None, End::StreamError) => items.push(Err(LceError::Io(std::io::Error::other(
+            RAW_PROVIDER,
+        )))),
+        (None, End::AdapterError) => {
+            let e = AdapterError::from_error(AdapterErrorKind::Authentication, &ProviderError);
+            let payload = e.to_run_error(SideEffectStatus::None);
+            let mut ev = event(next(), "run.error", &[], run_error(String::new()));
+            ev.payload = lce_types::Payload::RunError(payload);
+            items.push(Ok(ev));
+        }
+    }
+    items
+}
+
+/// A writer into a shared buffer, for the captured logs.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs the items through the coordinator and `format`'s encoder; returns
+/// the wire bytes and everything logged meanwhile.
+fn serve(items: Vec<Result<Event, LceError>>, format: WireFormat) -> (String, String) {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let wire = tracing::subscriber::with_default(subscriber, || {
+        let coordinator = Coordinator::new(CoordinatorOptions::new("run-s", "conv-s"));
+        runtime.block_on(async {
+            let chunks: Vec<_> = futures::stream::iter(items)
+                .coordinated(coordinator)
+                .encoded(WireEncoder::new(format, None))
+                .collect()
+                .await;
+            let mut wire = Vec::new();
+            for c in chunks {
+                wire.extend_from_slice(&c.expect("the coordinator's output encodes"));
+            }
+            wire
+        })
+    });
+    let logs = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    (String::from_utf8(wire).unwrap(), logs)
+}
+
+fn field() -> impl Strategy<Value = Field> {
+    prop_oneof![
+        Just(Field::Warning),
+        Just(Field::WarningInSubagent),
+        Just(Field::ToolError),
+        Just(Field::ToolErrorInSubagent),
+        Just(Field::RunError),
+    ]
+}
+
+fn end() -> impl Strategy<Value = End> {
+    prop_oneof![
+        Just(End::Finished),
+        Just(End::RunError),
+        Just(End::StreamError),
+        Just(End::AdapterError),
+    ]
+}
+
+/// One planted text: a secret between random words, with a line ending.
+fn plant() -> impl Strategy<Value = (Field, usize, String, String, bool)> {
+    (
+        field(),
+        0..SECRETS.len(),
+        "[A-Za-z .,:]{0,24}",
+        "[A-Za-z .,:]{0,24}",
+        any::<bool>(),
+    )
+}
+
+fn check(out: &str, what: &str, plants: &[(Field, usize)], end: End, format: WireFormat) {
+    for (field, k) in plants {
+        let s = &SECRETS[*k];
+        for core in s.cores {
+            assert!(
+                !out.contains(core),
+                "{what} ({format}) holds {core:?} of a {} secret planted in {field:?}:\n{out}",
+                s.kind
+            );
+        }
+    }
+    if !matches!(end, End::Finished) {
+        assert!(
+            !out.contains(RAW_MARKER) || matches!(end, End::RunError),
+            "{what} ({format}) holds raw provider text ({end:?}):\n{out}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn planted_secrets_never_reach_a_wire_or_a_log(
+        plants in proptest::collection::vec(plant(), 1..4),
+        end in end(),
+    ) {
+        let texts: Vec<(Field, String)> = plants
+            .iter()
+            .map(|(f, k, before, after, crlf)| {
+                let mut t = format!("{before} {} {after}", SECRETS[*k].text);
+                if *crlf {
+                    t = t.replace('\n', "\r\n");
+                }
+                (*f, t)
+            })
+            .collect();
+        let planted: Vec<(Field, usize)> = plants.iter().map(|(f, k, ..)| (*f, *k)).collect();
+        for format in WireFormat::ALL {
+            let (wire, logs) = serve(run(&texts, end), format);
+            check(&wire, "the wire", &planted, end, format);
+            check(&logs, "the logs", &planted, end, format);
+        }
+    }
+}
+
+/// Every kind, alone, in every field: a deterministic sweep the random
+/// property may not cover in its few cases.
+#[test]
+fn every_kind_in_every_field() {
+    let fields = [
+        Field::Warning,
+        Field::WarningInSubagent,
+        Field::ToolError,
+        Field::ToolErrorInSubagent,
+        Field::RunError,
+    ];
+    for (k, s) in SECRETS.iter().enumerate() {
+        for field in fields {
+            let texts = vec![(field, format!("upstream said: {} (retrying)", s.text))];
+            let (wire, logs) = serve(run(&texts, End::Finished), WireFormat::Custom);
+            check(&wire, "the wire", &[(field, k)], End::Finished, WireFormat::Custom);
+            check(&logs, "the logs", &[(field, k)], End::Finished, WireFormat::Custom);
+        }
+    }
+}
+
+/// Raw provider text handed over as a stream error or through
+/// `AdapterError` reaches neither the wire nor the logs.
+#[test]
+fn raw_provider_text_never_leaves() {
+    for end in [End::StreamError, End::AdapterError] {
+        for format in WireFormat::ALL {
+            let (wire, logs) = serve(run(&[], end), format);
+            assert!(!wire.contains(RAW_MARKER), "{end:?} {format}: {wire}");
+            assert!(!logs.contains(RAW_MARKER), "{end:?} {format}: logs hold it:\n{logs}");
+        }
+    }
+}
