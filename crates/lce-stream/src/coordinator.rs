@@ -210,10 +210,10 @@ impl Coordinator {
             .options
             .sanitize
             .then(|| Sanitizer::new(self.options.limits.clone()));
-        let deadline = self
-            .options
-            .deadline
-            .map(|d| Box::pin(tokio::time::sleep(d)));
+        // The deadline's timer starts at the first poll (as documented), not
+        // here: the stream may be built long before it is polled, and outside
+        // any runtime.
+        let deadline = None;
         Coordinated {
             upstream: Some(upstream),
             inner: Inner {
@@ -761,6 +761,11 @@ where
                     if let Some(reason) = inner.cancel.poll_reason(cx) {
                         inner.end_cancelled(reason);
                         continue;
+                    }
+                    if inner.deadline.is_none() {
+                        if let Some(d) = inner.options.deadline {
+                            inner.deadline = Some(Box::pin(tokio::time::sleep(d)));
+                        }
                     }
                     if let Some(d) = &mut inner.deadline {
                         if d.as_mut().poll(cx).is_ready() {
