@@ -5,7 +5,8 @@
 // target/conformance-node/ and runs a copy of this file from there (ESM
 // resolves bare imports next to the script, never through NODE_PATH).
 //
-//   node check.mjs [--self-test] FILE.sse...
+//   node check.mjs [--self-test] [--quiet] FILE.sse...
+//   node check.mjs --serve URL SCENARIO...
 //
 // Every file goes through two official paths, and both must be clean:
 //
@@ -31,8 +32,20 @@
 // (it only sees parsed values) are checked on the raw bytes; their failures are
 // tagged "[lce]", the official ones "[official]".
 //
-// Output: one line per file, `ok <file> (<n> events)` or `FAIL <file>: <reason>`;
-// exit status 1 if any file failed.
+// Output: one line per file, `ok <file> (<n> events)` (not with --quiet) or
+// `FAIL <file>: <reason>`, then `checked: <k> of <n> file(s) ok`; exit status
+// 1 if any file failed.
+//
+// --serve URL: live runs against a running `lce serve` (URL is its
+// `/api/v1/agui` route). For every SCENARIO, the official HttpAgent, with the
+// real `fetch`, runs `runAgent({ runId, forwardedProps: { agentId: SCENARIO } })`
+// (threadId from the agent's construction) and must finish with no error and
+// no console line; the response must be 200 text/event-stream; the bytes it
+// received (teed off the response body) then go through every check a file
+// goes through (paths A and B, the lce rules; `:` comment lines, i.e. the
+// server's keep-alives, are allowed between frames), and RUN_STARTED must
+// carry the threadId and runId sent. Output: `ok live <scenario> (<n> events)`
+// or `FAIL live <scenario>: <reason>`.
 //
 // --self-test: the files are the samples; `good*.sse` must pass and every
 // `bad-*.sse` must fail with at least one [official] reason (this proves the
@@ -182,9 +195,14 @@ function errText(err) {
 
 // ---- lce rules on the raw bytes (wire-formats.md §2, §5) ------------------
 
-function lceRules(bytes, wire) {
+function lceRules(bytes, wire, { allowComments = false } = {}) {
   const problems = [];
-  const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  let text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  if (allowComments) {
+    // A live server's keep-alives: whole `:` comment lines, dropped here (the
+    // official SSE parser ignores them too; the goldens must have none).
+    text = text.replace(/^:[^\n]*\n(?:\n)?/gm, "");
+  }
   if (text.includes("\r")) problems.push("the file contains CR (frames must be LF only)");
   if (text.length === 0) {
     problems.push("the file is empty");
@@ -251,31 +269,33 @@ function isCompact(json) {
 // ---- one file ---------------------------------------------------------------
 
 async function checkFile(file) {
-  const reasons = [];
   let bytes;
   try {
     bytes = new Uint8Array(readFileSync(file));
   } catch (err) {
     return { n: 0, reasons: [`[io] cannot read: ${errText(err)}`] };
   }
+  return checkBytes(bytes);
+}
+
+/**
+ * Every check on one stream's bytes. `earlier`: official problems already
+ * found (a live run's); `lce`: extra lce problems; `allowComments`: accept
+ * `:` comment lines between frames.
+ */
+async function checkBytes(bytes, { earlier = [], lce = [], allowComments = false } = {}) {
+  const reasons = [];
   captured = [];
   // Whole file in one read, then in small reads (split UTF-8 and split frames):
   // a conforming stream parses the same however the transport groups bytes.
   const whole = await officialOperators(bytes, Math.max(bytes.length, 1));
   const small = await officialOperators(bytes, 7);
   const agentProblems = await officialAgent(bytes);
-  const official = [...whole.problems, ...agentProblems];
+  const official = [...earlier, ...whole.problems, ...agentProblems];
   if (safeJson(small.wire) !== safeJson(whole.wire)) {
     official.push(["parseSSEStream", "the events differ when the bytes arrive in 7-byte reads"]);
   }
-  // The agent logs its own failure ("Agent execution failed: <error>"); that
-  // line repeats a reason already listed, every other console line is new.
-  const failedRun = agentProblems.length > 0;
-  for (const [where, msg] of captured) {
-    if (!(failedRun && where === "console.error" && msg.startsWith("Agent execution failed:"))) {
-      official.push([where, msg]);
-    }
-  }
+  official.push(...consoleProblems(agentProblems.length > 0));
   if (whole.wire.length === 0 && whole.problems.length === 0) official.push(["stream", "no events"]);
   // One reason per distinct message, naming every stage that reported it.
   const byMessage = new Map();
@@ -285,8 +305,131 @@ async function checkFile(file) {
     byMessage.set(msg, stages);
   }
   for (const [msg, stages] of byMessage) reasons.push(`[official] ${stages.join(", ")}: ${msg}`);
-  reasons.push(...lceRules(bytes, whole.wire).map((r) => `[lce] ${r}`));
-  return { n: whole.wire.length, reasons };
+  reasons.push(...[...lce, ...lceRules(bytes, whole.wire, { allowComments })].map((r) => `[lce] ${r}`));
+  return { n: whole.wire.length, wire: whole.wire, reasons };
+}
+
+/**
+ * The console lines captured since `captured` was last reset. The agent logs
+ * its own failure ("Agent execution failed: <error>"); when the run failed
+ * that line repeats a reason already listed, every other console line is new.
+ */
+function consoleProblems(failedRun) {
+  return captured
+    .filter(
+      ([where, msg]) =>
+        !(failedRun && where === "console.error" && msg.startsWith("Agent execution failed:")),
+    )
+    .map(([where, msg]) => [where, msg]);
+}
+
+// ---- live runs against `lce serve` --------------------------------------------
+
+/** How long one live run may take before it fails. */
+const LIVE_TIMEOUT_MS = 30_000;
+
+/** Reads a whole ReadableStream of bytes. */
+async function drain(stream) {
+  const parts = [];
+  let length = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    length += value.length;
+  }
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return bytes;
+}
+
+async function checkLive(url, scenario) {
+  captured = [];
+  const official = [];
+  const lce = [];
+  const threadId = `conformance-thread-${scenario}`;
+  const runId = `conformance-run-${scenario}`;
+  let status;
+  let contentType;
+  let received = Promise.resolve(new Uint8Array(0));
+  const agent = new HttpAgent({
+    url,
+    threadId,
+    // The real fetch; the body is teed so the bytes can be checked afterwards.
+    fetch: async (input, init) => {
+      const response = await fetch(input, init);
+      status = response.status;
+      contentType = response.headers.get("content-type");
+      if (!response.body) return response;
+      const [mine, theirs] = response.body.tee();
+      received = drain(mine);
+      return new Response(theirs, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
+    },
+  });
+  const seen = [];
+  let failed;
+  let timer;
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), LIVE_TIMEOUT_MS);
+  });
+  const run = agent
+    .runAgent(
+      { runId, forwardedProps: { agentId: scenario } },
+      {
+        onEvent: ({ event }) => {
+          seen.push(event.type);
+        },
+        onRunFailed: ({ error }) => {
+          failed = error;
+        },
+      },
+    )
+    .then(
+      () => "done",
+      (err) => {
+        failed = failed ?? err;
+        return "done";
+      },
+    );
+  const how = await Promise.race([run, timeout]);
+  clearTimeout(timer);
+  if (how === "timeout") {
+    agent.abortRun();
+    official.push(["HttpAgent.runAgent", `no end within ${LIVE_TIMEOUT_MS / 1000} s`]);
+  }
+  if (failed !== undefined) official.push(["HttpAgent.runAgent", errText(failed)]);
+  official.push(...consoleProblems(failed !== undefined));
+  if (status !== 200) lce.push(`the server answered HTTP ${String(status)}`);
+  if (!String(contentType ?? "").startsWith("text/event-stream")) {
+    lce.push(`content-type ${safeJson(contentType)}, expected text/event-stream`);
+  }
+  const last = seen[seen.length - 1];
+  if (how !== "timeout" && last !== EventType.RUN_FINISHED && last !== EventType.RUN_ERROR) {
+    lce.push(`the agent's last event was ${String(last)}, not RUN_FINISHED or RUN_ERROR`);
+  }
+  let bytes = new Uint8Array(0);
+  try {
+    bytes = how === "timeout" ? bytes : await received;
+  } catch (err) {
+    official.push(["fetch body", errText(err)]);
+  }
+  const result = await checkBytes(bytes, { earlier: official, lce, allowComments: true });
+  const started = result.wire.find((e) => e?.type === EventType.RUN_STARTED);
+  if (started && (started.threadId !== threadId || started.runId !== runId)) {
+    result.reasons.push(
+      `[lce] RUN_STARTED has threadId ${safeJson(started.threadId)} and runId ${safeJson(started.runId)}, expected the ones sent (${threadId}, ${runId})`,
+    );
+  }
+  return result;
 }
 
 function display(file) {
@@ -297,10 +440,45 @@ function display(file) {
 // ---- main ---------------------------------------------------------------------
 
 const args = process.argv.slice(2);
+const USAGE = "usage: node check.mjs [--self-test] [--quiet] FILE.sse... | --serve URL SCENARIO...";
+
+if (args[0] === "--serve") {
+  const [, url, ...scenarios] = args;
+  if (!url || scenarios.length === 0) {
+    originalError(USAGE);
+    process.exit(2);
+  }
+  let failed = 0;
+  for (const scenario of scenarios) {
+    const { n, reasons } = await checkLive(url, scenario);
+    if (reasons.length === 0) {
+      process.stdout.write(`ok live ${scenario} (${n} events)\n`);
+    } else {
+      failed += 1;
+      process.stdout.write(`FAIL live ${scenario}: ${reasons.join(" | ")}\n`);
+    }
+  }
+  // Control: a run the server must refuse (unknown agent) has to fail here,
+  // or this path proves nothing.
+  const control = await checkLive(url, "conformance-control-no-such-agent");
+  if (control.reasons.length === 0) {
+    failed += 1;
+    process.stdout.write("FAIL live control: a run of an unknown agent passed the checks\n");
+  }
+  console.warn = originalWarn;
+  console.error = originalError;
+  process.stdout.write(
+    `live: ${scenarios.length - failed} of ${scenarios.length} run(s) clean against ${url}` +
+      (control.reasons.length > 0 ? " (the unknown-agent control failed, as it must)\n" : "\n"),
+  );
+  process.exit(failed === 0 ? 0 : 1);
+}
+
 const selfTest = args.includes("--self-test");
-const files = args.filter((a) => a !== "--self-test");
+const quiet = args.includes("--quiet");
+const files = args.filter((a) => a !== "--self-test" && a !== "--quiet");
 if (files.length === 0) {
-  originalError("usage: node check.mjs [--self-test] FILE.sse...");
+  originalError(USAGE);
   process.exit(2);
 }
 
@@ -310,7 +488,7 @@ for (const file of files) {
   const { n, reasons } = await checkFile(file);
   const name = display(file);
   if (reasons.length === 0) {
-    process.stdout.write(`ok ${name} (${n} events)\n`);
+    if (!quiet) process.stdout.write(`ok ${name} (${n} events)\n`);
   } else {
     failures += 1;
     process.stdout.write(`FAIL ${name}: ${reasons.join(" | ")}\n`);
@@ -345,4 +523,5 @@ if (selfTest) {
   );
   process.exit(selfTestMisses === 0 ? 0 : 1);
 }
+process.stdout.write(`checked: ${files.length - failures} of ${files.length} file(s) ok\n`);
 process.exit(failures === 0 ? 0 : 1);

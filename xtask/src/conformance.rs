@@ -1,5 +1,5 @@
-//! `cargo xtask conformance`: checks standard AG-UI 1.0 (`agui-v1`) SSE files
-//! with the official npm packages `@ag-ui/core` and `@ag-ui/client` 1.0.0.
+//! `cargo xtask conformance`: checks standard AG-UI 1.0 (`agui-v1`) SSE with
+//! the official npm packages `@ag-ui/core` and `@ag-ui/client` 1.0.0.
 //!
 //! The packages are pinned by `xtask/conformance/package.json` and
 //! `package-lock.json`, and installed with `npm ci` into
@@ -9,16 +9,37 @@
 //! with `node`, so its bare imports resolve to the pinned packages.
 //!
 //! ```text
-//! cargo xtask conformance [--dir DIR] [--files F.sse...] [--allow-empty]
+//! cargo xtask conformance [--no-serve] [--no-repaired] [--serve-only] [--repaired-only] [--allow-empty]
+//! cargo xtask conformance --dir DIR | --files F.sse... [--allow-empty]
 //! cargo xtask conformance --self-test
 //! ```
 //!
-//! By default every `*.sse` in `fixtures/golden/agui-v1/` is checked.
+//! By default three parts run, and all must pass:
+//!
+//! 1. **goldens**: every `*.sse` in `fixtures/golden/agui-v1/`.
+//! 2. **live**: `target/debug/lce serve --speed 0` over `fixtures/scenarios`
+//!    (built first), and for every scenario the official `HttpAgent` runs it
+//!    through `POST /api/v1/agui` (`forwardedProps.agentId` = the scenario)
+//!    with the real `fetch`; the run must end cleanly and the bytes received
+//!    pass every file check (see `check.mjs`). The server is killed at the
+//!    end, also on failure; its stderr goes to `target/conformance-serve.log`.
+//! 3. **repaired**: `lce encode --to agui-v1` over every `fixtures/invalid`,
+//!    `fixtures/malformed` and `fixtures/hostile` run, and over a fixed-seed
+//!    sample of mutated scenarios (one event dropped, one duplicated, two
+//!    adjacent swapped, cut after a line, cut mid-line, a `text.delta`
+//!    pointed at another message); exit status 0 or 1 (the coordinator
+//!    intervened) is expected, and every output must pass the file checks.
+//!    Inputs (the mutated ones) and outputs are written under
+//!    `target/conformance-repaired/`.
+//!
+//! `--dir` / `--files` check just those files; `--self-test` checks that the
+//! samples behave (good passes, bad fails).
 
 use std::ffi::OsString;
 use std::fs;
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 use crate::util::{run as run_command, workspace_root};
 
@@ -28,6 +49,12 @@ const DEFAULT_DIR: &str = "fixtures/golden/agui-v1";
 const SOURCE_DIR: &str = "xtask/conformance";
 /// Name of the stamp file holding the hash of the installed lock.
 const STAMP: &str = ".lock-hash";
+/// The canonical runs `lce serve` plays and the mutations start from.
+const SCENARIOS: &str = "fixtures/scenarios";
+/// Folders of broken runs whose repaired `agui-v1` output is checked.
+const BROKEN: [&str; 3] = ["fixtures/invalid", "fixtures/malformed", "fixtures/hostile"];
+/// Seed of the mutation sample (fixed: the sample is the same on every run).
+const MUTATION_SEED: u64 = 0x6c63_655f_6167_7569;
 
 /// What the command line asked for.
 #[derive(Debug, Default)]
@@ -36,10 +63,18 @@ struct Options {
     dir: Option<PathBuf>,
     /// `--files F...`: check exactly these files.
     files: Vec<PathBuf>,
+    /// `--files` was given (possibly with no file after it).
+    files_given: bool,
     /// `--allow-empty`: finding no file is a success.
     allow_empty: bool,
     /// `--self-test`: the samples must behave (good passes, bad fails).
     self_test: bool,
+    /// Skip the goldens (`--serve-only`, `--repaired-only`).
+    no_goldens: bool,
+    /// `--no-serve`: skip the live runs against `lce serve`.
+    no_serve: bool,
+    /// `--no-repaired`: skip the repaired streams.
+    no_repaired: bool,
 }
 
 /// Runs the task with the arguments after `conformance`.
@@ -49,41 +84,402 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
 
-    let files = if options.self_test {
-        sse_files(&root.join(SOURCE_DIR).join("samples"))?
-    } else if !options.files.is_empty() {
-        options.files.iter().map(|f| absolute(&cwd, f)).collect()
-    } else {
-        let dir = options
-            .dir
-            .as_ref()
-            .map_or_else(|| root.join(DEFAULT_DIR), |d| absolute(&cwd, d));
-        if dir.is_dir() {
-            sse_files(&dir)?
+    if options.self_test {
+        let files = sse_files(&root.join(SOURCE_DIR).join("samples"))?;
+        let cache = ensure_node_env(&root)?;
+        return check_files(&root, &cache, &files, &["--self-test"]);
+    }
+    if options.dir.is_some() || options.files_given {
+        let files = if !options.files_given {
+            let dir = options
+                .dir
+                .as_ref()
+                .map_or_else(|| root.join(DEFAULT_DIR), |d| absolute(&cwd, d));
+            listed_sse(&dir)?
         } else {
-            Vec::new()
-        }
-    };
-    if files.is_empty() {
-        println!("conformance: no files");
-        return if options.allow_empty {
-            Ok(())
-        } else {
-            Err("no agui-v1 SSE files to check (pass --allow-empty to accept that)".to_owned())
+            options.files.iter().map(|f| absolute(&cwd, f)).collect()
         };
+        if files.is_empty() {
+            return no_files(options.allow_empty);
+        }
+        let cache = ensure_node_env(&root)?;
+        return check_files(&root, &cache, &files, &[]);
     }
 
+    // The default: goldens, live runs, repaired streams; every part runs, and
+    // the task fails if any did.
     let cache = ensure_node_env(&root)?;
-    let mut node = Command::new("node");
-    node.current_dir(&root).arg(cache.join("check.mjs"));
-    if options.self_test {
-        node.arg("--self-test");
+    let mut failed = Vec::new();
+    if !options.no_goldens {
+        println!("conformance: goldens ({DEFAULT_DIR})");
+        let files = listed_sse(&root.join(DEFAULT_DIR))?;
+        let result = if files.is_empty() {
+            no_files(options.allow_empty)
+        } else {
+            check_files(&root, &cache, &files, &[])
+        };
+        if let Err(e) = result {
+            failed.push(format!("goldens: {e}"));
+        }
     }
-    node.args(&files);
+    if !(options.no_serve && options.no_repaired) {
+        let lce = build_lce(&root)?;
+        if !options.no_serve {
+            println!("conformance: live runs of {SCENARIOS} through `lce serve`");
+            if let Err(e) = live(&root, &cache, &lce) {
+                failed.push(format!("live: {e}"));
+            }
+        }
+        if !options.no_repaired {
+            println!("conformance: streams the coordinator repaired");
+            if let Err(e) = repaired(&root, &cache, &lce) {
+                failed.push(format!("repaired: {e}"));
+            }
+        }
+    }
+    if failed.is_empty() {
+        println!("conformance: ok");
+        Ok(())
+    } else {
+        Err(format!("conformance failed: {}", failed.join("; ")))
+    }
+}
+
+/// The outcome when there is no file to check.
+fn no_files(allow_empty: bool) -> Result<(), String> {
+    println!("conformance: no files");
+    if allow_empty {
+        Ok(())
+    } else {
+        Err("no agui-v1 SSE files to check (pass --allow-empty to accept that)".to_owned())
+    }
+}
+
+/// `sse_files(dir)`, or nothing when `dir` does not exist.
+fn listed_sse(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    if dir.is_dir() {
+        sse_files(dir)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+/// Runs the checker over `files`.
+fn check_files(root: &Path, cache: &Path, files: &[PathBuf], flags: &[&str]) -> Result<(), String> {
+    let mut node = Command::new("node");
+    node.current_dir(root)
+        .arg(cache.join("check.mjs"))
+        .args(flags)
+        .args(files);
     run_command(&mut node).map_err(|e| format!("conformance check failed ({e})"))
 }
 
-/// Parses `--dir`, `--files`, `--allow-empty` and `--self-test`.
+/// Builds the `lce` binary (debug) and returns its path.
+fn build_lce(root: &Path) -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(root)
+        .args(["build", "--quiet", "--bin", "lce"]);
+    run_command(&mut build).map_err(|e| format!("cannot build lce ({e})"))?;
+    let exe = target_dir(root)
+        .join("debug")
+        .join(format!("lce{}", std::env::consts::EXE_SUFFIX));
+    if exe.is_file() {
+        Ok(exe)
+    } else {
+        Err(format!("{} is missing after the build", exe.display()))
+    }
+}
+
+/// Every `*.jsonl` file directly inside `dir`, sorted.
+fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+            .path();
+        if path.is_file() && path.extension().is_some_and(|ext| ext == "jsonl") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The file stem of `path` as UTF-8.
+fn stem(path: &Path) -> Result<String, String> {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{}: the name is not UTF-8", path.display()))
+}
+
+// ---- live runs ---------------------------------------------------------------
+
+/// A running `lce serve`, killed when dropped (also on every error path).
+struct Server {
+    child: Child,
+    /// Kept open so the server never writes into a closed pipe.
+    _stdout: Option<BufReader<ChildStdout>>,
+}
+
+impl Server {
+    /// Starts `lce serve` on a free loopback port; returns it and its address
+    /// (`host:port`, read from its first stdout line).
+    fn start(lce: &Path, scenarios: &Path, log: &Path) -> Result<(Server, String), String> {
+        let log_file =
+            fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let mut child = Command::new(lce)
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--speed",
+                "0",
+                "--scenarios",
+            ])
+            .arg(scenarios)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", lce.display()))?;
+        let stdout = child.stdout.take();
+        let mut server = Server {
+            child,
+            _stdout: None,
+        };
+        let mut reader = BufReader::new(stdout.ok_or("lce serve: no stdout")?);
+        let mut line = String::new();
+        reader
+            .read_line(&mut line)
+            .map_err(|e| format!("lce serve: reading its first line: {e}"))?;
+        server._stdout = Some(reader);
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .ok_or_else(|| {
+                format!(
+                    "lce serve did not start (first line {line:?}; see {})",
+                    log.display()
+                )
+            })?
+            .to_owned();
+        Ok((server, addr))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every scenario, run by the official `HttpAgent` against `lce serve`.
+fn live(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
+    let scenarios_dir = root.join(SCENARIOS);
+    let names = jsonl_files(&scenarios_dir)?
+        .iter()
+        .map(|p| stem(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if names.is_empty() {
+        return Err(format!("no scenarios in {SCENARIOS}"));
+    }
+    let log = target_dir(root).join("conformance-serve.log");
+    let (server, addr) = Server::start(lce, &scenarios_dir, &log)?;
+    let mut node = Command::new("node");
+    node.current_dir(root)
+        .arg(cache.join("check.mjs"))
+        .arg("--serve")
+        .arg(format!("http://{addr}/api/v1/agui"))
+        .args(&names);
+    let result = run_command(&mut node);
+    drop(server);
+    result.map_err(|e| format!("live runs failed ({e}; server log: {})", log.display()))
+}
+
+// ---- repaired streams ----------------------------------------------------------
+
+/// `lce encode --to agui-v1` over broken and mutated runs; every output must
+/// pass the file checks.
+fn repaired(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
+    let out = target_dir(root).join("conformance-repaired");
+    if out.exists() {
+        fs::remove_dir_all(&out).map_err(|e| format!("cannot clear {}: {e}", out.display()))?;
+    }
+
+    // (group, input) pairs: the fixtures as they are, then the mutations.
+    let mut inputs: Vec<(String, PathBuf)> = Vec::new();
+    for dir in BROKEN {
+        let group = dir.rsplit('/').next().unwrap_or(dir).to_owned();
+        for file in jsonl_files(&root.join(dir))? {
+            inputs.push((group.clone(), file));
+        }
+    }
+    let mutated_dir = out.join("mutated");
+    create_dir(&mutated_dir)?;
+    for scenario in jsonl_files(&root.join(SCENARIOS))? {
+        let name = stem(&scenario)?;
+        let text = fs::read_to_string(&scenario)
+            .map_err(|e| format!("cannot read {}: {e}", scenario.display()))?;
+        for (kind, bytes) in mutations(&name, &text) {
+            let input = mutated_dir.join(format!("{name}.{kind}.jsonl"));
+            write(&input, bytes.as_bytes())?;
+            inputs.push(("mutated".to_owned(), input));
+        }
+    }
+
+    let mut outputs = Vec::new();
+    let mut clean = 0usize;
+    let mut intervened = 0usize;
+    let mut errors = Vec::new();
+    for (group, input) in &inputs {
+        let dir = out.join(group);
+        create_dir(&dir)?;
+        let output = dir.join(format!("{}.sse", stem(input)?));
+        let sink = fs::File::create(&output)
+            .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
+        let status = Command::new(lce)
+            .args(["encode", "--to", "agui-v1"])
+            .arg(input)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(sink))
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", lce.display()))?;
+        match status.code() {
+            Some(0) => clean += 1,
+            Some(1) => intervened += 1,
+            _ => errors.push(format!(
+                "lce encode {} ended with {status}",
+                input.display()
+            )),
+        }
+        outputs.push(output);
+    }
+    println!(
+        "conformance: encoded {} run(s) ({} mutated; the coordinator intervened in {intervened}, {clean} clean) into {}",
+        inputs.len(),
+        inputs.iter().filter(|(g, _)| g == "mutated").count(),
+        out.display()
+    );
+    let checked = check_files(root, cache, &outputs, &["--quiet"]);
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
+    checked
+}
+
+/// A fixed-seed sample of mutations of one scenario: `(kind, JSON Lines)`.
+/// Every kind appears at most once; a kind that cannot apply is left out.
+fn mutations(name: &str, text: &str) -> Vec<(&'static str, String)> {
+    let mut rng = Rng(MUTATION_SEED ^ fnv1a64(name.as_bytes()));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let n = lines.len();
+    let joined = |v: &[&str]| {
+        let mut s = v.join("\n");
+        s.push('\n');
+        s
+    };
+    let mut out = Vec::new();
+    if n == 0 {
+        return out;
+    }
+    let mut v = lines.clone();
+    v.remove(rng.below(n));
+    out.push(("drop", joined(&v)));
+
+    let mut v = lines.clone();
+    let i = rng.below(n);
+    v.insert(i + 1, lines[i]);
+    out.push(("duplicate", joined(&v)));
+
+    if n >= 2 {
+        let mut v = lines.clone();
+        let i = rng.below(n - 1);
+        v.swap(i, i + 1);
+        out.push(("swap", joined(&v)));
+        let keep = 1 + rng.below(n - 1);
+        out.push(("cut-lines", joined(&lines[..keep])));
+    }
+
+    let all = joined(&lines);
+    let mut at = 1 + rng.below(all.len().saturating_sub(1).max(1));
+    while at < all.len() && !all.is_char_boundary(at) {
+        at += 1;
+    }
+    out.push(("cut-bytes", all[..at].to_owned()));
+
+    let deltas: Vec<usize> = (0..n)
+        .filter(|&i| lines[i].contains("\"type\":\"text.delta\""))
+        .collect();
+    if !deltas.is_empty() {
+        let i = deltas[rng.below(deltas.len())];
+        if let Some(line) = retarget_message(lines[i], "msg-conformance-mutated") {
+            let mut v: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+            v[i] = line;
+            let mut s = v.join("\n");
+            s.push('\n');
+            out.push(("retarget-delta", s));
+        }
+    }
+    out
+}
+
+/// `line` with the value of its first `"message_id"` replaced by `id`.
+fn retarget_message(line: &str, id: &str) -> Option<String> {
+    const KEY: &str = "\"message_id\":\"";
+    let start = line.find(KEY)? + KEY.len();
+    let bytes = line.as_bytes();
+    let mut end = start;
+    while end < bytes.len() {
+        match bytes[end] {
+            b'\\' => end += 2,
+            b'"' => break,
+            _ => end += 1,
+        }
+    }
+    if end >= bytes.len() {
+        return None;
+    }
+    Some(format!("{}{id}{}", &line[..start], &line[end..]))
+}
+
+/// SplitMix64: small, std-only, deterministic.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n` > 0; 0 when `n` is 0).
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        // usize -> u64 never loses bits on the platforms we build for; the
+        // remainder is below `n`, so it fits back.
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Creates a folder and its parents, naming it on failure.
+fn create_dir(dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+/// The task's usage line.
+const USAGE: &str = "usage: cargo xtask conformance [--no-serve] [--no-repaired] [--serve-only] [--repaired-only] [--allow-empty]\n       cargo xtask conformance --dir DIR | --files F.sse... [--allow-empty]\n       cargo xtask conformance --self-test";
+
+/// Parses the options (see [`USAGE`]).
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut options = Options::default();
     let mut iter = args.iter();
@@ -95,7 +491,10 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 let dir = iter.next().ok_or("--dir needs a folder")?;
                 options.dir = Some(PathBuf::from(dir));
             }
-            "--files" => in_files = true,
+            "--files" => {
+                in_files = true;
+                options.files_given = true;
+            }
             "--allow-empty" => {
                 in_files = false;
                 options.allow_empty = true;
@@ -104,20 +503,42 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 in_files = false;
                 options.self_test = true;
             }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: cargo xtask conformance [--dir DIR] [--files F.sse...] [--allow-empty] | --self-test"
-                        .to_owned(),
-                );
+            "--no-serve" => {
+                in_files = false;
+                options.no_serve = true;
             }
+            "--no-repaired" => {
+                in_files = false;
+                options.no_repaired = true;
+            }
+            "--serve-only" => {
+                in_files = false;
+                options.no_goldens = true;
+                options.no_repaired = true;
+            }
+            "--repaired-only" => {
+                in_files = false;
+                options.no_goldens = true;
+                options.no_serve = true;
+            }
+            "-h" | "--help" => return Err(USAGE.to_owned()),
             other if in_files && !other.starts_with("--") => {
                 options.files.push(PathBuf::from(other))
             }
             other => return Err(format!("conformance: unknown argument `{other}`")),
         }
     }
-    if options.dir.is_some() && !options.files.is_empty() {
+    if options.dir.is_some() && options.files_given {
         return Err("conformance: give --dir or --files, not both".to_owned());
+    }
+    let parts = options.no_goldens || options.no_serve || options.no_repaired;
+    if parts && (options.self_test || options.dir.is_some() || options.files_given) {
+        return Err(format!(
+            "conformance: --no-serve, --no-repaired, --serve-only and --repaired-only apply to the default run only\n{USAGE}"
+        ));
+    }
+    if options.no_goldens && options.no_serve && options.no_repaired {
+        return Err("conformance: nothing left to check".to_owned());
     }
     Ok(options)
 }
@@ -238,5 +659,61 @@ mod tests {
         assert_eq!(o.dir, Some(PathBuf::from("x")));
         assert!(parse_args(&to(&["a.sse"])).is_err());
         assert!(parse_args(&to(&["--dir", "x", "--files", "a.sse"])).is_err());
+        let o = parse_args(&to(&["--serve-only"])).unwrap();
+        assert!(o.no_goldens && o.no_repaired && !o.no_serve);
+        let o = parse_args(&to(&["--no-serve"])).unwrap();
+        assert!(!o.no_goldens && !o.no_repaired && o.no_serve);
+        assert!(parse_args(&to(&["--self-test", "--no-serve"])).is_err());
+        assert!(parse_args(&to(&["--serve-only", "--no-serve"])).is_err());
+    }
+
+    const RUN: &str = concat!(
+        r#"{"type":"run.started","sequence":0}"#,
+        "\n",
+        r#"{"type":"text.started","sequence":1,"data":{"message_id":"m1"}}"#,
+        "\n",
+        r#"{"type":"text.delta","sequence":2,"data":{"message_id":"m1","delta":"h\"é"}}"#,
+        "\n",
+        r#"{"type":"run.finished","sequence":3}"#,
+        "\n",
+    );
+
+    #[test]
+    fn mutations_are_fixed_and_varied() {
+        let a = mutations("s", RUN);
+        assert_eq!(a, mutations("s", RUN), "same seed, same sample");
+        let kinds: Vec<_> = a.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            kinds,
+            [
+                "drop",
+                "duplicate",
+                "swap",
+                "cut-lines",
+                "cut-bytes",
+                "retarget-delta"
+            ]
+        );
+        for (kind, text) in &a {
+            assert_ne!(text, RUN, "{kind} changed nothing");
+        }
+        let lines = |k: &str| a.iter().find(|(x, _)| *x == k).unwrap().1.lines().count();
+        assert_eq!(lines("drop"), 3);
+        assert_eq!(lines("duplicate"), 5);
+        assert_eq!(lines("swap"), 4);
+        assert!(lines("cut-lines") < 4);
+        let retargeted = &a.iter().find(|(k, _)| *k == "retarget-delta").unwrap().1;
+        assert!(retargeted.contains(r#""message_id":"msg-conformance-mutated","delta":"h\"é""#));
+        assert!(mutations("s", "").is_empty());
+    }
+
+    #[test]
+    fn retarget_skips_escapes() {
+        assert_eq!(
+            retarget_message(r#"{"message_id":"a\"b","x":1}"#, "z").as_deref(),
+            Some(r#"{"message_id":"z","x":1}"#)
+        );
+        assert_eq!(retarget_message(r#"{"message_id":"open"#, "z"), None);
+        assert_eq!(retarget_message(r#"{"id":"a"}"#, "z"), None);
     }
 }
