@@ -323,3 +323,54 @@ fn a_client_that_disconnects_is_audited_as_cancelled() {
     assert_eq!(record["coordinator_terminal"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn keep_alive_comments_go_out_while_idle_in_agui_v1_only() {
+    let dir = std::env::temp_dir().join(format!("lce-serve-keepalive-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let full =
+        std::fs::read_to_string(root().join("fixtures/scenarios/plain-text-answer.jsonl")).unwrap();
+    // The same run with a one-second pause before its last event.
+    let mut lines: Vec<serde_json::Value> = full
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = lines.len() - 1;
+    lines[last]["timestamp"] = serde_json::Value::from("2026-08-17T09:10:00.000Z");
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(dir.join("slow.jsonl"), text).unwrap();
+    let server = Server::start(&[
+        "--speed",
+        "600",
+        "--keepalive",
+        "0.1",
+        "--scenarios",
+        dir.to_str().unwrap(),
+    ]);
+    let conversation = lines[0]["conversation_id"].as_str().unwrap();
+    for (protocol, want) in [("agui-v1", true), ("custom", false), ("agui", false)] {
+        let body = serde_json::json!({
+            "message": "m", "conversation_id": conversation, "agent_id": "slow", "protocol": protocol,
+        })
+        .to_string();
+        let resp = post(&server.addr, "/api/v1/chat/stream/start", &body);
+        let text = String::from_utf8(resp.body).unwrap();
+        assert_eq!(
+            text.contains(": keep-alive\n\n"),
+            want,
+            "{protocol}: {text}"
+        );
+        let golden = std::fs::read_to_string(
+            root().join(format!("fixtures/golden/{protocol}/plain-text-answer.sse")),
+        )
+        .unwrap();
+        let without: String = text.replace(": keep-alive\n\n", "");
+        // Only the last frame's timestamp differs from the golden file.
+        assert_eq!(
+            without.matches("\n\n").count(),
+            golden.matches("\n\n").count(),
+            "{protocol}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
