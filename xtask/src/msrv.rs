@@ -24,13 +24,15 @@ use crate::util::{run as run_command, workspace_root};
 /// Runs the task with the arguments after `msrv`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut root = workspace_root();
+    let mut build = true;
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--workspace" => root = PathBuf::from(iter.next().ok_or("--workspace needs a folder")?),
+            "--no-build" => build = false,
             other => {
                 return Err(format!(
-                    "msrv: unknown argument `{other}` (usage: cargo xtask msrv [--workspace DIR])"
+                    "msrv: unknown argument `{other}` (usage: cargo xtask msrv [--workspace DIR] [--no-build])"
                 ));
             }
         }
@@ -87,6 +89,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         packages.len()
     );
 
+    check_dependencies(&root, &declared)?;
+    if !build {
+        return Ok(());
+    }
+
     let toolchains = Command::new("rustup")
         .args(["toolchain", "list"])
         .output()
@@ -134,6 +141,60 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// True when `[package]` has `rust-version.workspace = true`.
+/// Every package in the locked dependency graph must declare a
+/// `rust-version` no newer than ours (or none): the check this machine can
+/// make without the old toolchain itself.
+fn check_dependencies(root: &std::path::Path, declared: &str) -> Result<(), String> {
+    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata --locked failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let metadata = Json::parse(&String::from_utf8_lossy(&output.stdout))?;
+    let ours = version_key(declared);
+    let mut newer = Vec::new();
+    let packages = metadata
+        .get("packages")
+        .and_then(Json::as_array)
+        .unwrap_or_default();
+    for package in packages {
+        let Some(rv) = package.get("rust_version").and_then(Json::as_str) else {
+            continue;
+        };
+        if version_key(rv) > ours {
+            let name = package.get("name").and_then(Json::as_str).unwrap_or("?");
+            let version = package.get("version").and_then(Json::as_str).unwrap_or("?");
+            newer.push(format!("{name} {version} needs Rust {rv}"));
+        }
+    }
+    if !newer.is_empty() {
+        return Err(format!(
+            "msrv: dependencies need a newer Rust than {declared}:\n  {}",
+            newer.join("\n  ")
+        ));
+    }
+    println!(
+        "msrv: all {} packages of the locked graph accept Rust {declared}",
+        packages.len()
+    );
+    Ok(())
+}
+
+/// `"1.85.0"` -> `[1, 85, 0]`, missing parts as 0, for comparison.
+fn version_key(v: &str) -> [u64; 3] {
+    let mut key = [0u64; 3];
+    for (slot, part) in key.iter_mut().zip(v.split('.')) {
+        *slot = part.parse().unwrap_or(0);
+    }
+    key
+}
+
 fn inherits_rust_version(manifest: &str) -> bool {
     let mut section = "";
     for line in manifest.lines() {
@@ -178,6 +239,13 @@ fn matches_version(toolchain: &str, version: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_compare_by_number() {
+        assert!(version_key("1.85.0") == version_key("1.85"));
+        assert!(version_key("1.9") < version_key("1.85"));
+        assert!(version_key("1.86") > version_key("1.85.9"));
+    }
 
     #[test]
     fn toolchain_names() {
