@@ -12,6 +12,7 @@ use std::process::ExitCode;
 mod check;
 mod encode;
 mod input;
+mod invoke;
 mod serve;
 
 const USAGE: &str = "\
@@ -24,11 +25,16 @@ usage:
   lce encode --to FORMAT [--agent-name NAME] [FILE]
                                 canonical events to SSE on stdout
                                 (FORMAT: custom, agui, agui-v1)
+  lce invoke [--agent-id ID] [--trace-id ID] [FILE]
+                                DA's non-streaming invoke answer for a run:
+                                body on stdout, `status N` on stderr
+                                (exit 0 for 200, 1 otherwise)
   lce serve [--addr ADDR] [--scenarios DIR] [--speed F] [--keepalive SECS]
             [--agent-name NAME] [--default-scenario NAME] [--audit-log FILE]
                                 play scenarios as live runs over HTTP
-                                (DA's /api/v1/chat/stream/start and AG-UI's
-                                /api/v1/agui; first stdout line: the address)
+                                (DA's /api/v1/chat/stream/start and
+                                /api/v1/chat/invoke, AG-UI's /api/v1/agui;
+                                first stdout line: the address)
   lce help                      this text
 
 exit status: 0 ok, 1 input rejected, 2 usage or I/O error";
@@ -62,6 +68,7 @@ fn main() -> ExitCode {
     let result = match cmd.to_str() {
         Some("check") => check::run(rest),
         Some("encode") => encode::run(rest),
+        Some("invoke") => invoke::run(rest),
         Some("serve") => {
             init_logging();
             serve::run(rest)

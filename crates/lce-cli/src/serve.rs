@@ -6,6 +6,8 @@
 //!   `conversation_id`, `agent_id`, `protocol`: `custom` | `agui` |
 //!   `agui-v1`); the scenario named by `agent_id` is played with its
 //!   conversation id rewritten to the request's; DA's headers.
+//! - `POST /api/v1/chat/invoke` — DA's non-streaming invoke (`message`,
+//!   `conversation_id`, `agent_id`): one JSON answer (see `crate::invoke`).
 //! - `POST /api/v1/agui` — standard AG-UI: a `RunAgentInput` body in
 //!   (`threadId`, `runId`, ...; the scenario is `forwardedProps.agentId`, else
 //!   the default scenario), `agui-v1` out.
@@ -181,6 +183,7 @@ async fn serve(
     let router = Router::new()
         .route("/api/v1/chat/stream/start", post(stream_start))
         .route("/api/v1/agui", post(agui_run))
+        .route("/api/v1/chat/invoke", post(crate::invoke::http_invoke))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

@@ -30,6 +30,11 @@
 //! Errors ([`EncodeError`]) never carry payload text. On error nothing of the
 //! failing call is left in the buffer.
 //!
+//! [`invoke`]: DA's non-streaming invoke. [`InvokeAccumulator`] collects a
+//! run's `content` / `thinking` from the very frame decisions this encoder
+//! makes (one shared decision step, D13 included) and maps the run's
+//! terminal to DA's invoke answer.
+//!
 //! May depend on: `lce-types`, `lce-wire` (all JSON and SSE bytes are written
 //! through it), `bytes`, `tokio-util` (the `Encoder` trait) and `thiserror`.
 //!
@@ -102,12 +107,103 @@ enum State {
     Closed,
 }
 
+/// The `custom` wire's frame decisions: which tool starts go out when (the
+/// D13 hold) and whether the stream is still open. One procedure for both
+/// the [`CustomSseEncoder`] (which renders the frames) and the
+/// [`InvokeAccumulator`] (which collects the text of the `content` frames
+/// between the `tool_start` frames), so the two can never disagree.
+#[derive(Debug)]
+pub(crate) struct FrameCore {
+    hold: ToolStartHold,
+    state: State,
+}
+
+/// What the `custom` wire writes for one event.
+pub(crate) struct Decision<'a> {
+    /// The held starts whose `tool_start` frames go out first, in order.
+    pub(crate) released: std::vec::Drain<'a, Released>,
+    /// Whether the event's own frame (if its type has one) is written.
+    pub(crate) emit: bool,
+    /// Whether the stream falls silent once the event's frame is out
+    /// (`input_required`, a run terminal): call [`FrameCore::close`] then.
+    pub(crate) closes: bool,
+}
+
+impl FrameCore {
+    pub(crate) fn new() -> Self {
+        FrameCore {
+            hold: ToolStartHold::new(),
+            state: State::Open,
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The decision for `event`; `None` once the stream is silent.
+    pub(crate) fn decide(&mut self, event: &Event) -> Option<Decision<'_>> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let closes = match &event.payload {
+            Payload::InterruptRequested(i) => matches!(
+                i.interrupt_type,
+                InterruptType::FormInput | InterruptType::ToolApproval
+            ),
+            Payload::RunError(_)
+            | Payload::RunFinished(_)
+            | Payload::RunCancelled(_)
+            | Payload::RunInterrupted(_) => true,
+            _ => false,
+        };
+        let step = self.hold.feed(event);
+        Some(Decision {
+            emit: step.action == Action::Emit,
+            released: step.released,
+            closes,
+        })
+    }
+
+    /// D13a: the held starts that may go out now (none once silent).
+    pub(crate) fn release_ready(&mut self) -> Option<std::vec::Drain<'_, Released>> {
+        if self.state == State::Closed {
+            return None;
+        }
+        Some(self.hold.release_ready())
+    }
+
+    /// Silence from now on.
+    pub(crate) fn close(&mut self) {
+        self.state = State::Closed;
+    }
+}
+
+/// Whether the `custom` wire can write `call`'s `tool_start` frame: its
+/// arguments must be one complete JSON object (D6). `seq` is the event that
+/// released it.
+pub(crate) fn check_start(call: &Released, seq: u64) -> Result<(), EncodeError> {
+    if call.args.is_complete() {
+        Ok(())
+    } else {
+        Err(EncodeError::IncompleteArguments { sequence: seq })
+    }
+}
+
+/// The text of the `content` frame `event` renders when the hold lets it out
+/// (a non-empty `text.delta`, in any namespace).
+pub(crate) fn content_text(event: &Event) -> Option<&str> {
+    match &event.payload {
+        Payload::TextDelta(d) if !d.delta.is_empty() => Some(&d.delta),
+        _ => None,
+    }
+}
+
 /// The stateful `custom` encoder; see the [crate docs](crate).
 #[derive(Debug)]
 pub struct CustomSseEncoder {
     options: CustomOptions,
-    hold: ToolStartHold,
-    state: State,
+    core: FrameCore,
 }
 
 const STYLE: Style = Style::PY_ASCII;
@@ -117,8 +213,7 @@ impl CustomSseEncoder {
     pub fn new(options: CustomOptions) -> Self {
         CustomSseEncoder {
             options,
-            hold: ToolStartHold::new(),
-            state: State::Open,
+            core: FrameCore::new(),
         }
     }
 
@@ -130,7 +225,7 @@ impl CustomSseEncoder {
     /// `true` once the stream is over for the client: after a run terminal
     /// or after `input_required`.
     pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
+        self.core.is_closed()
     }
 
     /// Appends the frames for `event` to `dst` (possibly none).
@@ -152,12 +247,12 @@ impl CustomSseEncoder {
     ///
     /// On error `dst` is left as it was before the call.
     pub fn release_ready(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        if self.state == State::Closed {
+        let Some(ready) = self.core.release_ready() else {
             return Ok(());
-        }
+        };
         let start = dst.len();
         let mut r = Ok(());
-        for call in self.hold.release_ready() {
+        for call in ready {
             if let Err(e) = write_tool_start(dst, &call, 0) {
                 r = Err(e);
                 break;
@@ -170,30 +265,45 @@ impl CustomSseEncoder {
     }
 
     fn encode_inner(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        if self.state == State::Closed {
-            return Ok(());
-        }
         let seq = event.sequence;
-        let step = self.hold.feed(event);
-        let action = step.action;
-        for call in step.released {
+        let Some(Decision {
+            released,
+            emit,
+            closes,
+        }) = self.core.decide(event)
+        else {
+            return Ok(());
+        };
+        for call in released {
             write_tool_start(dst, &call, seq)?;
         }
-        if action == Action::Suppress {
+        if !emit {
             return Ok(());
         }
+        self.render(event, dst)?;
+        if closes {
+            self.core.close();
+        }
+        Ok(())
+    }
+
+    /// Writes the event's own frame (the hold said it goes out).
+    fn render(&self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        let seq = event.sequence;
         let wire = |source| EncodeError::Wire {
             sequence: seq,
             source,
         };
         let ns = &event.namespace;
-        match &event.payload {
-            Payload::TextDelta(d) if !d.delta.is_empty() => frame(dst, "content", |w| {
-                w.field_str("text", &d.delta);
+        if let Some(text) = content_text(event) {
+            return frame(dst, "content", |w| {
+                w.field_str("text", text);
                 namespace(w, ns);
                 Ok(())
             })
-            .map_err(wire),
+            .map_err(wire);
+        }
+        match &event.payload {
             Payload::ToolFinished(f) => frame(dst, "tool_end", |w| {
                 w.field_str("tool_call_id", &f.tool_call_id);
                 namespace(w, ns);
@@ -231,28 +341,15 @@ impl CustomSseEncoder {
                     return Err(EncodeError::Unsupported { sequence: seq });
                 }
                 let agent = self.options.agent_name.as_deref().unwrap_or(&i.agent_id);
-                frame(dst, "input_required", |w| input_required(w, i, agent)).map_err(wire)?;
-                self.state = State::Closed;
-                Ok(())
+                frame(dst, "input_required", |w| input_required(w, i, agent)).map_err(wire)
             }
-            Payload::RunError(e) => {
-                frame(dst, "error", |w| {
-                    w.field_str("error", &e.message);
-                    Ok(())
-                })
-                .map_err(wire)?;
-                self.state = State::Closed;
+            Payload::RunError(e) => frame(dst, "error", |w| {
+                w.field_str("error", &e.message);
                 Ok(())
-            }
-            Payload::RunFinished(_) => {
-                frame(dst, "done", |_| Ok(())).map_err(wire)?;
-                self.state = State::Closed;
-                Ok(())
-            }
-            Payload::RunCancelled(_) | Payload::RunInterrupted(_) => {
-                self.state = State::Closed;
-                Ok(())
-            }
+            })
+            .map_err(wire),
+            Payload::RunFinished(_) => frame(dst, "done", |_| Ok(())).map_err(wire),
+            // `run.cancelled`, `run.interrupted` and the rest: no frame.
             _ => Ok(()),
         }
     }
@@ -283,9 +380,7 @@ fn namespace(w: &mut JsonWriter<'_>, ns: &[String]) {
 }
 
 fn write_tool_start(dst: &mut BytesMut, call: &Released, seq: u64) -> Result<(), EncodeError> {
-    if !call.args.is_complete() {
-        return Err(EncodeError::IncompleteArguments { sequence: seq });
-    }
+    check_start(call, seq)?;
     frame(dst, "tool_start", |w| {
         w.field_str("tool_name", &call.tool_name);
         w.field_str("tool_call_id", &call.tool_call_id);
@@ -397,6 +492,9 @@ impl tokio_util::codec::Encoder<Event> for CustomSseEncoder {
         self.encode_event(&item, dst)
     }
 }
+
+pub mod invoke;
+pub use invoke::InvokeAccumulator;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,230 @@
+//! DA's non-streaming invoke: `lce invoke [--agent-id ID] [--trace-id ID]
+//! [FILE]` and the `POST /api/v1/chat/invoke` route of `lce serve`.
+//!
+//! Both run the whole pipeline of a live service (strict parsing, the
+//! coordinator: sanitize, validate, commit, the contract's guarantees), feed
+//! the coordinator's output to
+//! [`InvokeAccumulator`](lce_encode_custom::InvokeAccumulator) (the `custom`
+//! encoder's own frame decisions, D13 included) and answer from the run's
+//! terminal: 200 finished, 400 interrupt, 503 capacity (`Retry-After`), 500
+//! anything else (see `lce_encode_custom::invoke` and docs/wire.md).
+//!
+//! `lce invoke` prints the exact response body on stdout (no newline added)
+//! and `status N` on stderr, plus `retry-after S` for a 503. Exit status: 0
+//! for 200, 1 for any other answer, 2 for usage or I/O errors. `agent_id` is
+//! `--agent-id`, else the FILE's name without `.jsonl` (what `lce serve`
+//! calls that scenario's agent), else (stdin) the `harness_id` of the run's
+//! `run.started`; `conversation_id` is the run's; `trace_id` is `--trace-id`,
+//! else `null`. Input from a file or stdin is always ready, so the live
+//! release (D13a) never happens and the answer is deterministic.
+//!
+//! The route takes DA's request body `{message, conversation_id, agent_id}`,
+//! plays the scenario named by `agent_id` under the request's conversation id
+//! (paced like the streaming routes), calls the live release whenever the run
+//! would wait, exactly where the `custom` stream would, and answers with
+//! `Content-Type: application/json` (`trace_id` is `null`: DA's request has
+//! none). Bad bodies and unknown agents get the same JSON 4xx as the
+//! streaming routes.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures::{FutureExt as _, Stream, StreamExt as _};
+use lce::prelude::*;
+use lce::stream::MemoryAudit;
+use lce_encode_custom::invoke::{
+    CONTENT_TYPE, InvokeAccumulator, InvokeIds, InvokeOptions, InvokeResponse,
+};
+
+use crate::serve::{App, bad_request, parse_body};
+use crate::{UsageError, input};
+
+/// Runs `lce invoke`; `Ok(true)` when the answer is a 200.
+pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut agent_id: Option<String> = None;
+    let mut trace_id: Option<String> = None;
+    let mut file: Option<String> = None;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("agent-id") => agent_id = Some(parser.value()?.string()?),
+            Long("trace-id") => trace_id = Some(parser.value()?.string()?),
+            Value(v) if file.is_none() => file = Some(v.string()?),
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    let input = input::open(file.as_deref())?;
+    let name = input.name.clone();
+    // Read ahead of the pipeline only as far as the first line (the run's ids).
+    let mut lines = EventLines::new(input.reader).peekable();
+    let first = match lines.peek() {
+        Some(Ok(Ok(e))) => Some(e.clone()),
+        Some(Err(e)) => return Err(UsageError(format!("{name}: read error: {e}"))),
+        _ => None,
+    };
+    let (run_id, conversation_id) = first.as_ref().map_or_else(
+        || ("unknown-run".to_owned(), "unknown-conversation".to_owned()),
+        |e| (e.run_id.clone(), e.conversation_id.clone()),
+    );
+    let agent_id = agent_id
+        .or_else(|| {
+            file.as_deref()
+                .filter(|f| *f != "-")
+                .and_then(|f| Path::new(f).file_stem())
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .or_else(|| match first.as_ref().map(|e| &e.payload) {
+            Some(Payload::RunStarted(s)) => Some(s.harness_id.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| "unknown-agent".to_owned());
+
+    let io_error: std::rc::Rc<std::cell::RefCell<Option<std::io::Error>>> = Default::default();
+    let items = {
+        let io_error = io_error.clone();
+        futures::stream::iter(lines.map(move |item| match item {
+            Ok(Ok(e)) => Ok(e),
+            Ok(Err(e)) => Err(LceError::Parse(e)),
+            Err(e) => {
+                let err = LceError::Io(std::io::Error::new(e.kind(), "read error"));
+                io_error.borrow_mut().get_or_insert(e);
+                Err(err)
+            }
+        }))
+    };
+    let audit = Arc::new(MemoryAudit::new());
+    let coordinator = Coordinator::new(CoordinatorOptions::new(run_id, conversation_id.clone()))
+        .audit(audit.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
+    // Input read in place is always ready: never a live release (D13a).
+    let acc = runtime.block_on(accumulate(items.coordinated(coordinator), false));
+    if let Some(e) = io_error.borrow_mut().take() {
+        return Err(UsageError(format!("{name}: read error: {e}")));
+    }
+    if let Some(record) = audit.records().into_iter().next() {
+        if record.coordinator_terminal || record.rule.is_some() {
+            let reason = record.reason.unwrap_or_else(|| {
+                format!(
+                    "the coordinator ended the run with {}",
+                    record.code.unwrap_or_default()
+                )
+            });
+            eprintln!("{name}: {reason}");
+        }
+    }
+    if acc.truncated_bytes() > 0 {
+        eprintln!(
+            "{name}: {} bytes of text cut by the invoke bound",
+            acc.truncated_bytes()
+        );
+    }
+
+    let response = acc.response(&InvokeIds {
+        agent_id: &agent_id,
+        conversation_id: &conversation_id,
+        trace_id: trace_id.as_deref(),
+    });
+    let mut out = std::io::stdout().lock();
+    out.write_all(&response.body)
+        .and_then(|()| out.flush())
+        .map_err(|e| UsageError(format!("cannot write to stdout: {e}")))?;
+    eprintln!("status {}", response.status);
+    if let Some(secs) = response.retry_after_seconds {
+        eprintln!("retry-after {secs}");
+    }
+    Ok(response.status == 200)
+}
+
+/// Drives a coordinated run to its end through an [`InvokeAccumulator`].
+/// `live`: call the D13a release whenever the run would wait, as the
+/// `custom` stream does.
+pub(crate) async fn accumulate<S>(run: S, live: bool) -> InvokeAccumulator
+where
+    S: Stream<Item = Result<Event, LceError>>,
+{
+    let mut run = std::pin::pin!(run);
+    let mut acc = InvokeAccumulator::new(InvokeOptions::default());
+    loop {
+        let next = match run.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                if live {
+                    acc.release_ready();
+                }
+                run.next().await
+            }
+        };
+        match next {
+            None => break,
+            Some(Ok(event)) => {
+                if let Err(e) = acc.feed(&event) {
+                    // Payload-free; the answer becomes the generic failure.
+                    tracing::error!(target: "lce::invoke", error = %e, "the custom encoder would refuse this run");
+                }
+            }
+            Some(Err(e)) => {
+                // The coordinator yields events only; should it not, the run
+                // has no terminal and the answer is the generic failure.
+                tracing::error!(target: "lce::invoke", rule = %e.rule_id(), "run failed");
+                break;
+            }
+        }
+    }
+    acc
+}
+
+#[derive(serde::Deserialize)]
+struct InvokeRequest {
+    #[allow(dead_code)]
+    message: String,
+    conversation_id: String,
+    agent_id: String,
+}
+
+/// `POST /api/v1/chat/invoke`: DA's request body, DA's answer.
+pub(crate) async fn http_invoke(State(app): State<Arc<App>>, body: Bytes) -> Response {
+    let req: InvokeRequest = match parse_body(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let scenario = match app.scenario(&req.agent_id) {
+        Ok(s) => s,
+        Err(resp) => return resp,
+    };
+    let run = app.coordinated_run(scenario, None, req.conversation_id.clone());
+    let acc = accumulate(run, true).await;
+    let response = acc.response(&InvokeIds {
+        agent_id: &req.agent_id,
+        conversation_id: &req.conversation_id,
+        trace_id: None,
+    });
+    http_response(response)
+}
+
+fn http_response(r: InvokeResponse) -> Response {
+    let Ok(status) = StatusCode::from_u16(r.status) else {
+        return bad_request(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "Agent execution failed. Check server logs for details.",
+        );
+    };
+    let mut response = Response::new(Body::from(r.body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    if let Some(secs) = r.retry_after_seconds {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}

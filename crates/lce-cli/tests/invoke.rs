@@ -1,0 +1,566 @@
+//! DA's non-streaming invoke: `lce invoke` on every scenario equals its
+//! golden answer `fixtures/golden/invoke/<scenario>.json`; the
+//! content/thinking split with subagent text, suppressed rejected calls and
+//! no tool calls at all; the options and exit statuses; and
+//! `POST /api/v1/chat/invoke` through `lce serve` answering the same bytes.
+//!
+//! Golden format (one JSON object, written by this test):
+//! `{"status": N, "headers": {"retry-after": "S"}, "body": "<the exact body>"}`
+//! with `headers` only when the answer has one besides
+//! `Content-Type: application/json`. The body is a JSON string, so its bytes
+//! are exact (UTF-8 raw, every escape of the body kept as text). To rewrite
+//! the goldens after an intended change: `LCE_BLESS=1 cargo test -p lce-cli
+//! --test invoke`, then review `git diff fixtures/golden/invoke`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no scenarios");
+    v
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem().unwrap().to_str().unwrap().to_owned()
+}
+
+/// What `lce invoke` answered.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    retry_after: Option<String>,
+    body: String,
+    exit: i32,
+    stderr: String,
+}
+
+fn invoke(args: &[&str], stdin: Option<&str>) -> Answer {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
+        .arg("invoke")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let status = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("status "))
+        .unwrap_or_else(|| panic!("no status on stderr: {stderr}"))
+        .parse()
+        .unwrap();
+    let retry_after = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after "))
+        .map(str::to_owned);
+    Answer {
+        status,
+        retry_after,
+        body: String::from_utf8(out.stdout).unwrap(),
+        exit: out.status.code().unwrap(),
+        stderr,
+    }
+}
+
+/// The golden file's text for an answer (the one canonical layout).
+fn golden_text(status: u16, retry_after: Option<&str>, body: &str) -> String {
+    let mut s = format!("{{\n  \"status\": {status},\n");
+    if let Some(secs) = retry_after {
+        s += &format!(
+            "  \"headers\": {{\"retry-after\": {}}},\n",
+            serde_json::json!(secs)
+        );
+    }
+    s += &format!("  \"body\": {}\n}}\n", serde_json::to_string(body).unwrap());
+    s
+}
+
+/// A golden answer: (status, retry-after, body).
+fn golden(name: &str) -> (u16, Option<String>, String) {
+    let path = root().join(format!("fixtures/golden/invoke/{name}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (bless with LCE_BLESS=1)", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let status = u16::try_from(v["status"].as_u64().unwrap()).unwrap();
+    let retry = v["headers"]["retry-after"].as_str().map(str::to_owned);
+    let body = v["body"].as_str().unwrap().to_owned();
+    assert_eq!(
+        text,
+        golden_text(status, retry.as_deref(), &body),
+        "{name}: golden not in the canonical layout"
+    );
+    (status, retry, body)
+}
+
+fn body_json(name: &str) -> serde_json::Value {
+    serde_json::from_str(&golden(name).2).unwrap()
+}
+
+#[test]
+fn every_scenario_answers_its_golden() {
+    let bless = std::env::var_os("LCE_BLESS").is_some_and(|v| v == "1");
+    let dir = root().join("fixtures/golden/invoke");
+    let mut names = Vec::new();
+    for scenario in scenarios() {
+        let name = stem(&scenario);
+        let a = invoke(&[scenario.to_str().unwrap()], None);
+        assert_eq!(a.exit, i32::from(a.status != 200), "{name}: {}", a.stderr);
+        // The body is compact JSON with DA's first keys.
+        let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+        assert_eq!(v["success"], a.status == 200, "{name}");
+        let text = golden_text(a.status, a.retry_after.as_deref(), &a.body);
+        let path = dir.join(format!("{name}.json"));
+        if bless {
+            std::fs::create_dir_all(&dir).unwrap();
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(&text) {
+                std::fs::write(&path, &text).unwrap();
+                eprintln!("blessed {}", path.display());
+            }
+        }
+        let (status, retry, body) = golden(&name);
+        assert_eq!(
+            (a.status, a.retry_after.as_deref()),
+            (status, retry.as_deref()),
+            "{name}"
+        );
+        assert!(
+            a.body == body,
+            "{name}: body differs from the golden\n got: {}\nwant: {body}",
+            a.body
+        );
+        names.push(name);
+    }
+    // No golden without a scenario.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = stem(&path);
+        if bless && !names.contains(&name) {
+            std::fs::remove_file(&path).unwrap();
+            continue;
+        }
+        assert!(names.contains(&name), "{}: no scenario", path.display());
+    }
+}
+
+#[test]
+fn bodies_are_compact_with_keys_in_das_order() {
+    let keys = |name: &str| -> Vec<String> {
+        // serde_json's Map sorts keys: read the order from the text instead.
+        let body = golden(name).2;
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let mut ks: Vec<(usize, String)> = v
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| (body.find(&format!("\"{k}\":")).unwrap(), k.clone()))
+            .collect();
+        ks.sort();
+        ks.into_iter().map(|(_, k)| k).collect()
+    };
+    let ids = ["agent_id", "conversation_id", "trace_id"];
+    let with = |first: &[&str]| -> Vec<String> {
+        first
+            .iter()
+            .chain(ids.iter())
+            .map(|s| (*s).to_owned())
+            .collect()
+    };
+    assert_eq!(
+        keys("plain-text-answer"),
+        with(&["success", "content", "thinking"])
+    );
+    assert_eq!(
+        keys("tool-approval-interrupt"),
+        with(&["success", "error", "interrupt_type"])
+    );
+    assert_eq!(
+        keys("run-error-capacity-retryable"),
+        with(&["success", "error"])
+    );
+    assert_eq!(keys("cancelled-mid-text"), with(&["success", "error"]));
+    // Compact separators, UTF-8 raw.
+    let body = golden("unicode-everywhere").2;
+    assert!(
+        body.starts_with(r#"{"success":true,"content":"Traduction : « 5ユーロかかります » 💶","#),
+        "{body}"
+    );
+    assert!(!body.contains("\\u"));
+}
+
+#[test]
+fn content_and_thinking_splits() {
+    // No tool calls at all: everything is content, thinking is null.
+    let v = body_json("plain-text-answer");
+    assert_eq!(
+        v["content"],
+        "RBAC stands for role-based access control: permissions are granted to roles, and users receive roles."
+    );
+    assert!(v["thinking"].is_null());
+    // Reasoning is never text: still no thinking.
+    assert!(body_json("reasoning-then-text")["thinking"].is_null());
+
+    // Subagent text counts, in every namespace; the last shown tool_start
+    // (the inner subagent's own call) is the boundary.
+    let v = body_json("nested-subagents-two-levels");
+    assert_eq!(
+        v["thinking"],
+        "I will ask the research agent.Delegating the lookup to the search agent."
+    );
+    assert_eq!(
+        v["content"],
+        "The policy is in audit-policy.md, revision 14.Audit logs are retained 400 days (audit-policy.md rev 14).Audit logs are kept for 400 days, per audit-policy.md revision 14."
+    );
+
+    // Suppressed re-emissions of rejected calls are no boundary; the other
+    // calls of the resumed run are.
+    let v = body_json("resumed-after-rejected-approval");
+    assert_eq!(
+        v["content"],
+        "Understood: I did not delete /tmp/report-draft.txt. The file is unchanged."
+    );
+    assert!(v["thinking"].is_null());
+    let v = body_json("resumed-mixed-approval-decisions");
+    assert_eq!(
+        v["content"],
+        "Restarted billing-api and emailed on-call; the worker stays at its current scale."
+    );
+    assert!(v["thinking"].is_null());
+
+    // Text before a tool call is thinking.
+    let v = body_json("tool-call-arguments-at-start");
+    assert_eq!(v["thinking"], "Let me search the docs.");
+    assert_eq!(
+        v["content"],
+        "I found three pages: roles.md, bindings.md and audit.md."
+    );
+}
+
+/// `resumed-after-rejected-approval` with a text span before the re-emitted
+/// start, its tool error's code replaced by `code`.
+fn resumed_with_text_first(code: &str) -> String {
+    let full = std::fs::read_to_string(
+        root().join("fixtures/scenarios/resumed-after-rejected-approval.jsonl"),
+    )
+    .unwrap();
+    let mut lines: Vec<serde_json::Value> = full
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut span = Vec::new();
+    for (ty, data) in [
+        (
+            "text.started",
+            serde_json::json!({"message_id": "msg-pre", "role": "assistant"}),
+        ),
+        (
+            "text.delta",
+            serde_json::json!({"message_id": "msg-pre", "delta": "Resuming. "}),
+        ),
+        (
+            "text.finished",
+            serde_json::json!({"message_id": "msg-pre"}),
+        ),
+    ] {
+        let mut e = lines[0].clone();
+        e["type"] = ty.into();
+        e["data"] = data;
+        span.push(e);
+    }
+    lines.splice(1..1, span);
+    let mut out = String::new();
+    for (i, mut e) in lines.into_iter().enumerate() {
+        e["sequence"] = i.into();
+        if e["type"] == "tool.error" {
+            e["data"]["code"] = code.into();
+        }
+        out += &e.to_string();
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn a_suppressed_rejected_start_is_no_boundary_a_shown_one_is() {
+    // Rejected: the re-emitted start is never shown, so no boundary.
+    let a = invoke(&["-"], Some(&resumed_with_text_first("tool_rejected")));
+    assert_eq!(a.status, 200, "{}", a.stderr);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(
+        v["content"],
+        "Resuming. Understood: I did not delete /tmp/report-draft.txt. The file is unchanged."
+    );
+    assert!(v["thinking"].is_null());
+    // Any other error: the start is shown (custom writes its tool_start), so
+    // the text before it is thinking.
+    let a = invoke(&["-"], Some(&resumed_with_text_first("tool_error")));
+    assert_eq!(a.status, 200, "{}", a.stderr);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["thinking"], "Resuming. ");
+    assert_eq!(
+        v["content"],
+        "Understood: I did not delete /tmp/report-draft.txt. The file is unchanged."
+    );
+}
+
+#[test]
+fn options_ids_statuses_and_exit_codes() {
+    let file = root().join("fixtures/scenarios/plain-text-answer.jsonl");
+    let a = invoke(
+        &[
+            "--agent-id",
+            "my-agent",
+            "--trace-id",
+            "tr-1",
+            file.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!((a.status, a.exit), (200, 0));
+    assert!(a.body.ends_with(
+        r#""agent_id":"my-agent","conversation_id":"conv-plain-0001","trace_id":"tr-1"}"#
+    ));
+    // stdin: the agent is the run's harness.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let a = invoke(&[], Some(&text));
+    assert!(a.body.ends_with(
+        r#""agent_id":"deepagents","conversation_id":"conv-plain-0001","trace_id":null}"#
+    ));
+    // 400 and 503 exit 1; 503 says its Retry-After (the run's 30 > 5).
+    let f = root().join("fixtures/scenarios/form-input-interrupt.jsonl");
+    let a = invoke(&[f.to_str().unwrap()], None);
+    assert_eq!((a.status, a.exit), (400, 1));
+    let f = root().join("fixtures/scenarios/run-error-capacity-retryable.jsonl");
+    let a = invoke(&[f.to_str().unwrap()], None);
+    assert_eq!(
+        (a.status, a.exit, a.retry_after.as_deref()),
+        (503, 1, Some("30"))
+    );
+    // A run cut short: the coordinator's run.error is a generic 500, and it
+    // says why on stderr.
+    let cut: Vec<&str> = text.lines().take(3).collect();
+    let a = invoke(&[], Some(&(cut.join("\n") + "\n")));
+    assert_eq!((a.status, a.exit), (500, 1));
+    assert!(a.stderr.contains("<stdin>: "), "{}", a.stderr);
+    // Usage errors exit 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_lce"))
+        .args(["invoke", "--nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn capacity_codes_are_the_sanitizers() {
+    use lce::sanitize::AdapterErrorKind;
+    use lce_encode_custom::invoke::{CAPACITY_CODES, is_capacity_code};
+    assert_eq!(
+        CAPACITY_CODES,
+        [
+            AdapterErrorKind::Capacity.code(),
+            AdapterErrorKind::Throttled.code()
+        ]
+    );
+    for kind in AdapterErrorKind::ALL {
+        assert_eq!(
+            is_capacity_code(kind.code()),
+            matches!(
+                kind,
+                AdapterErrorKind::Capacity | AdapterErrorKind::Throttled
+            ),
+            "{kind}"
+        );
+    }
+}
+
+// ---- through `lce serve` (a small copy of tests/serve.rs's raw client) ----
+
+/// A running `lce serve`; killed on drop.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
+            .arg("serve")
+            .args(["--addr", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_owned();
+        Server { child, addr }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct HttpResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl HttpResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A minimal HTTP/1.1 client for answers with a `Content-Length`.
+fn post(addr: &str, path: &str, body: &str) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("no header end");
+    let head = String::from_utf8(raw[..split].to_vec()).unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_owned(), v.trim().to_owned())
+        })
+        .collect();
+    let resp = HttpResponse {
+        status,
+        headers,
+        body: raw[split + 4..].to_vec(),
+    };
+    assert!(
+        resp.header("transfer-encoding").is_none(),
+        "invoke answers are not chunked"
+    );
+    resp
+}
+
+fn conversation_id(scenario: &Path) -> String {
+    let text = std::fs::read_to_string(scenario).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    first["conversation_id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn serve_answers_every_scenario_with_its_golden() {
+    let scenarios_dir = root().join("fixtures/scenarios");
+    let server = Server::start(&[
+        "--speed",
+        "0",
+        "--scenarios",
+        scenarios_dir.to_str().unwrap(),
+    ]);
+    for scenario in scenarios() {
+        let name = stem(&scenario);
+        let req = serde_json::json!({
+            "message": "hello", "conversation_id": conversation_id(&scenario), "agent_id": name,
+        })
+        .to_string();
+        let resp = post(&server.addr, "/api/v1/chat/invoke", &req);
+        let (status, retry, body) = golden(&name);
+        assert_eq!(resp.status, status, "{name}");
+        assert_eq!(
+            resp.header("content-type"),
+            Some("application/json"),
+            "{name}"
+        );
+        assert_eq!(resp.header("retry-after"), retry.as_deref(), "{name}");
+        assert_eq!(
+            resp.header("content-length"),
+            Some(body.len().to_string().as_str()),
+            "{name}"
+        );
+        assert!(
+            resp.body == body.as_bytes(),
+            "{name}: served body differs from the golden\n got: {}\nwant: {body}",
+            String::from_utf8_lossy(&resp.body)
+        );
+    }
+    // The request's conversation id is the answer's.
+    let resp = post(
+        &server.addr,
+        "/api/v1/chat/invoke",
+        r#"{"message":"m","conversation_id":"conv-other","agent_id":"plain-text-answer"}"#,
+    );
+    assert_eq!(resp.status, 200);
+    assert!(String::from_utf8(resp.body).unwrap().ends_with(
+        r#""agent_id":"plain-text-answer","conversation_id":"conv-other","trace_id":null}"#
+    ));
+}
+
+#[test]
+fn serve_refuses_bad_invoke_requests_with_a_json_4xx() {
+    let scenarios_dir = root().join("fixtures/scenarios");
+    let server = Server::start(&[
+        "--speed",
+        "0",
+        "--scenarios",
+        scenarios_dir.to_str().unwrap(),
+    ]);
+    for (body, status) in [
+        ("{not json", 400),
+        (r#"{"message":"m","agent_id":"plain-text-answer"}"#, 422),
+        (
+            r#"{"message":"m","conversation_id":"c","agent_id":"no-such-agent"}"#,
+            404,
+        ),
+    ] {
+        let resp = post(&server.addr, "/api/v1/chat/invoke", body);
+        assert_eq!(resp.status, status, "{body}");
+        let v: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+        assert!(v["error"].is_string() && v["code"].is_string(), "{v}");
+    }
+}
