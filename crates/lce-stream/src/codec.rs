@@ -264,8 +264,9 @@ impl Decoder for SseDecoder {
                     self.discarding = false;
                 }
                 (true, None) => {
-                    // Keep the last byte: it may be the first '\n' of "\n\n".
-                    let keep = usize::from(buf.last() == Some(&b'\n'));
+                    // Keep the last byte searched: it may be the first '\n'
+                    // of a "\n\n" that straddles the end of the window.
+                    let keep = usize::from(limit > 0 && buf[limit - 1] == b'\n');
                     buf.advance(limit.saturating_sub(keep));
                     self.next_index = 0;
                     if buf.len() <= 1 {
