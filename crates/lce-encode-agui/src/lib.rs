@@ -56,7 +56,6 @@ mod v1;
 
 use bytes::BytesMut;
 use lce_types::Event;
-use lce_wire::WireError;
 
 /// Which AG-UI wire to write.
 #[non_exhaustive]
@@ -104,30 +103,8 @@ impl AguiOptions {
     }
 }
 
-/// Why an event could not be encoded. Never holds payload text.
-#[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
-pub enum EncodeError {
-    /// A DA tool start had to go out while its arguments were not one
-    /// complete JSON object (a D6 violation upstream).
-    #[error("tool call arguments are not one complete JSON object (event sequence {sequence})")]
-    IncompleteArguments {
-        /// The sequence of the event that released the start (0 from
-        /// [`AguiSseEncoder::release_ready`]).
-        sequence: u64,
-    },
-    /// The byte layer refused a value (invalid opaque JSON, ...).
-    #[error("cannot write event sequence {sequence}: {source}")]
-    Wire {
-        /// The sequence of the event being encoded.
-        sequence: u64,
-        /// What the byte layer refused.
-        source: WireError,
-    },
-    /// I/O error from a sink (required by `tokio_util::codec::Encoder`).
-    #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
-}
+/// Why an event could not be encoded (shared by every wire encoder).
+pub use lce_wire::EncodeError;
 
 #[derive(Debug)]
 enum Inner {

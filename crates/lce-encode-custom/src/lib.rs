@@ -68,35 +68,8 @@ pub struct CustomOptions {
     pub agent_name: Option<String>,
 }
 
-/// Why an event could not be encoded. Never holds payload text.
-#[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
-pub enum EncodeError {
-    /// A tool call's arguments were not one complete JSON object when its
-    /// start had to go out (a D6 violation upstream).
-    #[error("tool call arguments are not one complete JSON object (event sequence {sequence})")]
-    IncompleteArguments {
-        /// The sequence of the event that released the start.
-        sequence: u64,
-    },
-    /// An interrupt kind this encoder does not know (a newer `lce-types`).
-    #[error("unsupported interrupt type (event sequence {sequence})")]
-    Unsupported {
-        /// The sequence of the event.
-        sequence: u64,
-    },
-    /// The byte layer refused a value (invalid JSON in opaque values, ...).
-    #[error("cannot write event sequence {sequence}: {source}")]
-    Wire {
-        /// The sequence of the event being encoded.
-        sequence: u64,
-        /// What the byte layer refused.
-        source: WireError,
-    },
-    /// I/O error from a sink (required by `tokio_util::codec::Encoder`).
-    #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
-}
+/// Why an event could not be encoded (shared by every wire encoder).
+pub use lce_wire::EncodeError;
 
 /// Where the stream is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,7 +23,7 @@ pub trait FrameEncoder {
 }
 
 impl FrameEncoder for CustomSseEncoder {
-    type Error = lce_encode_custom::EncodeError;
+    type Error = lce_wire::EncodeError;
 
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error> {
         self.encode_event(event, dst)
@@ -35,7 +35,7 @@ impl FrameEncoder for CustomSseEncoder {
 }
 
 impl FrameEncoder for AguiSseEncoder {
-    type Error = lce_encode_agui::EncodeError;
+    type Error = lce_wire::EncodeError;
 
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error> {
         self.encode_event(event, dst)
@@ -125,32 +125,20 @@ impl WireEncoder {
     }
 }
 
-/// An encoder error of either family.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WireEncodeError {
-    /// From the `custom` encoder.
-    #[error(transparent)]
-    Custom(#[from] lce_encode_custom::EncodeError),
-    /// From the AG-UI encoder.
-    #[error(transparent)]
-    Agui(#[from] lce_encode_agui::EncodeError),
-}
-
 impl FrameEncoder for WireEncoder {
-    type Error = WireEncodeError;
+    type Error = lce_wire::EncodeError;
 
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error> {
         match self {
-            WireEncoder::Custom(e) => Ok(e.encode_frame(event, dst)?),
-            WireEncoder::Agui(e) => Ok(e.encode_frame(event, dst)?),
+            WireEncoder::Custom(e) => e.encode_frame(event, dst),
+            WireEncoder::Agui(e) => e.encode_frame(event, dst),
         }
     }
 
     fn on_idle(&mut self, dst: &mut BytesMut) -> Result<(), Self::Error> {
         match self {
-            WireEncoder::Custom(e) => Ok(FrameEncoder::on_idle(e, dst)?),
-            WireEncoder::Agui(e) => Ok(FrameEncoder::on_idle(e, dst)?),
+            WireEncoder::Custom(e) => FrameEncoder::on_idle(e, dst),
+            WireEncoder::Agui(e) => FrameEncoder::on_idle(e, dst),
         }
     }
 }

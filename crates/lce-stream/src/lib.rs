@@ -34,12 +34,13 @@ pub use audit::{AuditRecord, AuditSink, MemoryAudit, RunCounters, TracingAudit};
 pub use cancel::CancelHandle;
 pub use codec::{EventLinesDecoder, SseDecodeError, SseDecoder, SseFrame};
 pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions};
-pub use encoder::{FrameEncoder, WireEncodeError, WireEncoder, WireFormat};
+pub use encoder::{FrameEncoder, WireEncoder, WireFormat};
 pub use error::LceError;
 pub use ext::{
     DropEmptyDeltas, Encoded, LifecycleStreamExt, LiftEvent, Sanitized, Sequenced, Validated,
     events, is_empty_delta,
 };
+pub use lce_wire::EncodeError;
 pub use store::{
     CommitError, CommitRequest, Committed, Fault, FaultyStore, MemoryStore, ThreadStore,
 };

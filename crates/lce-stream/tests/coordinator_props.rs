@@ -83,10 +83,8 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 /// taken from anywhere (ids rewritten to one run, sequences renumbered or not).
 fn adapter_run() -> impl Strategy<Value = Vec<Event>> {
     let count = scenarios().len();
-    let mutated = (0..count, proptest::collection::vec(mutation(), 0..4)).prop_map(|(s, ms)| {
-        ms.iter()
-            .fold(scenarios()[s].clone(), |events, m| apply(events, m))
-    });
+    let mutated = (0..count, proptest::collection::vec(mutation(), 0..4))
+        .prop_map(|(s, ms)| ms.iter().fold(scenarios()[s].clone(), apply));
     let soup = (
         proptest::collection::vec((0..count, any::<usize>()), 0..40),
         any::<bool>(),

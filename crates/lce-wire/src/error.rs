@@ -1,4 +1,5 @@
-//! The one error type of this crate.
+//! The errors of this crate: the byte layer's, and the encoders' (one type
+//! for every wire encoder, so a stage driving several need not convert).
 
 /// Why a write was refused.
 ///
@@ -28,4 +29,36 @@ pub enum WireError {
     /// data part of a frame held a raw CR or LF.
     #[error("CR or LF inside an SSE field")]
     InjectedNewline,
+}
+
+/// Why an event could not be encoded, by any of the wire encoders. Never
+/// holds payload text: the event's sequence and the kind of problem.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// A DA tool start had to go out while its arguments were not one
+    /// complete JSON object (a D6 violation upstream).
+    #[error("tool call arguments are not one complete JSON object (event sequence {sequence})")]
+    IncompleteArguments {
+        /// The sequence of the event that released the start (0 from a live
+        /// release).
+        sequence: u64,
+    },
+    /// An event kind this encoder does not know (a newer `lce-types`).
+    #[error("unsupported event kind (event sequence {sequence})")]
+    Unsupported {
+        /// The sequence of the event.
+        sequence: u64,
+    },
+    /// The byte layer refused a value (invalid opaque JSON, ...).
+    #[error("cannot write event sequence {sequence}: {source}")]
+    Wire {
+        /// The sequence of the event being encoded.
+        sequence: u64,
+        /// What the byte layer refused.
+        source: WireError,
+    },
+    /// I/O error from a sink (required by `tokio_util::codec::Encoder`).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
 }

@@ -30,7 +30,7 @@ pub mod sse;
 mod truncate;
 mod writer;
 
-pub use error::WireError;
+pub use error::{EncodeError, WireError};
 pub use float::{write_compact_float, write_py_float};
 pub use sse::{write_comment, write_data_frame, write_event_frame};
 pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
