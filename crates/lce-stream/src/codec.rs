@@ -278,7 +278,10 @@ impl Decoder for SseDecoder {
                     self.next_index = 0;
                     return parse_frame(&frame[..i]).map(Some);
                 }
-                (false, None) if buf.len() > self.max_frame_bytes => {
+                // A frame of `max` bytes is complete at `max + 2` (its
+                // "\n\n"): only past `max + 1` bytes without an end is it
+                // too long, however the bytes arrived.
+                (false, None) if buf.len() > self.max_frame_bytes.saturating_add(1) => {
                     self.discarding = true;
                     self.next_index = 0;
                     return Err(SseDecodeError::FrameTooLong {
