@@ -534,6 +534,36 @@ impl Inner {
             },
             None => event,
         };
+        // Run identity against the options: the validator takes the run's ids
+        // from the first event it accepts, but the coordinator's own events
+        // carry the options' ids, so a first event with other ids would make
+        // a run with two. (Later events are checked by the validator against
+        // the first.) Ids are bounded and control-free here (sanitized).
+        if self.validator.events() == 0 {
+            let mismatch = if event.run_id != self.options.run_id {
+                Some(("run_id", &event.run_id, "run is", &self.options.run_id))
+            } else if event.conversation_id != self.options.conversation_id {
+                let (got, want) = (&event.conversation_id, &self.options.conversation_id);
+                Some(("conversation_id", got, "run's is", want))
+            } else {
+                None
+            };
+            if let Some((field, got, is, want)) = mismatch {
+                let v = lce_validate::Violation::new(
+                    lce_validate::Rule::RunIdentity,
+                    sequence,
+                    Some(event_type),
+                    format!("{event_type} has {field} `{got}` but the {is} `{want}`"),
+                );
+                self.violation(
+                    v.rule.id().to_owned(),
+                    v.to_string(),
+                    Some(sequence),
+                    Some(event_type),
+                );
+                return;
+            }
+        }
         if let Err(v) = self.validator.push(&event) {
             self.violation(
                 v.rule.id().to_owned(),
