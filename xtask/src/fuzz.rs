@@ -3,12 +3,14 @@
 //! the seed corpora from `fixtures/`.
 //!
 //! ```text
-//! cargo xtask fuzz [--seconds N] [--target T] [--seeds-only] [--jobs J]
+//! cargo xtask fuzz [--seconds N] [--target T] [--seeds-only] [--dev]
 //! ```
 //!
 //! - `--seconds N` (default 60): each target runs `-max_total_time=N`.
 //! - `--target T`: only that target (default: all of [`TARGETS`]).
 //! - `--seeds-only`: rewrite `fuzz/corpus/<target>/seed-*` and stop.
+//! - `--dev`: build the targets without optimisations (CI's smoke: the build
+//!   dominates a short run, and a dev build is much quicker).
 //!
 //! Seeds are derived deterministically from `fixtures/` and kept small
 //! (files over [`MAX_SEED_BYTES`] are skipped): they are committed, and
@@ -40,13 +42,14 @@ pub(crate) const TARGETS: [&str; 7] = [
 /// Seeds larger than this are not used (keeps the committed corpora small).
 const MAX_SEED_BYTES: usize = 6 * 1024;
 
-const USAGE: &str = "usage: cargo xtask fuzz [--seconds N] [--target T] [--seeds-only]";
+const USAGE: &str = "usage: cargo xtask fuzz [--seconds N] [--target T] [--seeds-only] [--dev]";
 
 /// Entry point.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut seconds: u64 = 60;
     let mut targets: Vec<&str> = TARGETS.to_vec();
     let mut seeds_only = false;
+    let mut profile = "-O";
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -65,6 +68,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 targets = vec![t];
             }
             "--seeds-only" => seeds_only = true,
+            "--dev" => profile = "--dev",
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
@@ -84,20 +88,28 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if !have {
         return Err("cargo-fuzz is missing: cargo install cargo-fuzz --locked".into());
     }
+    // One build for every target, then short runs.
+    let started = Instant::now();
+    crate::util::run(
+        Command::new("cargo")
+            .current_dir(&fuzz)
+            .args(["fuzz", "build", "-s", "none", profile]),
+    )?;
+    println!("fuzz targets built in {} s", started.elapsed().as_secs());
     let mut failed = Vec::new();
     for target in &targets {
         let started = Instant::now();
         println!("==> fuzz {target} for {seconds} s");
         let status = Command::new("cargo")
             .current_dir(&fuzz)
-            .args(["fuzz", "run", "-s", "none", "-O", target, "--"])
+            .args(["fuzz", "run", "-s", "none", profile, target, "--"])
             .arg(format!("-max_total_time={seconds}"))
             .args(["-rss_limit_mb=2048", "-timeout=10", "-print_final_stats=1"])
             .status()
             .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
         let took = started.elapsed().as_secs();
         if status.success() {
-            println!("ok: {target} ran clean ({took} s including build)");
+            println!("ok: {target} ran clean for {took} s");
         } else {
             println!("FAILED: {target} ({status}); reproducer in fuzz/artifacts/{target}/");
             failed.push(*target);

@@ -2,10 +2,11 @@
 //! clients, with std threads and blocking loopback TCP (no dependencies).
 //!
 //! ```text
-//! cargo xtask soak [--seconds N] [--clients C] [--speed F] [--no-build]
+//! cargo xtask soak [--seconds N] [--clients C] [--speed F] [--debug] [--no-build]
 //! ```
 //!
-//! Builds the release `lce`, writes a scenarios folder (every bundled
+//! Builds the release `lce` (`--debug`: the debug one, which `cargo test`
+//! already built; CI's smoke uses it), writes a scenarios folder (every bundled
 //! scenario, plus a `cut-` copy of each with its second half removed, so the
 //! adapter stream ends without a terminal), starts `lce serve` on loopback
 //! with an audit log, measures its RSS and open fds after a warm-up, then
@@ -42,7 +43,8 @@ use std::time::{Duration, Instant};
 use crate::json::Json;
 use crate::util::{run as run_cmd, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask soak [--seconds N] [--clients C] [--speed F] [--no-build]";
+const USAGE: &str =
+    "usage: cargo xtask soak [--seconds N] [--clients C] [--speed F] [--debug] [--no-build]";
 
 /// How far above the baseline RSS the server may stay after the load (KiB):
 /// the allocator keeps some freed memory, a leak grows with the runs served.
@@ -99,6 +101,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut clients: u64 = 200;
     let mut speed = "20".to_owned();
     let mut build = true;
+    let mut release = true;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut num = |name: &str| -> Result<u64, String> {
@@ -116,25 +119,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     .ok_or(format!("--speed needs a number\n{USAGE}"))?;
             }
             "--no-build" => build = false,
+            "--debug" => release = false,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
     let root = workspace_root();
     if build {
-        run_cmd(Command::new("cargo").current_dir(&root).args([
-            "build",
-            "--release",
-            "--locked",
-            "-p",
-            "lce-cli",
-            "--bin",
-            "lce",
-        ]))?;
+        let mut cmd = Command::new("cargo");
+        cmd.current_dir(&root).arg("build");
+        if release {
+            cmd.arg("--release");
+        }
+        run_cmd(cmd.args(["--locked", "-p", "lce-cli", "--bin", "lce"]))?;
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let exe = target.join("release/lce");
+    let exe = target.join(if release { "release/lce" } else { "debug/lce" });
     if !exe.exists() {
         return Err(format!(
             "{} is missing (build it, or drop --no-build)",
@@ -221,10 +222,12 @@ fn soak(
     let load_secs = started.elapsed().as_secs_f64();
 
     // Every run that started must reach the audit log once.
+    // (Clients gone before the response may not have started a run.)
     let expected = warm_runs
         + outcomes
             .iter()
             .filter(|o| o.behaviour != Behaviour::HalfRequest)
+            .filter(|o| !(o.behaviour == Behaviour::Disconnect && o.bytes == 0))
             .count();
     wait_for_records(audit_path, expected, Duration::from_secs(20));
     let records = read_audit(audit_path)?;
@@ -252,6 +255,14 @@ fn soak(
                     o.conversation_id
                 ));
             }
+            continue;
+        }
+        if o.behaviour == Behaviour::Disconnect && o.bytes == 0 && recs.is_empty() {
+            // Gone before the response started: hyper drops the request
+            // when it sees the connection close first, and no run starts.
+            *tally
+                .entry("Disconnect -> gone before the response, no run".to_owned())
+                .or_default() += 1;
             continue;
         }
         if recs.len() != 1 {
@@ -282,7 +293,7 @@ fn soak(
                         o.conversation_id, o.scenario
                     )),
                 }
-                if r.terminal == "run.cancelled" {
+                if r.code.as_deref() == Some("disconnect") {
                     problems.push(format!(
                         "{}: read in full but audited {end}",
                         o.conversation_id
@@ -295,11 +306,9 @@ fn soak(
                 }
             }
             Behaviour::Disconnect => {
-                let cancelled =
-                    r.terminal == "run.cancelled" && r.code.as_deref() == Some("disconnect");
-                if !cancelled && r.terminal == "run.cancelled" {
-                    problems.push(format!("{}: disconnect audited {end}", o.conversation_id));
-                }
+                // Audited as a disconnect, or (the run ended before the
+                // server noticed) as the scenario's own terminal: both are
+                // one record, which is what is checked above.
             }
             Behaviour::HalfRequest => {}
         }

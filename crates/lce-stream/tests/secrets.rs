@@ -346,7 +346,12 @@ fn run(plants: &[(Field, String)], end: End) -> Vec<Result<Event, LceError>> {
         &[],
         json!({"message_id": "m1", "delta": "Working on it."}),
     ));
-    items.push(event(next(), "text.finished", &[], json!({"message_id": "m1"})));
+    items.push(event(
+        next(),
+        "text.finished",
+        &[],
+        json!({"message_id": "m1"}),
+    ));
     let mut items: Vec<Result<Event, LceError>> = items.into_iter().map(Ok).collect();
     let run_error = |message: String| {
         json!({"code": "internal", "message": message, "retryable": false,
@@ -366,9 +371,9 @@ fn run(plants: &[(Field, String)], end: End) -> Vec<Result<Event, LceError>> {
             &[],
             run_error(RAW_PROVIDER.to_owned()).clone(),
         ))),
-        (None, End::StreamError) => items.push(Err(LceError::Io(std::io::Error::other(
-            RAW_PROVIDER,
-        )))),
+        (None, End::StreamError) => {
+            items.push(Err(LceError::Io(std::io::Error::other(RAW_PROVIDER))))
+        }
         (None, End::AdapterError) => {
             let e = AdapterError::from_error(AdapterErrorKind::Authentication, &ProviderError);
             let payload = e.to_run_error(SideEffectStatus::None);
@@ -518,8 +523,20 @@ fn every_kind_in_every_field() {
         for field in fields {
             let texts = vec![(field, format!("upstream said: {} (retrying)", s.text))];
             let (wire, logs) = serve(run(&texts, End::Finished), WireFormat::Custom);
-            check(&wire, "the wire", &[(field, k)], End::Finished, WireFormat::Custom);
-            check(&logs, "the logs", &[(field, k)], End::Finished, WireFormat::Custom);
+            check(
+                &wire,
+                "the wire",
+                &[(field, k)],
+                End::Finished,
+                WireFormat::Custom,
+            );
+            check(
+                &logs,
+                "the logs",
+                &[(field, k)],
+                End::Finished,
+                WireFormat::Custom,
+            );
         }
     }
 }
@@ -532,7 +549,10 @@ fn raw_provider_text_never_leaves() {
         for format in WireFormat::ALL {
             let (wire, logs) = serve(run(&[], end), format);
             assert!(!wire.contains(RAW_MARKER), "{end:?} {format}: {wire}");
-            assert!(!logs.contains(RAW_MARKER), "{end:?} {format}: logs hold it:\n{logs}");
+            assert!(
+                !logs.contains(RAW_MARKER),
+                "{end:?} {format}: logs hold it:\n{logs}"
+            );
         }
     }
 }

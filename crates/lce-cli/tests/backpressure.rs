@@ -1,0 +1,194 @@
+//! Backpressure in `lce serve`: a client that stops reading a long run does
+//! not make the server buffer the run.
+//!
+//! The bound (docs/reliability.md): the HTTP stack pulls the response body
+//! one chunk at a time and only when the socket takes more, so a stalled
+//! client holds at most the kernel's socket buffers (send and receive, a few
+//! MiB on loopback with autotuning) plus the frames of the one event being
+//! written. The run's stream is simply not polled meanwhile: the coordinator
+//! does not reach the terminal, and nothing is audited until the client reads
+//! on.
+//!
+//! The run here is 24 MiB of SSE; while the client stalls, the server's RSS
+//! must grow by less than [`STALL_GROWTH_BOUND_KIB`] and the run must not
+//! end. Then the client reads on and gets every frame, and the run is audited
+//! as finished.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Deltas in the run, and bytes of text in each.
+const DELTAS: usize = 12_000;
+const DELTA_BYTES: usize = 2_000;
+
+/// How much the server may grow while the client stalls (KiB).
+const STALL_GROWTH_BOUND_KIB: u64 = 16 * 1024;
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+fn write_long_run(dir: &PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("long.jsonl")).unwrap());
+    let head = |seq: usize, ty: &str| {
+        format!(
+            r#"{{"version":1,"type":"{ty}","run_id":"run-long","conversation_id":"conv-long","sequence":{seq},"timestamp":"2026-08-17T09:00:00.000Z","namespace":[],"data":"#
+        )
+    };
+    let text = "x".repeat(DELTA_BYTES);
+    writeln!(
+        f,
+        r#"{}{{"harness_id":"h","adapter_version":"1"}}}}"#,
+        head(0, "run.started")
+    )
+    .unwrap();
+    writeln!(
+        f,
+        r#"{}{{"message_id":"m","role":"assistant"}}}}"#,
+        head(1, "text.started")
+    )
+    .unwrap();
+    for i in 0..DELTAS {
+        writeln!(
+            f,
+            r#"{}{{"message_id":"m","delta":"{text}"}}}}"#,
+            head(2 + i, "text.delta")
+        )
+        .unwrap();
+    }
+    writeln!(
+        f,
+        r#"{}{{"message_id":"m"}}}}"#,
+        head(2 + DELTAS, "text.finished")
+    )
+    .unwrap();
+    writeln!(
+        f,
+        r#"{}{{"outcome":"success"}}}}"#,
+        head(3 + DELTAS, "run.finished")
+    )
+    .unwrap();
+    f.flush().unwrap();
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
+    let dir = std::env::temp_dir().join(format!("lce-backpressure-{}", std::process::id()));
+    let scenarios = dir.join("scenarios");
+    write_long_run(&scenarios);
+    let audit = dir.join("audit.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0", "--speed", "0", "--scenarios"])
+        .arg(&scenarios)
+        .arg("--audit-log")
+        .arg(&audit)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let server = Server {
+        addr: line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap()
+            .to_owned(),
+        child,
+    };
+    let pid = server.child.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let baseline = rss_kib(pid);
+
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let body =
+        r#"{"message":"go","conversation_id":"conv-long","agent_id":"long","protocol":"custom"}"#;
+    write!(
+        s,
+        "POST /api/v1/chat/stream/start HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // Read the first bytes, then stop reading.
+    let mut first = vec![0u8; 4096];
+    let n = s.read(&mut first).unwrap();
+    assert!(
+        first[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&first[..n])
+    );
+
+    // Stalled: the server fills the socket buffers and stops there.
+    let mut peak = baseline;
+    let stall = Instant::now();
+    while stall.elapsed() < Duration::from_secs(3) {
+        peak = peak.max(rss_kib(pid));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let audited = std::fs::read_to_string(&audit).unwrap_or_default();
+    assert!(
+        audited.is_empty(),
+        "the run ended while its client was not reading: {audited}"
+    );
+    let growth = peak.saturating_sub(baseline);
+    assert!(
+        growth < STALL_GROWTH_BOUND_KIB,
+        "server RSS grew by {growth} KiB (baseline {baseline} KiB) while the client stalled on a {} MiB run",
+        DELTAS * DELTA_BYTES / (1024 * 1024)
+    );
+
+    // Reading on: the whole run arrives, and it is audited as finished.
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    let received = n + rest.len();
+    assert!(received > DELTAS * DELTA_BYTES, "only {received} bytes");
+    let mut all = first[..n].to_vec();
+    all.extend_from_slice(&rest);
+    let marker = b"event: content\n";
+    let content_frames = all.windows(marker.len()).filter(|w| *w == marker).count();
+    assert_eq!(content_frames, DELTAS);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut audited = String::new();
+    while Instant::now() < deadline {
+        audited = std::fs::read_to_string(&audit).unwrap_or_default();
+        if !audited.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        audited.contains(r#""terminal":"run.finished""#),
+        "{audited}"
+    );
+    eprintln!(
+        "backpressure: baseline RSS {baseline} KiB, peak while stalled {peak} KiB (+{growth} KiB), {received} bytes delivered after the stall"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
