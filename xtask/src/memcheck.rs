@@ -1,0 +1,228 @@
+//! `cargo xtask memcheck`: peak RSS of `lce encode` over generated runs of
+//! different lengths, to show it stays flat (issue 7).
+//!
+//! ```text
+//! cargo xtask memcheck [--events 100000,10000000] [--mix mixed] [--to custom] [--timeout SECS]
+//! ```
+//!
+//! For each count the corpus generator (this binary's `corpus` task) streams
+//! the run through a pipe into `target/release/lce encode --to FORMAT` (built
+//! first), whose output goes to `/dev/null`: nothing touches the disk, so 10M
+//! events (3.2 GB of `mixed`) need no space. The peak RSS comes from
+//! `/usr/bin/time -v` when it is installed, else from polling the process's
+//! `VmHWM` in `/proc`. Prints each peak, the time taken, and the ratio of the
+//! largest run's peak to the smallest's. Each run is killed after `--timeout`
+//! seconds (default 600).
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{run as run_command, workspace_root};
+
+/// What one `lce encode` run measured.
+struct Measured {
+    events: u64,
+    peak_kib: u64,
+    seconds: f64,
+    exit: String,
+    first_stderr_line: String,
+}
+
+/// Runs the task with the arguments after `memcheck`.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut counts: Vec<u64> = vec![100_000, 10_000_000];
+    let mut mix = "mixed".to_owned();
+    let mut format = "custom".to_owned();
+    let mut timeout = Duration::from_secs(600);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--events" => {
+                counts = value()?
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .parse::<u64>()
+                            .map_err(|e| format!("--events {s}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--mix" => mix = value()?,
+            "--to" => format = value()?,
+            "--timeout" => {
+                let v = value()?;
+                timeout =
+                    Duration::from_secs(v.parse().map_err(|e| format!("--timeout {v}: {e}"))?);
+            }
+            other => return Err(format!("memcheck: unknown argument `{other}`")),
+        }
+    }
+    if counts.is_empty() || counts.iter().any(|&n| n < 2) {
+        return Err("--events needs counts of at least 2".to_owned());
+    }
+    let root = workspace_root();
+    let lce = build_lce(&root)?;
+    let time_v = Path::new("/usr/bin/time").is_file();
+    println!(
+        "memcheck: lce encode --to {format}, {mix} runs, peak RSS by {}",
+        if time_v {
+            "/usr/bin/time -v"
+        } else {
+            "polling /proc/PID/status VmHWM"
+        }
+    );
+    let mut results = Vec::new();
+    for &n in &counts {
+        let m = measure(&lce, n, &mix, &format, time_v, timeout)?;
+        println!(
+            "  {:>11} events: peak RSS {:>8.2} MiB  {:>7.1} s  ({:.2} M events/s)  exit {}{}",
+            m.events,
+            m.peak_kib as f64 / 1024.0,
+            m.seconds,
+            m.events as f64 / m.seconds / 1e6,
+            m.exit,
+            if m.first_stderr_line.is_empty() {
+                String::new()
+            } else {
+                format!("; stderr: {}", m.first_stderr_line)
+            }
+        );
+        results.push(m);
+    }
+    if let (Some(small), Some(large)) = (results.first(), results.last()) {
+        if results.len() > 1 && small.peak_kib > 0 {
+            let ratio = large.peak_kib as f64 / small.peak_kib as f64;
+            println!(
+                "  ratio {} / {} events: {ratio:.3} (target <= 1.10); largest peak {:.2} MiB (target < 32 MiB)",
+                large.events,
+                small.events,
+                large.peak_kib as f64 / 1024.0
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Builds the release `lce` and returns its path.
+pub(crate) fn build_lce(root: &Path) -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    run_command(Command::new(cargo).current_dir(root).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "lce-cli",
+    ]))?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
+    Ok(target.join("release").join("lce"))
+}
+
+/// Streams `n` generated events into `lce encode` and measures it.
+fn measure(
+    lce: &Path,
+    n: u64,
+    mix: &str,
+    format: &str,
+    time_v: bool,
+    timeout: Duration,
+) -> Result<Measured, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
+    let mut generator = Command::new(me)
+        .args([
+            "corpus",
+            "--events",
+            &n.to_string(),
+            "--mix",
+            mix,
+            "--seed",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the corpus generator: {e}"))?;
+    let pipe = generator
+        .stdout
+        .take()
+        .ok_or("the corpus generator has no stdout")?;
+    let mut cmd = if time_v {
+        let mut c = Command::new("/usr/bin/time");
+        c.arg("-v").arg(lce);
+        c
+    } else {
+        Command::new(lce)
+    };
+    let start = Instant::now();
+    let mut child = cmd
+        .args(["encode", "--to", format])
+        .stdin(Stdio::from(pipe))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start lce: {e}"))?;
+    // Drain stderr on a thread so a chatty child never blocks.
+    let mut stderr = child.stderr.take().ok_or("lce has no stderr")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut polled_kib = 0u64;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if !time_v {
+            polled_kib = polled_kib.max(vm_hwm_kib(child.id()).unwrap_or(0));
+        }
+        if start.elapsed() > timeout {
+            kill(&mut child);
+            kill(&mut generator);
+            return Err(format!("{n} events: killed after {} s", timeout.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let _ = generator.wait();
+    let err = reader.join().unwrap_or_default();
+    let peak_kib = if time_v {
+        err.lines()
+            .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or("no `Maximum resident set size` in /usr/bin/time's output")?
+    } else {
+        polled_kib
+    };
+    let first_stderr_line = err
+        .lines()
+        .take_while(|l| !l.starts_with("\tCommand being timed") && !l.starts_with("Command "))
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    Ok(Measured {
+        events: n,
+        peak_kib,
+        seconds,
+        exit: status
+            .code()
+            .map_or_else(|| "by signal".to_owned(), |c| c.to_string()),
+        first_stderr_line,
+    })
+}
+
+/// `VmHWM` (peak RSS) of a live process, in KiB.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
