@@ -15,11 +15,14 @@
 //! as finished.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::Server;
 
 /// Deltas in the run, and bytes of text in each.
 const DELTAS: usize = 12_000;
@@ -27,18 +30,6 @@ const DELTA_BYTES: usize = 2_000;
 
 /// How much the server may grow while the client stalls (KiB).
 const STALL_GROWTH_BOUND_KIB: u64 = 16 * 1024;
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -99,28 +90,14 @@ fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
     let scenarios = dir.join("scenarios");
     write_long_run(&scenarios);
     let audit = dir.join("audit.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
-        .arg("serve")
-        .args(["--addr", "127.0.0.1:0", "--speed", "0", "--scenarios"])
-        .arg(&scenarios)
-        .arg("--audit-log")
-        .arg(&audit)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let server = Server {
-        addr: line
-            .trim()
-            .strip_prefix("listening on http://")
-            .unwrap()
-            .to_owned(),
-        child,
-    };
+    let server = Server::start(&[
+        "--speed".as_ref(),
+        "0".as_ref(),
+        "--scenarios".as_ref(),
+        scenarios.as_os_str(),
+        "--audit-log".as_ref(),
+        audit.as_os_str(),
+    ]);
     let pid = server.child.id();
     std::thread::sleep(Duration::from_millis(300));
     let baseline = rss_kib(pid);

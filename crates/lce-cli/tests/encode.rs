@@ -4,12 +4,11 @@
 //! reports it, with exit status 1.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::root;
+use std::path::PathBuf;
+use std::process::{Command, Output};
 
 fn lce(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lce"))

@@ -8,14 +8,13 @@
 //! then read the diff it prints.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+mod common;
+
+use common::root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const FORMATS: &[&str] = &["custom", "agui", "agui-v1"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn scenarios() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/scenarios"))
