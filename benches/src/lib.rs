@@ -14,6 +14,10 @@
 //! `LCE_BENCH_EVENTS` (default 20000 events per corpus) and
 //! `LCE_BENCH_THROUGHPUT=bytes` to report bytes/s instead of events/s.
 //! See `docs/performance.md`.
+//!
+//! Benchmark setup that cannot go on (no corpus, no runtime) panics with a
+//! message: there is no caller to hand an error to.
+#![allow(clippy::panic)]
 
 use std::ops::Range;
 use std::path::PathBuf;
