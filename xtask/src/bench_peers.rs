@@ -232,7 +232,7 @@ fn table(rows: &[Row]) -> String {
     for r in rows {
         let (rate, ratio) = match &r.result {
             Ok(rate) => (
-                format!("{}", group_thousands(*rate)),
+                group_thousands(*rate).to_string(),
                 lce_rate(r.format).map_or_else(|| "-".to_owned(), |l| format!("{:.1}", l / rate)),
             ),
             Err(e) => (format!("did not run: {e}"), "-".to_owned()),
