@@ -28,6 +28,7 @@ struct Measured {
     seconds: f64,
     exit: String,
     first_stderr_line: String,
+    generator_done: bool,
 }
 
 /// Runs the task with the arguments after `memcheck`.
@@ -78,12 +79,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for &n in &counts {
         let m = measure(&lce, n, &mix, &format, time_v, timeout)?;
         println!(
-            "  {:>11} events: peak RSS {:>8.2} MiB  {:>7.1} s  ({:.2} M events/s)  exit {}{}",
+            "  {:>11} events: peak RSS {:>8.2} MiB  {:>7.1} s  ({:.2} M events/s)  exit {}{}{}",
             m.events,
             m.peak_kib as f64 / 1024.0,
             m.seconds,
             m.events as f64 / m.seconds / 1e6,
             m.exit,
+            if m.generator_done {
+                ""
+            } else {
+                " (stopped reading early)"
+            },
             if m.first_stderr_line.is_empty() {
                 String::new()
             } else {
@@ -106,7 +112,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds the release `lce` and returns its path.
+/// The release corpus generator next to the release `lce` (built by
+/// [`build_lce`]); the debug one is too slow to feed 10M events.
+fn generator_bin(lce: &Path) -> PathBuf {
+    lce.with_file_name("xtask")
+}
+
+/// Builds the release `lce` (and the release xtask, the corpus generator)
+/// and returns the path of `lce`.
 pub(crate) fn build_lce(root: &Path) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     run_command(Command::new(cargo).current_dir(root).args([
@@ -115,6 +128,8 @@ pub(crate) fn build_lce(root: &Path) -> Result<PathBuf, String> {
         "--release",
         "-p",
         "lce-cli",
+        "-p",
+        "xtask",
     ]))?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
@@ -130,8 +145,7 @@ fn measure(
     time_v: bool,
     timeout: Duration,
 ) -> Result<Measured, String> {
-    let me = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
-    let mut generator = Command::new(me)
+    let mut generator = Command::new(generator_bin(lce))
         .args([
             "corpus",
             "--events",
@@ -163,6 +177,9 @@ fn measure(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start lce: {e}"))?;
+    // The command holds the pipe's read end: drop it, so the generator sees
+    // a closed pipe if lce stops reading early.
+    drop(cmd);
     // Drain stderr on a thread so a chatty child never blocks.
     let mut stderr = child.stderr.take().ok_or("lce has no stderr")?;
     let reader = std::thread::spawn(move || {
@@ -186,7 +203,12 @@ fn measure(
         std::thread::sleep(Duration::from_millis(20));
     };
     let seconds = start.elapsed().as_secs_f64();
-    let _ = generator.wait();
+    // lce may stop before the end of its input (the coordinator ends a run
+    // that breaks a limit): the generator is not waited for, it is stopped.
+    let generator_done = matches!(generator.try_wait(), Ok(Some(_)));
+    if !generator_done {
+        kill(&mut generator);
+    }
     let err = reader.join().unwrap_or_default();
     let peak_kib = if time_v {
         err.lines()
@@ -210,6 +232,7 @@ fn measure(
             .code()
             .map_or_else(|| "by signal".to_owned(), |c| c.to_string()),
         first_stderr_line,
+        generator_done,
     })
 }
 
