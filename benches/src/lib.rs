@@ -14,8 +14,6 @@
 //! `LCE_BENCH_EVENTS` (default 20000 events per corpus) and
 //! `LCE_BENCH_THROUGHPUT=bytes` to report bytes/s instead of events/s.
 //! See `docs/performance.md`.
-// Bench support: a corpus that cannot be made or read must stop the bench.
-#![allow(clippy::panic)]
 //!
 //! Benchmark setup that cannot go on (no corpus, no runtime) panics with a
 //! message: there is no caller to hand an error to.
