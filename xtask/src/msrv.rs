@@ -145,14 +145,20 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 /// `rust-version` no newer than ours (or none): the check this machine can
 /// make without the old toolchain itself.
 fn check_dependencies(root: &std::path::Path, declared: &str) -> Result<(), String> {
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(root)
-        .args(["metadata", "--format-version", "1", "--locked"])
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root)
+        .args(["metadata", "--format-version", "1"]);
+    // The graph that ships is the locked one; a workspace without a lock
+    // file (a scratch one) is resolved as it stands.
+    if root.join("Cargo.lock").is_file() {
+        cmd.arg("--locked");
+    }
+    let output = cmd
         .output()
         .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
     if !output.status.success() {
         return Err(format!(
-            "cargo metadata --locked failed: {}",
+            "cargo metadata failed: {}",
             String::from_utf8_lossy(&output.stderr)
         ));
     }
