@@ -1,4 +1,5 @@
-//! `lce encode --to custom|agui|agui-v1 [--agent-name NAME] [--ephemeral] [FILE]`:
+//! `lce encode --to custom|agui|agui-v1 [--agent-name NAME] [--ephemeral]
+//! [--limits FILE] [FILE]`:
 //! canonical JSON Lines in (FILE, or stdin), SSE bytes on stdout.
 //!
 //! The input runs through the whole pipeline of a live service: strict
@@ -6,6 +7,9 @@
 //! store, guarantee the contract: D8-D11) and the chosen encoder. So the
 //! output is always a well-formed stream in the chosen format, ending with
 //! the terminal the coordinator decided.
+//!
+//! The bounds (D19) are the defaults, or `--limits FILE` (TOML or JSON),
+//! then `LCE_LIMIT_*` environment variables (`docs/sanitation.md`).
 //!
 //! Exit status: 0 when the input was a valid run, 1 when the coordinator had
 //! to intervene (a malformed line, a broken rule, a rejected event, a missing
@@ -42,12 +46,14 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
     let mut format: Option<String> = None;
     let mut agent_name: Option<String> = None;
     let mut ephemeral = false;
+    let mut limits_file: Option<std::path::PathBuf> = None;
     let mut file: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Long("to") => format = Some(parser.value()?.string()?),
             Long("agent-name") => agent_name = Some(parser.value()?.string()?),
             Long("ephemeral") => ephemeral = true,
+            Long("limits") => limits_file = Some(parser.value()?.into()),
             Value(v) if file.is_none() => file = Some(v.string()?),
             other => return Err(other.unexpected().into()),
         }
@@ -58,6 +64,8 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
     };
     let format = WireFormat::from_name(&format)
         .ok_or_else(|| UsageError(format!("unknown format `{format}` (one of {formats})")))?;
+    let limits = lce::sanitize::load_limits_from_process_env(limits_file.as_deref())
+        .map_err(|e| UsageError(format!("limits: {e}")))?;
     let live = matches!(file.as_deref(), None | Some("-")) && stdin_is_live();
     let input = input::open(file.as_deref())?;
     let name = input.name.clone();
@@ -66,7 +74,13 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
         .enable_time()
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(encode(input, live, format, agent_name, ephemeral, &name))
+    let options = RunOptions {
+        format,
+        agent_name,
+        ephemeral,
+        limits,
+    };
+    runtime.block_on(encode(input, live, options, &name))
 }
 
 /// The input's lines as a stream: read in place (always ready), or from a
@@ -96,14 +110,26 @@ fn lines(input: input::Input, live: bool) -> std::pin::Pin<Box<dyn Stream<Item =
     Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
 
-async fn encode(
-    input: input::Input,
-    live: bool,
+/// What the command line chose for the run.
+struct RunOptions {
     format: WireFormat,
     agent_name: Option<String>,
     ephemeral: bool,
+    limits: lce::types::Limits,
+}
+
+async fn encode(
+    input: input::Input,
+    live: bool,
+    options: RunOptions,
     name: &str,
 ) -> Result<bool, UsageError> {
+    let RunOptions {
+        format,
+        agent_name,
+        ephemeral,
+        limits,
+    } = options;
     let mut source = lines(input, live).peekable();
     // The run's ids come from the first event that parses (the coordinator
     // checks every other event against them).
@@ -146,8 +172,12 @@ async fn encode(
     };
 
     let audit = Arc::new(MemoryAudit::new());
-    let coordinator = Coordinator::new(CoordinatorOptions::new(ids.0, ids.1).ephemeral(ephemeral))
-        .audit(audit.clone());
+    let coordinator = Coordinator::new(
+        CoordinatorOptions::new(ids.0, ids.1)
+            .ephemeral(ephemeral)
+            .limits(limits),
+    )
+    .audit(audit.clone());
     let mut frames = items
         .coordinated(coordinator)
         .encoded(WireEncoder::new(format, agent_name));

@@ -22,9 +22,10 @@ usage:
   lce check [--json] [--all] [--adapter] [--ephemeral] [--schemas DIR] [FILE]
                                 report malformed lines and broken rules
                                 (FILE or - = stdin; --all: every violation)
-  lce encode --to FORMAT [--agent-name NAME] [FILE]
-                                canonical events to SSE on stdout
-                                (FORMAT: custom, agui, agui-v1)
+  lce encode --to FORMAT [--agent-name NAME] [--ephemeral] [--limits FILE] [FILE]
+                                canonical events to SSE on stdout, through
+                                the coordinator (FORMAT: custom, agui, agui-v1;
+                                limits: TOML/JSON file, then LCE_LIMIT_* vars)
   lce invoke [--agent-id ID] [--trace-id ID] [FILE]
                                 DA's non-streaming invoke answer for a run:
                                 body on stdout, `status N` on stderr

@@ -117,3 +117,59 @@ fn a_run_cut_short_gets_the_coordinators_error_in_every_format() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn limits_come_from_a_file_then_the_environment() {
+    let dir = std::env::temp_dir().join(format!("lce-encode-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let limits = dir.join("limits.toml");
+    std::fs::write(&limits, "events_per_run = 3\n").unwrap();
+    let scenario = root().join("fixtures/scenarios/plain-text-answer.jsonl");
+    let scenario = scenario.to_str().unwrap();
+
+    let out = lce(&[
+        "encode",
+        "--to",
+        "custom",
+        "--limits",
+        limits.to_str().unwrap(),
+        scenario,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("rule 11 (limits): more than 3 events"),
+        "{stderr}"
+    );
+
+    // The environment overrides the file.
+    let out = Command::new(env!("CARGO_BIN_EXE_lce"))
+        .args([
+            "encode",
+            "--to",
+            "custom",
+            "--limits",
+            limits.to_str().unwrap(),
+            scenario,
+        ])
+        .env("LCE_LIMIT_EVENTS_PER_RUN", "1000")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = lce(&[
+        "encode",
+        "--to",
+        "custom",
+        "--limits",
+        "/nonexistent.toml",
+        scenario,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
