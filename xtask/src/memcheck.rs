@@ -170,8 +170,13 @@ fn measure(
         Command::new(lce)
     };
     let start = Instant::now();
+    // The D19 defaults end a run at 1M events or 256 MiB; the point here is
+    // a long run, so the limits are raised for it (as a deployment would,
+    // through the environment).
     let mut child = cmd
         .args(["encode", "--to", format])
+        .env("LCE_LIMIT_EVENTS_PER_RUN", n.saturating_add(10).to_string())
+        .env("LCE_LIMIT_BYTES_PER_RUN", (1u64 << 40).to_string())
         .stdin(Stdio::from(pipe))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
