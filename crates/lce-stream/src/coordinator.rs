@@ -506,7 +506,7 @@ impl Inner {
                 return;
             }
         };
-        if crate::ext::is_empty_delta(&event) {
+        if event.is_empty_delta() {
             self.counters.dropped += 1;
             self.counters.empty_deltas += 1;
             return;

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use lce_sanitize::Sanitizer;
-use lce_types::{Event, Payload};
+use lce_types::Event;
 use lce_validate::{RunValidator, ValidatorOptions};
 use pin_project_lite::pin_project;
 
@@ -139,15 +139,6 @@ impl<S> DropEmptyDeltas<S> {
     }
 }
 
-/// `true` for a text, reasoning or argument delta with no text (D7).
-pub fn is_empty_delta(event: &Event) -> bool {
-    match &event.payload {
-        Payload::TextDelta(d) | Payload::ReasoningDelta(d) => d.delta.is_empty(),
-        Payload::ToolArgumentsDelta(d) => d.delta.is_empty(),
-        _ => false,
-    }
-}
-
 impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
     type Item = S::Item;
 
@@ -155,7 +146,7 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
         let mut this = self.project();
         loop {
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(e))) if is_empty_delta(&e) => {
+                Poll::Ready(Some(Ok(e))) if e.is_empty_delta() => {
                     *this.dropped += 1;
                 }
                 Poll::Ready(None) => {

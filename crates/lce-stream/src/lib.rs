@@ -38,7 +38,7 @@ pub use encoder::{FrameEncoder, WireEncoder, WireFormat};
 pub use error::LceError;
 pub use ext::{
     DropEmptyDeltas, Encoded, LifecycleStreamExt, LiftEvent, Sanitized, Sequenced, Validated,
-    events, is_empty_delta,
+    events,
 };
 pub use lce_wire::EncodeError;
 pub use store::{

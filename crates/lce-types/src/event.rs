@@ -150,6 +150,16 @@ impl Event {
         self.payload.event_type()
     }
 
+    /// `true` for a text, reasoning or argument delta with no text: D7 says
+    /// such an event is dropped (not rejected) and never reaches a wire.
+    pub fn is_empty_delta(&self) -> bool {
+        match &self.payload {
+            Payload::TextDelta(d) | Payload::ReasoningDelta(d) => d.delta.is_empty(),
+            Payload::ToolArgumentsDelta(d) => d.delta.is_empty(),
+            _ => false,
+        }
+    }
+
     /// Parses one canonical event from bytes, strictly (D17).
     pub fn from_slice(bytes: &[u8]) -> Result<Event, ParseError> {
         let text = std::str::from_utf8(bytes).map_err(|e| {

@@ -420,12 +420,7 @@ impl RunValidator {
 
         // D7: an empty delta is dropped, not rejected: after the checks of
         // the envelope above it has no effect at all.
-        let empty_delta = match &e.payload {
-            Payload::TextDelta(d) | Payload::ReasoningDelta(d) => d.delta.is_empty(),
-            Payload::ToolArgumentsDelta(d) => d.delta.is_empty(),
-            _ => false,
-        };
-        let (result, applied) = if empty_delta {
+        let (result, applied) = if e.is_empty_delta() {
             (Ok(()), true)
         } else {
             self.event(e, ty, seq)
