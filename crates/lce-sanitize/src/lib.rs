@@ -53,6 +53,6 @@ pub use log::LOG_TARGET;
 pub use redact::{REDACTED, STACK_TRACE_REMOVED, redact, redact_counted};
 pub use sanitize::{CleanReport, RejectKind, Rejection, Sanitized, Sanitizer, check_f64};
 pub use text::{
-    is_bidi_control, is_forbidden_in_name, is_replaced_in_display, replace_display_controls,
-    truncate_to_bytes,
+    contains_forbidden_in_name, find_replaced_in_display, is_bidi_control, is_forbidden_in_name,
+    is_replaced_in_display, replace_display_controls, truncate_to_bytes,
 };

@@ -526,7 +526,7 @@ pub fn validate_limits(l: &Limits) -> Result<(), LimitsError> {
         if name.is_empty() {
             return Err(bad_list("holds an empty name"));
         }
-        if name.len() > l.name_bytes || name.chars().any(crate::text::is_forbidden_in_name) {
+        if name.len() > l.name_bytes || crate::text::contains_forbidden_in_name(name) {
             return Err(bad_list(
                 "holds a name longer than name_bytes or with a control character",
             ));

@@ -5,14 +5,14 @@
 use lce_types::{Event, Limits};
 
 use crate::sanitize::{CleanReport, Rejection};
-use crate::text::is_forbidden_in_name;
+use crate::text::contains_forbidden_in_name;
 
 /// The `tracing` target of every record this crate emits.
 pub const LOG_TARGET: &str = "lce::sanitize";
 
 /// An id fit for a log line: itself when bounded and plain, else its size.
 fn safe_id(s: &str, limits: &Limits) -> String {
-    if s.len() <= limits.identifier_bytes && !s.chars().any(is_forbidden_in_name) {
+    if s.len() <= limits.identifier_bytes && !contains_forbidden_in_name(s) {
         s.to_owned()
     } else {
         format!("<invalid id: {} bytes>", s.len())

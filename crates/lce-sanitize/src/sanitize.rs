@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use crate::limits::{LimitsError, validate_limits};
 use crate::redact::{REDACTED, redact, redact_counted};
-use crate::text::{is_forbidden_in_name, replace_display_controls, truncate_to_bytes};
+use crate::text::{contains_forbidden_in_name, replace_display_controls, truncate_to_bytes};
 
 /// Why an event was rejected. The snake_case name ([`RejectKind::as_str`]) is
 /// stable: the hostile fixtures and the logs use it.
@@ -284,7 +284,7 @@ impl Cx<'_> {
         if s.len() > max {
             return Err(Rejection::bound(kind, field, index, s.len(), max));
         }
-        if s.chars().any(is_forbidden_in_name) {
+        if contains_forbidden_in_name(s) {
             return Err(Rejection {
                 kind: RejectKind::ControlCharacter,
                 field,
