@@ -285,8 +285,11 @@ impl<S, E> Encoded<S, E> {
 }
 
 /// Splits the first complete SSE frame (ending in a blank line) off `buf`.
+///
+/// Jumps from newline to newline (a frame has two or three) instead of
+/// comparing every pair of bytes the encoder wrote.
 fn next_frame(buf: &mut BytesMut) -> Option<Bytes> {
-    let end = buf.windows(2).position(|w| w == b"\n\n")?;
+    let end = memchr::memchr_iter(b'\n', buf).find(|&i| buf.get(i + 1) == Some(&b'\n'))?;
     Some(buf.split_to(end + 2).freeze())
 }
 
