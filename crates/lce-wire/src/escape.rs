@@ -81,52 +81,86 @@ pub(crate) fn write_escaped_body(out: &mut BytesMut, s: &str, ensure_ascii: bool
     let bytes = s.as_bytes();
     let mut start = 0usize;
     let mut i = 0usize;
-    while let Some(&b) = bytes.get(i) {
-        let class = table[usize::from(b)];
-        if class == OK {
-            i += 1;
-            continue;
-        }
-        if let Some(run) = bytes.get(start..i) {
-            out.extend_from_slice(run);
-        }
-        match class {
-            U => {
-                let e = [
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 0xf)],
-                ];
-                out.extend_from_slice(&e);
-                i += 1;
+    while i < bytes.len() {
+        // Skip eight bytes at a time while none needs an escape (most text).
+        while let Some(word) = bytes
+            .get(i..i + 8)
+            .and_then(|c| <[u8; 8]>::try_from(c).ok())
+        {
+            if needs_escape(u64::from_le_bytes(word), ensure_ascii) {
+                break;
             }
-            N => {
-                // `i` is always on a char boundary: runs end only on ASCII
-                // bytes or lead bytes, and we step over whole chars.
-                match s.get(i..).and_then(|t| t.chars().next()) {
-                    Some(c) => {
-                        push_char_escape(out, c);
-                        i += c.len_utf8();
-                    }
-                    None => {
-                        // Unreachable for a valid &str; stay total anyway.
-                        i += 1;
+            i += 8;
+        }
+        // Then byte by byte through the word that holds an escape.
+        let stop = i.saturating_add(8).min(bytes.len());
+        while i < stop {
+            let Some(&b) = bytes.get(i) else { break };
+            let class = table[usize::from(b)];
+            if class == OK {
+                i += 1;
+                continue;
+            }
+            if let Some(run) = bytes.get(start..i) {
+                out.extend_from_slice(run);
+            }
+            match class {
+                U => {
+                    let e = [
+                        b'\\',
+                        b'u',
+                        b'0',
+                        b'0',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 0xf)],
+                    ];
+                    out.extend_from_slice(&e);
+                    i += 1;
+                }
+                N => {
+                    // `i` is always on a char boundary: runs end only on ASCII
+                    // bytes or lead bytes, and we step over whole chars.
+                    match s.get(i..).and_then(|t| t.chars().next()) {
+                        Some(c) => {
+                            push_char_escape(out, c);
+                            i += c.len_utf8();
+                        }
+                        None => {
+                            // Unreachable for a valid &str; stay total anyway.
+                            i += 1;
+                        }
                     }
                 }
+                short => {
+                    out.extend_from_slice(&[b'\\', short]);
+                    i += 1;
+                }
             }
-            short => {
-                out.extend_from_slice(&[b'\\', short]);
-                i += 1;
-            }
+            start = i;
         }
-        start = i;
     }
     if let Some(run) = bytes.get(start..) {
         out.extend_from_slice(run);
     }
+}
+
+/// Whether any of the eight bytes in `word` needs an escape: a C0 control,
+/// `"` or `\\`, and with `ensure_ascii` also DEL and every byte of a
+/// non-ASCII char. May say `true` for a word that holds none only after a
+/// byte that does (borrows run upward), never `false` for one that does.
+#[inline]
+fn needs_escape(word: u64, ensure_ascii: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    let mut hit = control | quote | backslash;
+    if ensure_ascii {
+        hit |= (word & HIGH) | zero_byte(word ^ (ONES * 0x7f));
+    }
+    hit != 0
 }
 
 /// Writes one char of a decoded string body.
@@ -143,4 +177,71 @@ pub(crate) fn write_quoted(out: &mut BytesMut, s: &str, ensure_ascii: bool) {
     out.extend_from_slice(b"\"");
     write_escaped_body(out, s, ensure_ascii);
     out.extend_from_slice(b"\"");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The escaping rules, one char at a time, without tables or word scans.
+    fn reference(s: &str, ensure_ascii: bool) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        for c in s.chars() {
+            match c {
+                '"' => out.extend_from_slice(b"\\\""),
+                '\\' => out.extend_from_slice(b"\\\\"),
+                '\n' => out.extend_from_slice(b"\\n"),
+                '\r' => out.extend_from_slice(b"\\r"),
+                '\t' => out.extend_from_slice(b"\\t"),
+                '\u{8}' => out.extend_from_slice(b"\\b"),
+                '\u{c}' => out.extend_from_slice(b"\\f"),
+                c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) >= 0x7f) => {
+                    push_char_escape(&mut out, c);
+                }
+                c => {
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        out.to_vec()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn word_scan_matches_reference(
+            s in "([a-z ]{0,12}|[\"\\\\\u{0}-\u{1f}\u{7f}\u{80}-\u{9f}é€😀\u{2028}])*",
+            ensure_ascii: bool,
+        ) {
+            let mut out = BytesMut::new();
+            write_escaped_body(&mut out, &s, ensure_ascii);
+            prop_assert_eq!(out.to_vec(), reference(&s, ensure_ascii));
+        }
+
+        #[test]
+        fn any_string_matches_reference(s in any::<String>(), ensure_ascii: bool) {
+            let mut out = BytesMut::new();
+            write_escaped_body(&mut out, &s, ensure_ascii);
+            prop_assert_eq!(out.to_vec(), reference(&s, ensure_ascii));
+        }
+    }
+
+    #[test]
+    fn every_byte_at_every_offset_of_a_word() {
+        for ensure_ascii in [false, true] {
+            for c in (0u32..0x100).filter_map(char::from_u32) {
+                for at in 0..17 {
+                    let mut s = "a".repeat(at);
+                    s.push(c);
+                    s.push_str("bcdefghijklmnop");
+                    let mut out = BytesMut::new();
+                    write_escaped_body(&mut out, &s, ensure_ascii);
+                    assert_eq!(out.to_vec(), reference(&s, ensure_ascii), "{c:?} at {at}");
+                }
+            }
+        }
+    }
 }

@@ -64,6 +64,58 @@ fn decompose(v: f64) -> Result<Decimal, WireError> {
     if !v.is_finite() {
         return Err(WireError::NonFinite);
     }
+    if let Some(d) = millis_decimal(v) {
+        return Ok(d);
+    }
+    decompose_by_format(v)
+}
+
+/// The fast path of [`decompose`] for a value with at most three decimals,
+/// such as every `agui` frame's timestamp (Unix seconds with milliseconds,
+/// `ms / 1000.0`): `None` when it does not apply.
+///
+/// It applies when `1 <= |v| < 10^12` and `v` is exactly the double nearest
+/// to `m / 1000` for an integer `m`. That decimal then round-trips, and it is
+/// the shortest that does: any other decimal with as few digits is a
+/// different multiple of 0.001, at least 0.001 away, while doubles below
+/// 10^12 are less than 2^-12 apart, so it cannot round to the same double.
+fn millis_decimal(v: f64) -> Option<Decimal> {
+    let a = v.abs();
+    if !(1.0..1e12).contains(&a) {
+        return None;
+    }
+    let m = (a * 1000.0).round();
+    if m / 1000.0 != a {
+        return None;
+    }
+    // 1000 <= m < 10^15 < 2^53: exact as an integer.
+    let mut rest = m as u64;
+    let mut tmp = [0u8; 20];
+    let mut len = 0usize;
+    while rest > 0 {
+        let slot = tmp.get_mut(len)?;
+        *slot = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        len += 1;
+    }
+    let mut d = Decimal {
+        neg: v.is_sign_negative(),
+        digits: [0; 20],
+        n: 0,
+        // m has `len` digits and three of them are decimals.
+        exp: i32::try_from(len).ok()? - 4,
+    };
+    // `tmp` holds the digits least significant first; skip trailing zeros.
+    let zeros = tmp.iter().take(len).take_while(|&&b| b == b'0').count();
+    for (slot, &b) in d.digits.iter_mut().zip(tmp.get(zeros..len)?.iter().rev()) {
+        *slot = b;
+        d.n += 1;
+    }
+    Some(d)
+}
+
+/// [`decompose`] through `core::fmt`, for any finite value.
+fn decompose_by_format(v: f64) -> Result<Decimal, WireError> {
     // `{:e}` prints the shortest digits that round-trip, e.g. `-1.2345e-5`,
     // but on an exact tie between two shortest candidates it may pick the
     // odd one (`-1101730524277610.25` gives `…103e15`, Python `…102e15`).
@@ -262,4 +314,72 @@ pub(crate) fn push_i64(out: &mut BytesMut, v: i64) {
         out.extend_from_slice(b"-");
     }
     push_u64(out, v.unsigned_abs());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn same(a: &Decimal, b: &Decimal) -> bool {
+        a.neg == b.neg && a.exp == b.exp && a.digits() == b.digits()
+    }
+
+    /// Checks the fast path against the `core::fmt` one wherever it applies.
+    fn check(v: f64) -> Result<(), TestCaseError> {
+        if let Some(fast) = millis_decimal(v) {
+            let slow = decompose_by_format(v).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert!(
+                same(&fast, &slow),
+                "{v:e}: fast {:?}e{} slow {:?}e{}",
+                fast.digits(),
+                fast.exp,
+                slow.digits(),
+                slow.exp
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn millis_fast_path_matches_format(ms in 1000u64..1_000_000_000_000_000, neg: bool) {
+            let v = ms as f64 / 1000.0;
+            prop_assert!(millis_decimal(v).is_some(), "{v} should take the fast path");
+            check(if neg { -v } else { v })?;
+        }
+
+        #[test]
+        fn fast_path_never_disagrees(bits: u64) {
+            check(f64::from_bits(bits))?;
+        }
+
+        #[test]
+        fn near_millis_values(ms in 1000u64..1_000_000_000_000_000, ulps in -3i64..=3) {
+            let v = ms as f64 / 1000.0;
+            let w = f64::from_bits(v.to_bits().wrapping_add_signed(ulps));
+            check(w)?;
+        }
+    }
+
+    #[test]
+    fn typical_timestamps() {
+        for (v, text) in [
+            (1_786_957_200.0, "1786957200.0"),
+            (1_786_957_200.5, "1786957200.5"),
+            (1_786_957_200.123, "1786957200.123"),
+            (1_786_957_200.12, "1786957200.12"),
+            (1.001, "1.001"),
+            (999_999_999_999.999, "999999999999.999"),
+        ] {
+            assert!(millis_decimal(v).is_some(), "{v}");
+            let mut out = BytesMut::new();
+            write_py_float(&mut out, v).unwrap();
+            assert_eq!(&out[..], text.as_bytes());
+        }
+        // Outside the range: the general path.
+        assert!(millis_decimal(0.5).is_none());
+        assert!(millis_decimal(1e12).is_none());
+        assert!(millis_decimal(1.0001).is_none());
+    }
 }
