@@ -83,15 +83,7 @@ pub(crate) fn write_escaped_body(out: &mut BytesMut, s: &str, ensure_ascii: bool
     let mut i = 0usize;
     while i < bytes.len() {
         // Skip eight bytes at a time while none needs an escape (most text).
-        while let Some(word) = bytes
-            .get(i..i + 8)
-            .and_then(|c| <[u8; 8]>::try_from(c).ok())
-        {
-            if needs_escape(u64::from_le_bytes(word), ensure_ascii) {
-                break;
-            }
-            i += 8;
-        }
+        i += plain_words_len(bytes.get(i..).unwrap_or(&[]), ensure_ascii);
         // Then byte by byte through the word that holds an escape.
         let stop = i.saturating_add(8).min(bytes.len());
         while i < stop {
@@ -142,6 +134,24 @@ pub(crate) fn write_escaped_body(out: &mut BytesMut, s: &str, ensure_ascii: bool
     if let Some(run) = bytes.get(start..) {
         out.extend_from_slice(run);
     }
+}
+
+/// The length of the longest prefix of `bytes` made of whole eight-byte
+/// words in which no byte needs an escape (see [`needs_escape`]): a lower
+/// bound on where the first byte to escape can be.
+#[inline]
+pub(crate) fn plain_words_len(bytes: &[u8], ensure_ascii: bool) -> usize {
+    let mut n = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        if needs_escape(u64::from_le_bytes(word), ensure_ascii) {
+            break;
+        }
+        n += 8;
+    }
+    n
 }
 
 /// Whether any of the eight bytes in `word` needs an escape: a C0 control,

@@ -5,7 +5,7 @@
 
 use bytes::BytesMut;
 
-use crate::escape::{write_escaped_body, write_escaped_char};
+use crate::escape::{plain_words_len, write_escaped_body, write_escaped_char};
 use crate::float::write_py_float;
 use crate::writer::{JsonWriter, Style};
 use crate::{MAX_OPAQUE_DEPTH, WireError};
@@ -103,6 +103,9 @@ impl<'s> Cursor<'s> {
         out.extend_from_slice(b"\"");
         let mut start = self.pos;
         loop {
+            // Whole words of plain bytes first (a quote, a backslash and a
+            // control byte end a run in raw mode too).
+            self.pos += plain_words_len(self.bytes.get(self.pos..).unwrap_or(&[]), false);
             let Some(b) = self.peek() else {
                 return Err(self.invalid());
             };
