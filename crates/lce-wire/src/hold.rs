@@ -186,7 +186,18 @@ enum ScanState {
 
 impl ObjectScan {
     fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            i += 1;
+            if self.in_string && !self.escaped && b != b'"' && b != b'\\' {
+                // Jump to the next quote or backslash: string bodies are most
+                // of the arguments.
+                match memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or(&[])) {
+                    Some(k) => i += k,
+                    None => return,
+                }
+                continue;
+            }
             match self.state {
                 ScanState::Bad => return,
                 ScanState::Start => match b {
@@ -728,5 +739,69 @@ mod tests {
         // A delta of an unknown call releases nothing held and is emitted.
         assert_eq!(feed(&mut h, &r.delta("nope", "{")), (Action::Emit, vec![]));
         assert_eq!(h.release_all().count(), 0);
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The scan's rules one byte at a time, with no jumps: (complete, bad).
+    fn reference(text: &[u8]) -> (bool, bool) {
+        let (mut state, mut depth, mut in_string, mut escaped) = (0u8, 0u32, false, false);
+        for &b in text {
+            match state {
+                0 if matches!(b, b' ' | b'\t' | b'\n' | b'\r') => {}
+                0 if b == b'{' => (state, depth) = (1, 1),
+                0 => state = 3,
+                2 if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') => state = 3,
+                1 if in_string => {
+                    if escaped {
+                        escaped = false;
+                    } else if b == b'\\' {
+                        escaped = true;
+                    } else if b == b'"' {
+                        in_string = false;
+                    }
+                }
+                1 => match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            state = 2;
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        (state == 2, state == 3)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        #[test]
+        fn split_scan_matches_reference(
+            text in "[ {}\\[\\]\"\\\\a:,1é]{0,60}",
+            cuts in proptest::collection::vec(0usize..60, 0..6),
+        ) {
+            let bytes = text.as_bytes();
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c <= bytes.len()).collect();
+            cuts.sort_unstable();
+            let mut scan = ObjectScan::default();
+            let mut from = 0;
+            for c in cuts.into_iter().chain([bytes.len()]) {
+                scan.feed(bytes.get(from..c).unwrap_or(&[]));
+                from = c;
+            }
+            let (complete, bad) = reference(bytes);
+            prop_assert_eq!(scan.is_complete(), complete);
+            prop_assert_eq!(scan.state == ScanState::Bad, bad);
+        }
     }
 }
