@@ -36,96 +36,104 @@ const LO: u64 = 0x0101_0101_0101_0101;
 /// `0x80` in every byte of a `u64`.
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// `true` when the eight bytes of `x` are all printable ASCII
-/// (`0x20..=0x7E`): none of them can start a character of D18's classes.
-/// Branch-free SWAR: a byte below `0x20`, `0x7F` or a byte with the high bit
-/// set makes it `false` (exact: the classic "has byte less than" and "has
-/// zero byte" tests have no false negatives, and no false positives for the
-/// lowest such byte).
+/// Non-zero when a byte of `x` is below `n` (`n <= 0x80`). SWAR: no false
+/// negatives, and the lowest flagged byte is a true one.
 #[inline]
-fn all_printable_ascii(x: u64) -> bool {
-    let below_space = x.wrapping_sub(LO * 0x20) & !x;
-    let y = x ^ (LO * 0x7F);
-    let del = y.wrapping_sub(LO) & !y;
-    (below_space | del | x) & HI == 0
+fn below(x: u64, n: u8) -> u64 {
+    x.wrapping_sub(LO * u64::from(n)) & !x & HI
 }
 
-/// The byte index of the first printable-ASCII run's end at or after
-/// `from`, eight bytes at a time: every byte before the returned index is
-/// printable ASCII; the returned index is the start of the first 8-byte
-/// block (from `from`) that is not, or of the tail shorter than 8 bytes.
+/// Non-zero when a byte of `x` equals `b` (same guarantees as [`below`]).
 #[inline]
-fn skip_printable_ascii(b: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while let Some(block) = b.get(i..i + 8) {
-        match <[u8; 8]>::try_from(block) {
-            Ok(a) if all_printable_ascii(u64::from_le_bytes(a)) => i += 8,
-            _ => break,
+fn has(x: u64, b: u8) -> u64 {
+    let y = x ^ (LO * u64::from(b));
+    y.wrapping_sub(LO) & !y & HI
+}
+
+/// Eight bytes of `block` as a `u64`; a shorter block (the tail) is padded
+/// with `a`, which no scan looks at.
+#[inline]
+fn load(block: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(block) {
+        Ok(a) => u64::from_le_bytes(a),
+        Err(_) => {
+            let mut a = [b'a'; 8];
+            for (d, s) in a.iter_mut().zip(block) {
+                *d = *s;
+            }
+            u64::from_le_bytes(a)
         }
     }
-    i
 }
 
-/// The byte index of the first character of [`is_replaced_in_display`] in
-/// `s`, if any; the same as `s.find(is_replaced_in_display)`, by a byte scan
-/// (printable ASCII is skipped eight bytes at a time; only C0 controls, DEL
-/// and the lead bytes `0xC2` (C1: `0xC2 0x80..=0x9F`) and `0xE2` (bidi:
-/// `0xE2 0x80 0xAA..=0xAE`, `0xE2 0x81 0xA6..=0xA9`) are looked at more
-/// closely). In valid UTF-8 `0xC2` and `0xE2` only occur as lead bytes, so
-/// the index is a character boundary.
-pub fn find_replaced_in_display(s: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut i = skip_printable_ascii(b, 0);
-    while let Some(&c) = b.get(i) {
-        let hit = match c {
-            b'\t' | b'\n' | b'\r' => false,
-            0..=0x1F | 0x7F => true,
-            0xC2 => matches!(b.get(i + 1), Some(0x80..=0x9F)),
-            0xE2 => matches!(
-                (b.get(i + 1), b.get(i + 2)),
-                (Some(0x80), Some(0xAA..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
-            ),
-            _ => false,
-        };
-        if hit {
-            return Some(i);
-        }
-        i += 1;
-        if c < 0x80 {
-            i = skip_printable_ascii(b, i);
+/// The index of the first byte `i` for which `hit(b, i)` holds, looking
+/// only inside the 8-byte blocks that `suspect` flags. `suspect` must flag
+/// every block holding a byte where `hit` can hold (it may flag more).
+#[inline]
+fn scan(
+    b: &[u8],
+    suspect: impl Fn(u64) -> bool,
+    hit: impl Fn(&[u8], usize) -> bool,
+) -> Option<usize> {
+    for (k, block) in b.chunks(8).enumerate() {
+        if suspect(load(block)) {
+            let start = k * 8;
+            for i in start..start + block.len() {
+                if hit(b, i) {
+                    return Some(i);
+                }
+            }
         }
     }
     None
 }
 
+/// The byte index of the first character of [`is_replaced_in_display`] in
+/// `s`, if any; the same as `s.find(is_replaced_in_display)`, by a byte scan.
+/// Eight bytes at a time, a block is looked at only when it holds a C0
+/// control, DEL, or one of the lead bytes `0xC2` (C1: `0xC2 0x80..=0x9F`)
+/// and `0xE2` (bidi: `0xE2 0x80 0xAA..=0xAE`, `0xE2 0x81 0xA6..=0xA9`): other
+/// text, ASCII or not, passes at a few instructions per block. In valid
+/// UTF-8 `0xC2` and `0xE2` are only lead bytes, so the index is a character
+/// boundary.
+pub fn find_replaced_in_display(s: &str) -> Option<usize> {
+    scan(
+        s.as_bytes(),
+        |x| below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xE2) != 0,
+        |b, i| match b.get(i) {
+            Some(b'\t' | b'\n' | b'\r') | None => false,
+            Some(0..=0x1F | 0x7F) => true,
+            Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),
+            Some(0xE2) => matches!(
+                (b.get(i + 1), b.get(i + 2)),
+                (Some(0x80), Some(0xAA..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
+            ),
+            Some(_) => false,
+        },
+    )
+}
+
 /// `true` when `s` contains a character of [`is_forbidden_in_name`]; the
-/// same as `s.chars().any(is_forbidden_in_name)`, by a byte scan: printable
-/// ASCII is skipped eight bytes at a time, and only C0 controls, DEL and the
-/// lead bytes `0xC2` (C1), `0xD8` (U+061C) and `0xE2` (U+200E, U+200F,
-/// U+2028-U+202E, U+2066-U+2069) are looked at more closely.
+/// same as `s.chars().any(is_forbidden_in_name)`, by a byte scan like
+/// [`find_replaced_in_display`]'s: only blocks holding a C0 control, DEL, or
+/// the lead bytes `0xC2` (C1), `0xD8` (U+061C) and `0xE2` (U+200E, U+200F,
+/// U+2028-U+202E, U+2066-U+2069) are looked at closely.
 pub fn contains_forbidden_in_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = skip_printable_ascii(b, 0);
-    while let Some(&c) = b.get(i) {
-        let hit = match c {
-            0..=0x1F | 0x7F => true,
-            0xC2 => matches!(b.get(i + 1), Some(0x80..=0x9F)),
-            0xD8 => b.get(i + 1) == Some(&0x9C),
-            0xE2 => matches!(
+    scan(
+        s.as_bytes(),
+        |x| below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xD8) | has(x, 0xE2) != 0,
+        |b, i| match b.get(i) {
+            Some(0..=0x1F | 0x7F) => true,
+            Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),
+            Some(0xD8) => b.get(i + 1) == Some(&0x9C),
+            Some(0xE2) => matches!(
                 (b.get(i + 1), b.get(i + 2)),
                 (Some(0x80), Some(0x8E | 0x8F | 0xA8..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
             ),
             _ => false,
-        };
-        if hit {
-            return true;
-        }
-        i += 1;
-        if c < 0x80 {
-            i = skip_printable_ascii(b, i);
-        }
-    }
-    false
+        },
+    )
+    .is_some()
 }
 
 /// Replaces every character of [`is_replaced_in_display`] with U+FFFD and
@@ -246,10 +254,10 @@ mod tests {
 
     #[test]
     fn byte_scans_every_char() {
-        // Each scalar value alone, and behind 8 bytes of ASCII (the
-        // block-skipping path) and 7 (the tail path).
+        // Each scalar value alone, and behind 6, 7 and 8 bytes of ASCII: in
+        // the tail, across a block boundary, at a block's start.
         for c in ('\u{0}'..='\u{3000}').chain(['\u{fffd}', '\u{10ffff}']) {
-            for pre in ["", "abcdefgh", "abcdefg"] {
+            for pre in ["", "abcdef", "abcdefg", "abcdefgh"] {
                 let s = format!("{pre}{c}zz");
                 assert_eq!(
                     find_replaced_in_display(&s),
