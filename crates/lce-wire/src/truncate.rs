@@ -15,8 +15,15 @@ pub fn truncate_display(s: &str, max_chars: usize) -> Cow<'_, str> {
     if s.len() <= max_chars {
         return Cow::Borrowed(s);
     }
-    let Some((cut, _)) = s.char_indices().nth(max_chars) else {
-        return Cow::Borrowed(s);
+    // Mostly ASCII: then the cut is at byte `max_chars` (checked a word at
+    // a time), else decode chars up to it.
+    let cut = if s.as_bytes().get(..max_chars).is_some_and(<[u8]>::is_ascii) {
+        max_chars
+    } else {
+        let Some((cut, _)) = s.char_indices().nth(max_chars) else {
+            return Cow::Borrowed(s);
+        };
+        cut
     };
     let (kept, rest) = s.split_at(cut);
     let n = rest.chars().count();

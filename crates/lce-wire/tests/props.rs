@@ -86,7 +86,10 @@ proptest! {
     }
 
     #[test]
-    fn truncation_promise(s in any::<String>(), max in 0usize..40) {
+    fn truncation_promise(
+        s in prop_oneof![any::<String>(), "[a-z]{0,50}[é😀a]{0,10}"],
+        max in 0usize..40,
+    ) {
         let t = truncate_display(&s, max);
         let n = s.chars().count();
         if n <= max {
