@@ -74,7 +74,7 @@ pub(crate) fn v1_frame(
 pub(crate) fn json_text(raw_json: &str, style: Style) -> Result<String, WireError> {
     let mut buf = BytesMut::with_capacity(raw_json.len() + 16);
     write_opaque(&mut buf, raw_json, style)?;
-    String::from_utf8(buf.to_vec()).map_err(|e| WireError::InvalidJson {
+    String::from_utf8(Vec::from(buf)).map_err(|e| WireError::InvalidJson {
         offset: e.utf8_error().valid_up_to(),
     })
 }
