@@ -10,9 +10,11 @@
 //! `conversation_id` per run), see [`Rule`]. Messages never carry payload
 //! text: only event types, identifiers, member names and sizes.
 //!
-//! The validator runs in constant work per event and keeps state that grows
-//! with the spans, calls and namespaces seen, never with the number of deltas;
-//! it never panics. [`ValidatorOptions`] selects the full or adapter mode
+//! The validator runs in constant work per event and keeps bounded state: the
+//! open spans, calls and namespaces, plus a window of the most recently
+//! closed ids of each kind ([`ValidatorOptions::closed_window`], 4096 by
+//! default; [`ValidatorOptions::exact`] remembers all of them). It never
+//! grows with the number of deltas, and it never panics. [`ValidatorOptions`] selects the full or adapter mode
 //! (D10a), an ephemeral harness (rule 13), the limits of rule 11 (D19
 //! defaults), the opt-in contiguity check (D3), and the JSON Schemas that tool
 //! arguments must satisfy ([`ToolSchemas`], D6). `docs/validation.md` lists
@@ -38,12 +40,13 @@
 //! ```
 
 mod options;
+mod registry;
 mod rule;
 mod schemas;
 mod size;
 mod validator;
 
-pub use options::{Mode, ValidatorOptions};
+pub use options::{DEFAULT_CLOSED_WINDOW, Mode, ValidatorOptions};
 pub use rule::{Rule, Violation};
 pub use schemas::{SCHEMA_FILE_SUFFIX, SchemaError, ToolSchemas};
 pub use validator::RunValidator;

@@ -20,6 +20,10 @@ pub enum Mode {
     Adapter,
 }
 
+/// How many closed ids of each kind the validator remembers by default
+/// (see [`ValidatorOptions::closed_window`]).
+pub const DEFAULT_CLOSED_WINDOW: usize = 4096;
+
 /// The validator's configuration; builder-style setters.
 ///
 /// ```
@@ -28,7 +32,7 @@ pub enum Mode {
 /// assert_eq!(opts.mode, Mode::Adapter);
 /// ```
 #[non_exhaustive]
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ValidatorOptions {
     /// Full (default) or adapter mode (D10a).
     pub mode: Mode,
@@ -41,10 +45,41 @@ pub struct ValidatorOptions {
     pub contiguous: bool,
     /// JSON Schemas for tool arguments, by tool name (D6).
     pub schemas: ToolSchemas,
+    /// How many *closed* ids of each kind (text spans, reasoning spans, tool
+    /// calls, namespaces) are remembered, most recent first; default
+    /// [`DEFAULT_CLOSED_WINDOW`]. `usize::MAX`: all of them (exact, memory
+    /// grows with the run).
+    ///
+    /// Open spans, calls and namespaces are always remembered exactly (they
+    /// are live state), so the validator's memory is bounded by what is open
+    /// plus four windows, whatever the length of the run. An event that
+    /// names an id that is not open is the same violation either way (rule
+    /// 5, 6, 9 or 10): while the id is remembered the message says it
+    /// already finished (ended, exited), after that it says it was never
+    /// started "(or finished long ago)". What a bounded window cannot catch
+    /// is a *second start* of an id that closed more than `closed_window`
+    /// closes (of its kind) ago: it is accepted as a new span, call or
+    /// namespace. Duplicate finishes, late deltas and restarts within the
+    /// window are caught.
+    pub closed_window: usize,
+}
+
+impl Default for ValidatorOptions {
+    fn default() -> Self {
+        ValidatorOptions {
+            mode: Mode::default(),
+            ephemeral: false,
+            limits: Limits::default(),
+            contiguous: false,
+            schemas: ToolSchemas::default(),
+            closed_window: DEFAULT_CLOSED_WINDOW,
+        }
+    }
 }
 
 impl ValidatorOptions {
-    /// Full mode, not ephemeral, default limits, gaps allowed, no schemas.
+    /// Full mode, not ephemeral, default limits, gaps allowed, no schemas,
+    /// the last [`DEFAULT_CLOSED_WINDOW`] closed ids of each kind remembered.
     pub fn new() -> Self {
         Self::default()
     }
@@ -82,5 +117,21 @@ impl ValidatorOptions {
     pub fn schemas(mut self, schemas: ToolSchemas) -> Self {
         self.schemas = schemas;
         self
+    }
+
+    /// Sets how many closed ids of each kind are remembered
+    /// ([`closed_window`](ValidatorOptions::closed_window)).
+    #[must_use]
+    pub fn closed_window(mut self, closed_window: usize) -> Self {
+        self.closed_window = closed_window;
+        self
+    }
+
+    /// Remembers every closed id (`closed_window = usize::MAX`): a restart
+    /// of any id is caught, and memory grows with the spans, calls and
+    /// namespaces of the run. For checking stored runs of bounded size.
+    #[must_use]
+    pub fn exact(self) -> Self {
+        self.closed_window(usize::MAX)
     }
 }

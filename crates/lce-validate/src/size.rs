@@ -18,10 +18,15 @@ impl std::io::Write for Counter {
 /// The length in bytes of [`Event::to_json`] (compact canonical JSON, no
 /// newline), computed without allocating: by hand for the deltas (the hot
 /// path), else by serializing into a counter.
-pub(crate) fn canonical_size(event: &Event) -> u64 {
+///
+/// `identity` is `identity_size(run_id, conversation_id)` when the caller
+/// already knows the event carries the run's identity (measured once per
+/// run), else `None` to measure it here.
+pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
     match &event.payload {
         Payload::TextDelta(d) | Payload::ReasoningDelta(d) => delta_size(
             event,
+            identity,
             r#"{"message_id":"#,
             &d.message_id,
             r#","delta":"#,
@@ -29,6 +34,7 @@ pub(crate) fn canonical_size(event: &Event) -> u64 {
         ),
         Payload::ToolArgumentsDelta(d) => delta_size(
             event,
+            identity,
             r#"{"tool_call_id":"#,
             &d.tool_call_id,
             r#","delta":"#,
@@ -44,46 +50,101 @@ pub(crate) fn canonical_size(event: &Event) -> u64 {
     }
 }
 
+/// The JSON sizes of a run's `run_id` and `conversation_id` strings, quotes
+/// included: what [`canonical_size`] takes as `identity`.
+pub(crate) fn identity_size(run_id: &str, conversation_id: &str) -> u64 {
+    str_len(run_id) + str_len(conversation_id)
+}
+
 /// `{"version":1,"type":T,"run_id":R,"conversation_id":C,"sequence":N,
 /// "timestamp":S,"namespace":[..],"data":{K1:V1,K2:V2}}`
-fn delta_size(event: &Event, k1: &str, v1: &str, k2: &str, v2: &str) -> u64 {
-    let mut n = r#"{"version":1,"type":"#.len() as u64;
-    n += str_len(event.event_type().as_str());
-    n += r#","run_id":"#.len() as u64 + str_len(&event.run_id);
-    n += r#","conversation_id":"#.len() as u64 + str_len(&event.conversation_id);
-    n += r#","sequence":"#.len() as u64 + digits(event.sequence);
-    n += r#","timestamp":"#.len() as u64 + str_len(event.timestamp.as_str());
-    n += r#","namespace":["#.len() as u64;
+fn delta_size(event: &Event, identity: Option<u64>, k1: &str, v1: &str, k2: &str, v2: &str) -> u64 {
+    const FIXED: usize = r#"{"version":1,"type":"#.len()
+        + r#","run_id":"#.len()
+        + r#","conversation_id":"#.len()
+        + r#","sequence":"#.len()
+        + r#","timestamp":"#.len()
+        + r#","namespace":["#.len()
+        + r#"],"data":"#.len()
+        + "}}".len();
+    // Event type names and RFC 3339 timestamps (digits, `-:.+TZtz`, checked
+    // by `Timestamp::parse`) never need escaping: their length plus quotes.
+    let mut n = (FIXED + k1.len() + k2.len()) as u64;
+    n += event.event_type().as_str().len() as u64 + 2;
+    n += event.timestamp.as_str().len() as u64 + 2;
+    n += match identity {
+        Some(len) => len,
+        None => identity_size(&event.run_id, &event.conversation_id),
+    };
+    n += digits(event.sequence);
     for (i, el) in event.namespace.iter().enumerate() {
         n += str_len(el) + u64::from(i > 0);
     }
-    n += r#"],"data":"#.len() as u64;
-    n += k1.len() as u64 + str_len(v1) + k2.len() as u64 + str_len(v2);
-    n + "}}".len() as u64
+    n + str_len(v1) + str_len(v2)
+}
+
+/// `0x01` in every byte of a `u64`.
+const LO: u64 = 0x0101_0101_0101_0101;
+/// `0x80` in every byte of a `u64`.
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// `true` when one of the eight bytes of `x` is a C0 control, `"` or `\`
+/// (the bytes `serde_json` escapes). Exact: the SWAR "has byte less than"
+/// and "has zero byte" tests have no false negatives; a false positive
+/// would only cost a closer look.
+#[inline]
+fn any_escaped(x: u64) -> bool {
+    let control = x.wrapping_sub(LO * 0x20) & !x;
+    let q = x ^ (LO * u64::from(b'"'));
+    let quote = q.wrapping_sub(LO) & !q;
+    let b = x ^ (LO * u64::from(b'\\'));
+    let backslash = b.wrapping_sub(LO) & !b;
+    (control | quote | backslash) & HI != 0
+}
+
+/// Eight bytes of `block` as a `u64`; a shorter block (the tail) is padded
+/// with `a`, which needs no escape.
+#[inline]
+fn load(block: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(block) {
+        Ok(a) => u64::from_le_bytes(a),
+        Err(_) => {
+            let mut a = [b'a'; 8];
+            for (d, s) in a.iter_mut().zip(block) {
+                *d = *s;
+            }
+            u64::from_le_bytes(a)
+        }
+    }
 }
 
 /// The length of `s` as a JSON string written by `serde_json` (quotes
 /// included): `"` and `\` and the short control escapes take 2 bytes, other
-/// C0 controls 6 (`\u00XX`), everything else is written as is.
+/// C0 controls 6 (`\u00XX`), everything else is written as is. Blocks of
+/// eight bytes with nothing to escape (the common case) are counted whole.
 fn str_len(s: &str) -> u64 {
-    let mut n = 2u64;
-    for &b in s.as_bytes() {
-        n += match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..=0x1f => 6,
-            _ => 1,
-        };
+    let b = s.as_bytes();
+    let mut n = 2 + b.len() as u64;
+    for block in b.chunks(8) {
+        if any_escaped(load(block)) {
+            n += block.iter().map(|&c| escape_extra(c)).sum::<u64>();
+        }
     }
     n
 }
 
-fn digits(mut v: u64) -> u64 {
-    let mut n = 1;
-    while v >= 10 {
-        v /= 10;
-        n += 1;
+/// The bytes `serde_json` adds when it writes the byte `c` in a string.
+#[inline]
+fn escape_extra(c: u8) -> u64 {
+    match c {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+        0..=0x1f => 5,
+        _ => 0,
     }
-    n
+}
+
+fn digits(v: u64) -> u64 {
+    v.checked_ilog10().map_or(1, |d| u64::from(d) + 1)
 }
 
 #[cfg(test)]
@@ -115,7 +176,30 @@ mod tests {
             ty in prop::sample::select(vec!["text.delta", "reasoning.delta", "tool.arguments.delta"]),
         ) {
             let e = delta(ty, &id, &text, seq, &ns);
-            prop_assert_eq!(canonical_size(&e), e.to_json().len() as u64);
+            let exact = e.to_json().len() as u64;
+            prop_assert_eq!(canonical_size(&e, None), exact);
+            let identity = identity_size(&e.run_id, &e.conversation_id);
+            prop_assert_eq!(canonical_size(&e, Some(identity)), exact);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn str_len_is_exact(
+            s in "[a-z \"\\\\\u{0}-\u{1f}\u{7f}\u{80}é😀]{0,40}",
+            t in any::<String>(),
+        ) {
+            for s in [&s, &t] {
+                let json = serde_json::to_string(s).unwrap_or_default();
+                prop_assert_eq!(str_len(s), json.len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn digits_are_exact() {
+        for v in [0, 1, 9, 10, 99, 100, 12345, u64::MAX / 10, u64::MAX] {
+            assert_eq!(digits(v), v.to_string().len() as u64);
         }
     }
 
@@ -123,6 +207,6 @@ mod tests {
     fn slow_path_is_exact() {
         let e = Event::from_json(r#"{"version":1,"type":"tool.finished","run_id":"r","conversation_id":"c","sequence":9,"timestamp":"2026-08-17T00:00:00Z","namespace":["a"],"data":{"tool_call_id":"t","result":"x\ny\u0001"}}"#)
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(canonical_size(&e), e.to_json().len() as u64);
+        assert_eq!(canonical_size(&e, None), e.to_json().len() as u64);
     }
 }

@@ -1,17 +1,17 @@
 //! The streaming validator: one event at a time, constant work per event.
 
-use std::collections::HashMap;
-
 use lce_types::{
     Durability, Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload,
     THREAD_DURABILITY_UNCERTAIN,
 };
 
 use crate::options::{Mode, ValidatorOptions};
+use crate::registry::{Closable, Registry};
 use crate::rule::{Rule, Violation, safe_id};
-use crate::size::canonical_size;
+use crate::size::{canonical_size, identity_size};
 
-/// Index of a namespace in `RunValidator::namespaces`, plus one; 0 is root.
+/// A namespace's number, unique in the run (never reused, so a closed span
+/// or call never matches a later namespace); 0 is root.
 type NsId = u32;
 const ROOT: NsId = 0;
 
@@ -29,6 +29,12 @@ enum Terminal {
 struct Span {
     ns: NsId,
     open: bool,
+}
+
+impl Closable for Span {
+    fn is_closed(&self) -> bool {
+        !self.open
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,15 +63,29 @@ struct Tool {
     child: Child,
 }
 
-/// An entered namespace (D1): its path element is the delegation call id.
+impl Closable for Tool {
+    fn is_closed(&self) -> bool {
+        self.end != ToolEnd::Open
+    }
+}
+
+/// An entered namespace (D1): its path element is the delegation call id
+/// (its key in `RunValidator::namespaces`).
 #[derive(Clone, Debug)]
 struct Namespace {
+    id: NsId,
     /// The full path of events inside it (parent path + delegation call id).
     path: Vec<String>,
     agent_id: String,
     parent: NsId,
     active: bool,
     active_children: u32,
+}
+
+impl Closable for Namespace {
+    fn is_closed(&self) -> bool {
+        !self.active
+    }
 }
 
 /// Arguments being streamed for the call that `tool.started` with `{}` (D6).
@@ -102,10 +122,17 @@ struct Pending {
 /// Work per event is constant (hash look-ups by borrowed `&str`, and a
 /// comparison of the namespace path, at most `limits.namespace_depth`
 /// elements), plus linear work in the event's own size to measure it (rule
-/// 11) and to parse assembled arguments once (D6). State grows with the spans,
-/// calls and namespaces seen, never with the number of deltas; the arguments
-/// of the call currently streaming them are buffered up to
-/// `limits.tool_arguments_bytes`.
+/// 11) and to parse assembled arguments once (D6).
+///
+/// Memory is bounded whatever the length of the run: the open spans, calls
+/// and namespaces (exactly), the last
+/// [`closed_window`](ValidatorOptions::closed_window) closed ids of each kind
+/// (4096 by default), and the arguments of the call currently streaming them
+/// (up to `limits.tool_arguments_bytes`). Nothing grows with deltas. An id
+/// closed longer ago than the window is forgotten: a later event naming it
+/// is still a violation (the message then says "never started (or finished
+/// long ago)"), but a second *start* of it is accepted. With
+/// [`ValidatorOptions::exact`] every closed id is remembered instead.
 ///
 /// ```
 /// use lce_types::Event;
@@ -127,20 +154,24 @@ pub struct RunValidator {
     failed: Option<Violation>,
     /// `run_id` and `conversation_id` of the run, from its first event.
     identity: Option<(String, String)>,
+    /// Their JSON size, quotes included (rule 11's byte count, per event).
+    identity_size: u64,
     last: Option<(u64, EventType)>,
     started: bool,
     terminal: Option<Terminal>,
     events: u64,
     bytes: u64,
     pending: Option<Pending>,
-    texts: HashMap<String, Span>,
-    reasonings: HashMap<String, Span>,
+    texts: Registry<Span>,
+    reasonings: Registry<Span>,
     open_texts: usize,
     open_reasonings: usize,
-    tools: HashMap<String, Tool>,
+    tools: Registry<Tool>,
     open_tools: usize,
-    namespaces: Vec<Namespace>,
-    namespace_index: HashMap<String, NsId>,
+    /// By delegation call id (the last element of the namespace's path).
+    namespaces: Registry<Namespace>,
+    /// The `NsId` of the last namespace entered.
+    last_ns: NsId,
     active_namespaces: usize,
     assembly: Option<Assembly>,
 }
@@ -150,24 +181,26 @@ type Step = Result<(), Violation>;
 impl RunValidator {
     /// A validator for one run.
     pub fn new(options: ValidatorOptions) -> Self {
+        let window = options.closed_window;
         RunValidator {
             opts: options,
             failed: None,
             identity: None,
+            identity_size: 0,
             last: None,
             started: false,
             terminal: None,
             events: 0,
             bytes: 0,
             pending: None,
-            texts: HashMap::new(),
-            reasonings: HashMap::new(),
+            texts: Registry::new(window),
+            reasonings: Registry::new(window),
             open_texts: 0,
             open_reasonings: 0,
-            tools: HashMap::new(),
+            tools: Registry::new(window),
             open_tools: 0,
-            namespaces: Vec::new(),
-            namespace_index: HashMap::new(),
+            namespaces: Registry::new(window),
+            last_ns: ROOT,
             active_namespaces: 0,
             assembly: None,
         }
@@ -281,27 +314,18 @@ impl RunValidator {
     /// tables and buffers and the identifiers they own. Takes time linear in
     /// the state; meant for tests and diagnostics. It does not change with the
     /// number of text, reasoning or argument deltas (argument deltas only up
-    /// to `limits.tool_arguments_bytes` while a call streams them).
+    /// to `limits.tool_arguments_bytes` while a call streams them), and is
+    /// bounded by the open spans, calls and namespaces plus the
+    /// [`closed_window`](ValidatorOptions::closed_window).
     pub fn footprint(&self) -> usize {
         use std::mem::size_of;
-        let span = size_of::<(String, Span)>() + 1;
-        let mut n = self.texts.capacity() * span + self.reasonings.capacity() * span;
-        n += self.texts.keys().map(String::capacity).sum::<usize>();
-        n += self.reasonings.keys().map(String::capacity).sum::<usize>();
-        n += self.tools.capacity() * (size_of::<(String, Tool)>() + 1);
-        n += self.tools.keys().map(String::capacity).sum::<usize>();
-        n += self.namespaces.capacity() * size_of::<Namespace>();
-        for ns in &self.namespaces {
+        let mut n = self.texts.footprint() + self.reasonings.footprint();
+        n += self.tools.footprint() + self.namespaces.footprint();
+        for ns in self.namespaces.values() {
             n += ns.path.capacity() * size_of::<String>();
             n += ns.path.iter().map(String::capacity).sum::<usize>();
             n += ns.agent_id.capacity();
         }
-        n += self.namespace_index.capacity() * (size_of::<(String, NsId)>() + 1);
-        n += self
-            .namespace_index
-            .keys()
-            .map(String::capacity)
-            .sum::<usize>();
         if let Some((a, b)) = &self.identity {
             n += a.capacity() + b.capacity();
         }
@@ -312,6 +336,14 @@ impl RunValidator {
             n += a.tool_call_id.capacity() + a.tool_name.capacity() + a.buf.capacity();
         }
         n
+    }
+
+    /// How many ids the validator holds: text and reasoning spans, tool
+    /// calls and namespaces, open or closed but still remembered. At most the
+    /// open ones plus four times
+    /// [`closed_window`](ValidatorOptions::closed_window); a diagnostic (O(1)).
+    pub fn state_len(&self) -> usize {
+        self.texts.len() + self.reasonings.len() + self.tools.len() + self.namespaces.len()
     }
 
     fn step(&mut self, e: &Event) -> Step {
@@ -407,7 +439,9 @@ impl RunValidator {
                 format!("more than {} events in the run", limits.events_per_run),
             );
         }
-        let bytes = self.bytes.saturating_add(canonical_size(e));
+        // The identity was checked equal to the run's (X): its size is known.
+        let known = self.identity.is_some().then_some(self.identity_size);
+        let bytes = self.bytes.saturating_add(canonical_size(e, known));
         if bytes > limits.bytes_per_run {
             return fail(
                 Rule::Limits,
@@ -430,6 +464,7 @@ impl RunValidator {
         if applied {
             if self.identity.is_none() {
                 self.identity = Some((e.run_id.clone(), e.conversation_id.clone()));
+                self.identity_size = identity_size(&e.run_id, &e.conversation_id);
             }
             self.last = Some((seq, ty));
             self.events = events;
@@ -616,7 +651,7 @@ impl RunValidator {
                 } else {
                     &mut self.reasonings
                 };
-                if spans.contains_key(s.message_id.as_str()) {
+                if spans.contains(s.message_id.as_str()) {
                     return fail(
                         Rule::TextSpan,
                         format!(
@@ -625,7 +660,7 @@ impl RunValidator {
                         ),
                     );
                 }
-                spans.insert(s.message_id.clone(), Span { ns, open: true });
+                spans.insert(&s.message_id, Span { ns, open: true });
                 if text {
                     self.open_texts += 1;
                 } else {
@@ -639,7 +674,8 @@ impl RunValidator {
                 } else {
                     &self.reasonings
                 };
-                Self::span_event(spans.get(d.message_id.as_str()), &d.message_id, ns, ty, seq)?;
+                let span = spans.get(d.message_id.as_str());
+                Self::span_event(span, spans.forgot(), &d.message_id, ns, ty, seq)?;
             }
             Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
                 let text = ty == EventType::TextFinished;
@@ -648,11 +684,13 @@ impl RunValidator {
                 } else {
                     &mut self.reasonings
                 };
+                let forgot = spans.forgot();
                 let span = spans.get_mut(s.message_id.as_str());
-                Self::span_event(span.as_deref(), &s.message_id, ns, ty, seq)?;
+                Self::span_event(span.as_deref(), forgot, &s.message_id, ns, ty, seq)?;
                 if let Some(span) = span {
                     span.open = false;
                 }
+                spans.closed(&s.message_id);
                 if text {
                     self.open_texts = self.open_texts.saturating_sub(1);
                 } else {
@@ -660,7 +698,7 @@ impl RunValidator {
                 }
             }
             Payload::ToolStarted(t) => {
-                if self.tools.contains_key(t.tool_call_id.as_str()) {
+                if self.tools.contains(t.tool_call_id.as_str()) {
                     return fail(
                         Rule::ToolCall,
                         format!(
@@ -687,7 +725,7 @@ impl RunValidator {
                     }
                 }
                 self.tools.insert(
-                    t.tool_call_id.clone(),
+                    &t.tool_call_id,
                     Tool {
                         ns,
                         end: ToolEnd::Open,
@@ -711,8 +749,9 @@ impl RunValidator {
                     return fail(
                         Rule::ToolCall,
                         format!(
-                            "tool.arguments.delta for call {} that was never started",
-                            safe_id(id)
+                            "tool.arguments.delta for call {} that was {}",
+                            safe_id(id),
+                            never(self.tools.forgot(), "started", "ended")
                         ),
                     );
                 };
@@ -758,10 +797,15 @@ impl RunValidator {
                     Payload::ToolError(f) => (f.tool_call_id.as_str(), false),
                     _ => return Ok(()),
                 };
+                let forgot = self.tools.forgot();
                 let Some(tool) = self.tools.get_mut(id) else {
                     return fail(
                         Rule::ToolCall,
-                        format!("{ty} for call {} that was never started", safe_id(id)),
+                        format!(
+                            "{ty} for call {} that was {}",
+                            safe_id(id),
+                            never(forgot, "started", "ended")
+                        ),
                     );
                 };
                 match (tool.end, finished) {
@@ -820,6 +864,7 @@ impl RunValidator {
                 } else {
                     ToolEnd::Errored
                 };
+                self.tools.closed(id);
                 self.open_tools = self.open_tools.saturating_sub(1);
             }
             Payload::InterruptRequested(i) => {
@@ -829,7 +874,7 @@ impl RunValidator {
                 });
             }
             Payload::NamespaceEntered(n) => self.enter(n, &e.namespace, ns, ty, seq)?,
-            Payload::NamespaceExited(n) => self.exit(n, ns, ty, seq)?,
+            Payload::NamespaceExited(n) => self.exit(n, &e.namespace, ns, ty, seq)?,
             _ => {}
         }
         Ok(())
@@ -847,14 +892,12 @@ impl RunValidator {
             return Ok(ROOT);
         };
         let fail = |msg: String| Err(Violation::new(Rule::NamespaceActive, seq, Some(ty), msg));
-        let Some(&id) = self.namespace_index.get(last.as_str()) else {
+        let Some(ns) = self.namespaces.get(last.as_str()) else {
             return fail(format!(
-                "{ty} in namespace {} that was never entered",
-                safe_id(last)
+                "{ty} in namespace {} that was {}",
+                safe_id(last),
+                never(self.namespaces.forgot(), "entered", "exited")
             ));
-        };
-        let Some(ns) = self.ns(id) else {
-            return fail(format!("{ty} in an unknown namespace"));
         };
         if ns.path.as_slice() != path {
             return fail(format!(
@@ -868,26 +911,34 @@ impl RunValidator {
                 safe_id(last)
             ));
         }
-        Ok(id)
+        Ok(ns.id)
     }
 
-    fn ns(&self, id: NsId) -> Option<&Namespace> {
-        let i = usize::try_from(id).ok()?.checked_sub(1)?;
-        self.namespaces.get(i)
-    }
-
-    fn ns_mut(&mut self, id: NsId) -> Option<&mut Namespace> {
-        let i = usize::try_from(id).ok()?.checked_sub(1)?;
-        self.namespaces.get_mut(i)
+    /// The active namespace whose path ends in `path`'s last element (the
+    /// parent of an event's namespace), if any: root has no entry.
+    fn parent_mut(&mut self, path: &[String]) -> Option<&mut Namespace> {
+        let last = path.last()?;
+        self.namespaces.get_mut(last.as_str())
     }
 
     /// Rule 5 for a delta or finish of a span.
-    fn span_event(span: Option<&Span>, id: &str, ns: NsId, ty: EventType, seq: u64) -> Step {
+    fn span_event(
+        span: Option<&Span>,
+        forgot: bool,
+        id: &str,
+        ns: NsId,
+        ty: EventType,
+        seq: u64,
+    ) -> Step {
         let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
         let Some(span) = span else {
             return fail(
                 Rule::TextSpan,
-                format!("{ty} for message {} that was never started", safe_id(id)),
+                format!(
+                    "{ty} for message {} that was {}",
+                    safe_id(id),
+                    never(forgot, "started", "finished")
+                ),
             );
         };
         if !span.open {
@@ -968,7 +1019,11 @@ impl RunValidator {
     ) -> Step {
         let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
         let id = n.parent_tool_call_id.as_str();
-        if self.namespace_index.contains_key(id) {
+        // Entered before: the namespace is remembered, or its delegation
+        // call is (its `child` outlives a forgotten exited namespace).
+        if self.namespaces.contains(id)
+            || self.tools.get(id).is_some_and(|t| t.child != Child::None)
+        {
             return fail(
                 Rule::NamespaceBalance,
                 format!("namespace {} entered again", safe_id(id)),
@@ -978,8 +1033,9 @@ impl RunValidator {
             return fail(
                 Rule::NamespaceActive,
                 format!(
-                    "namespace.entered for delegation call {} that was never started",
-                    safe_id(id)
+                    "namespace.entered for delegation call {} that was {}",
+                    safe_id(id),
+                    never(self.tools.forgot(), "started", "ended")
                 ),
             );
         };
@@ -1011,22 +1067,25 @@ impl RunValidator {
                 ),
             );
         }
-        let Ok(new_id) = NsId::try_from(self.namespaces.len() + 1) else {
+        let Some(new_id) = self.last_ns.checked_add(1) else {
             return fail(Rule::Limits, "too many namespaces".to_owned());
         };
+        self.last_ns = new_id;
         let mut full = Vec::with_capacity(depth);
         full.extend(path.iter().cloned());
         full.push(n.parent_tool_call_id.clone());
-        self.namespaces.push(Namespace {
-            path: full,
-            agent_id: n.agent_id.clone(),
-            parent,
-            active: true,
-            active_children: 0,
-        });
-        self.namespace_index
-            .insert(n.parent_tool_call_id.clone(), new_id);
-        if let Some(p) = self.ns_mut(parent) {
+        self.namespaces.insert(
+            id,
+            Namespace {
+                id: new_id,
+                path: full,
+                agent_id: n.agent_id.clone(),
+                parent,
+                active: true,
+                active_children: 0,
+            },
+        );
+        if let Some(p) = self.parent_mut(path) {
             p.active_children = p.active_children.saturating_add(1);
         }
         if let Some(tool) = self.tools.get_mut(id) {
@@ -1040,22 +1099,18 @@ impl RunValidator {
     fn exit(
         &mut self,
         n: &lce_types::NamespaceExited,
+        path: &[String],
         parent: NsId,
         ty: EventType,
         seq: u64,
     ) -> Step {
         let fail = |msg: String| Err(Violation::new(Rule::NamespaceBalance, seq, Some(ty), msg));
         let id = n.parent_tool_call_id.as_str();
-        let Some(&ns_id) = self.namespace_index.get(id) else {
+        let Some(ns) = self.namespaces.get(id) else {
             return fail(format!(
-                "namespace.exited for namespace {} that was never entered",
-                safe_id(id)
-            ));
-        };
-        let Some(ns) = self.ns(ns_id) else {
-            return fail(format!(
-                "namespace.exited for an unknown namespace {}",
-                safe_id(id)
+                "namespace.exited for namespace {} that was {}",
+                safe_id(id),
+                never(self.namespaces.forgot(), "entered", "exited")
             ));
         };
         if !ns.active {
@@ -1082,10 +1137,11 @@ impl RunValidator {
                 ns.active_children
             ));
         }
-        if let Some(ns) = self.ns_mut(ns_id) {
+        if let Some(ns) = self.namespaces.get_mut(id) {
             ns.active = false;
         }
-        if let Some(p) = self.ns_mut(parent) {
+        self.namespaces.closed(id);
+        if let Some(p) = self.parent_mut(path) {
             p.active_children = p.active_children.saturating_sub(1);
         }
         if let Some(tool) = self.tools.get_mut(id) {
@@ -1093,5 +1149,16 @@ impl RunValidator {
         }
         self.active_namespaces = self.active_namespaces.saturating_sub(1);
         Ok(())
+    }
+}
+
+/// "never started", or once ids were forgotten (a bounded closed window
+/// dropped some), "never started (or finished long ago)": the id may have
+/// closed before the window.
+fn never(forgot: bool, started: &str, ended: &str) -> String {
+    if forgot {
+        format!("never {started} (or {ended} long ago)")
+    } else {
+        format!("never {started}")
     }
 }

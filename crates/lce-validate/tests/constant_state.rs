@@ -100,3 +100,283 @@ fn state_grows_with_spans_not_deltas() {
     }
     assert_eq!(v.footprint(), with_spans);
 }
+
+/// A run of `text.started` / `text.delta` / `text.finished` triples, then
+/// whatever `tail` pushes; the helper numbers the sequences.
+struct Runner {
+    v: RunValidator,
+    seq: u64,
+}
+
+impl Runner {
+    fn new(opts: ValidatorOptions) -> Self {
+        let mut limits = Limits::default();
+        limits.events_per_run = u64::MAX;
+        limits.bytes_per_run = u64::MAX;
+        let mut r = Runner {
+            v: RunValidator::new(opts.limits(limits)),
+            seq: 0,
+        };
+        r.push(
+            "run.started",
+            "[]",
+            r#"{"harness_id":"h","adapter_version":"1"}"#,
+        )
+        .unwrap();
+        r
+    }
+
+    fn push(&mut self, ty: &str, ns: &str, data: &str) -> Result<(), lce_validate::Violation> {
+        let e = event(&format!(
+            r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","timestamp":"2026-08-17T00:00:00Z","namespace":{ns},"sequence":{},"data":{data}}}"#,
+            self.seq
+        ));
+        self.seq += 1;
+        self.v.push(&e)
+    }
+
+    fn span(&mut self, kind: &str, id: &str) {
+        self.push(
+            &format!("{kind}.started"),
+            "[]",
+            &format!(r#"{{"message_id":"{id}","role":"assistant"}}"#),
+        )
+        .unwrap();
+        self.push(
+            &format!("{kind}.delta"),
+            "[]",
+            &format!(r#"{{"message_id":"{id}","delta":"x"}}"#),
+        )
+        .unwrap();
+        self.push(
+            &format!("{kind}.finished"),
+            "[]",
+            &format!(r#"{{"message_id":"{id}"}}"#),
+        )
+        .unwrap();
+    }
+
+    fn tool(&mut self, id: &str) {
+        self.push(
+            "tool.started",
+            "[]",
+            &format!(r#"{{"tool_call_id":"{id}","tool_name":"t","arguments":{{"a":1}}}}"#),
+        )
+        .unwrap();
+        self.push(
+            "tool.finished",
+            "[]",
+            &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
+        )
+        .unwrap();
+    }
+
+    /// A delegation call with a namespace entered and exited inside it.
+    fn delegation(&mut self, id: &str) {
+        self.push(
+            "tool.started",
+            "[]",
+            &format!(r#"{{"tool_call_id":"{id}","tool_name":"agent","arguments":{{"a":1}}}}"#),
+        )
+        .unwrap();
+        self.push(
+            "namespace.entered",
+            "[]",
+            &format!(r#"{{"parent_tool_call_id":"{id}","agent_id":"sub","agent_name":"Sub"}}"#),
+        )
+        .unwrap();
+        self.push(
+            "namespace.exited",
+            "[]",
+            &format!(r#"{{"parent_tool_call_id":"{id}","agent_id":"sub","outcome":"success"}}"#),
+        )
+        .unwrap();
+        self.push(
+            "tool.finished",
+            "[]",
+            &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn many_spans_keep_state_bounded() {
+    const SPANS: usize = 100_000;
+    const WINDOW: usize = 64;
+    let mut r = Runner::new(ValidatorOptions::new().closed_window(WINDOW));
+    // Two spans stay open all along: live state is never forgotten.
+    r.push(
+        "text.started",
+        "[]",
+        r#"{"message_id":"long","role":"assistant"}"#,
+    )
+    .unwrap();
+    r.push(
+        "tool.started",
+        "[]",
+        r#"{"tool_call_id":"slow","tool_name":"t","arguments":{"a":1}}"#,
+    )
+    .unwrap();
+    let mut footprint_at_10k = 0;
+    for i in 0..SPANS {
+        r.span("text", &format!("m{i}"));
+        if i % 10 == 0 {
+            r.span("reasoning", &format!("r{i}"));
+            r.tool(&format!("t{i}"));
+            r.delegation(&format!("d{i}"));
+        }
+        if i == 10_000 {
+            footprint_at_10k = r.v.footprint();
+        }
+    }
+    // At most the window per kind, plus the open ones.
+    assert!(r.v.state_len() <= 4 * WINDOW + 2, "{}", r.v.state_len());
+    // Ids get longer (`m9999` then `m99999`) and tables rehash at their
+    // own pace: the same size within a margin, not byte-exact.
+    let footprint = r.v.footprint();
+    assert!(
+        footprint <= footprint_at_10k + footprint_at_10k / 10,
+        "state grew with spans: {footprint_at_10k} then {footprint}"
+    );
+    // The long-lived span and call are still open and usable.
+    r.push("text.delta", "[]", r#"{"message_id":"long","delta":"x"}"#)
+        .unwrap();
+    r.push("text.finished", "[]", r#"{"message_id":"long"}"#)
+        .unwrap();
+    r.push(
+        "tool.finished",
+        "[]",
+        r#"{"tool_call_id":"slow","result":"ok"}"#,
+    )
+    .unwrap();
+    r.push(
+        "run.finished",
+        "[]",
+        r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"h"}}"#,
+    )
+    .unwrap();
+    r.v.finish().unwrap();
+}
+
+#[test]
+fn a_second_finish_within_the_window_is_already_finished() {
+    let mut r = Runner::new(ValidatorOptions::new().closed_window(8));
+    r.span("text", "m0");
+    for i in 1..8 {
+        r.span("text", &format!("m{i}"));
+    }
+    // m0 is the 8th most recent close: still remembered.
+    let v = r
+        .push("text.finished", "[]", r#"{"message_id":"m0"}"#)
+        .unwrap_err();
+    assert_eq!(v.rule.id(), "5");
+    assert!(
+        v.message
+            .ends_with("text.finished for message `m0` that already finished"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_late_delta_after_the_window_is_still_rule_5() {
+    let mut r = Runner::new(ValidatorOptions::new().closed_window(8));
+    for i in 0..9 {
+        r.span("text", &format!("m{i}"));
+    }
+    // m0 closed 9 closes ago: forgotten, but not open, so still rule 5.
+    let v = r
+        .push("text.delta", "[]", r#"{"message_id":"m0","delta":"late"}"#)
+        .unwrap_err();
+    assert_eq!(v.rule.id(), "5");
+    assert!(
+        v.message
+            .ends_with("that was never started (or finished long ago)"),
+        "{v}"
+    );
+}
+
+#[test]
+fn forgotten_tools_and_namespaces_keep_their_rules() {
+    let mut r = Runner::new(ValidatorOptions::new().closed_window(2));
+    r.delegation("d0");
+    for i in 1..4 {
+        r.delegation(&format!("d{i}"));
+    }
+    let seq = r.seq;
+    let late = |r: &mut Runner, ty: &str, ns: &str, data: &str| {
+        let v = r.push(ty, ns, data).unwrap_err();
+        r.v.clear_failure();
+        (v.rule.id(), v.message)
+    };
+    let (rule, msg) = late(
+        &mut r,
+        "tool.finished",
+        "[]",
+        r#"{"tool_call_id":"d0","result":"ok"}"#,
+    );
+    assert_eq!(rule, "6", "{msg}");
+    assert!(msg.ends_with("never started (or ended long ago)"), "{msg}");
+    let (rule, msg) = late(
+        &mut r,
+        "tool.arguments.delta",
+        "[]",
+        r#"{"tool_call_id":"d0","delta":"{"}"#,
+    );
+    assert_eq!(rule, "6", "{msg}");
+    let (rule, msg) = late(
+        &mut r,
+        "warning",
+        r#"["d0"]"#,
+        r#"{"code":"w","message":"m"}"#,
+    );
+    assert_eq!(rule, "10", "{msg}");
+    assert!(msg.ends_with("never entered (or exited long ago)"), "{msg}");
+    let (rule, msg) = late(
+        &mut r,
+        "namespace.exited",
+        "[]",
+        r#"{"parent_tool_call_id":"d0","agent_id":"sub","outcome":"success"}"#,
+    );
+    assert_eq!(rule, "9", "{msg}");
+    // Within the window: the precise messages.
+    let (rule, msg) = late(
+        &mut r,
+        "tool.error",
+        "[]",
+        r#"{"tool_call_id":"d3","code":"x","message":"m","retryable":false}"#,
+    );
+    assert_eq!(rule, "7", "{msg}");
+    let (rule, msg) = late(
+        &mut r,
+        "namespace.entered",
+        "[]",
+        r#"{"parent_tool_call_id":"d3","agent_id":"sub","agent_name":"Sub"}"#,
+    );
+    assert_eq!(rule, "9", "{msg}");
+    assert!(r.seq > seq);
+}
+
+#[test]
+fn exact_remembers_every_closed_id() {
+    let mut r = Runner::new(ValidatorOptions::new().exact());
+    for i in 0..5000 {
+        r.span("text", &format!("m{i}"));
+    }
+    assert_eq!(r.v.state_len(), 5000);
+    let v = r
+        .push(
+            "text.started",
+            "[]",
+            r#"{"message_id":"m0","role":"assistant"}"#,
+        )
+        .unwrap_err();
+    assert!(v.message.ends_with("that was already started"), "{v}");
+
+    // With a window, a restart of a forgotten id is the one thing accepted.
+    let mut r = Runner::new(ValidatorOptions::new().closed_window(8));
+    for i in 0..9 {
+        r.span("text", &format!("m{i}"));
+    }
+    r.span("text", "m0");
+}
