@@ -50,39 +50,61 @@ fn has(x: u64, b: u8) -> u64 {
     y.wrapping_sub(LO) & !y & HI
 }
 
-/// Eight bytes of `block` as a `u64`; a shorter block (the tail) is padded
-/// with `a`, which no scan looks at.
+/// The eight bytes at `i` as a `u64`; `0` (a block every scan looks at
+/// closely) if there are not eight.
 #[inline]
-fn load(block: &[u8]) -> u64 {
-    match <[u8; 8]>::try_from(block) {
-        Ok(a) => u64::from_le_bytes(a),
-        Err(_) => {
-            let mut a = [b'a'; 8];
-            for (d, s) in a.iter_mut().zip(block) {
-                *d = *s;
-            }
-            u64::from_le_bytes(a)
-        }
+fn word(b: &[u8], i: usize) -> u64 {
+    b.get(i..i.wrapping_add(8))
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// A string shorter than eight bytes as a `u64`, padded with `a` (which no
+/// scan looks at).
+#[inline]
+fn padded(b: &[u8]) -> u64 {
+    let mut a = [b'a'; 8];
+    for (d, s) in a.iter_mut().zip(b) {
+        *d = *s;
     }
+    u64::from_le_bytes(a)
+}
+
+/// `true` when the eight bytes of `x` are all printable ASCII
+/// (`0x20..=0x7E`): the common case for identifiers, ruled out first.
+#[inline]
+fn printable_ascii(x: u64) -> bool {
+    (below(x, 0x20) | has(x, 0x7F) | (x & HI)) == 0
 }
 
 /// The index of the first byte `i` for which `hit(b, i)` holds, looking
 /// only inside the 8-byte blocks that `suspect` flags. `suspect` must flag
-/// every block holding a byte where `hit` can hold (it may flag more).
+/// every block holding a byte where `hit` can hold (it may flag more). The
+/// last, partial block is read as the string's last eight bytes (only its new
+/// bytes are looked at), or padded when the string is shorter.
 #[inline]
 fn scan(
     b: &[u8],
     suspect: impl Fn(u64) -> bool,
     hit: impl Fn(&[u8], usize) -> bool,
 ) -> Option<usize> {
-    for (k, block) in b.chunks(8).enumerate() {
-        if suspect(load(block)) {
-            let start = k * 8;
-            for i in start..start + block.len() {
-                if hit(b, i) {
-                    return Some(i);
-                }
+    let n = b.len();
+    let mut i = 0;
+    while i + 8 <= n {
+        if suspect(word(b, i)) {
+            if let Some(j) = (i..i + 8).find(|&j| hit(b, j)) {
+                return Some(j);
             }
+        }
+        i += 8;
+    }
+    if i < n {
+        let x = match n.checked_sub(8) {
+            Some(last) => word(b, last),
+            None => padded(b),
+        };
+        if suspect(x) {
+            return (i..n).find(|&j| hit(b, j));
         }
     }
     None
@@ -99,7 +121,7 @@ fn scan(
 pub fn find_replaced_in_display(s: &str) -> Option<usize> {
     scan(
         s.as_bytes(),
-        |x| below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xE2) != 0,
+        |x| !printable_ascii(x) && below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xE2) != 0,
         |b, i| match b.get(i) {
             Some(b'\t' | b'\n' | b'\r') | None => false,
             Some(0..=0x1F | 0x7F) => true,
@@ -121,7 +143,10 @@ pub fn find_replaced_in_display(s: &str) -> Option<usize> {
 pub fn contains_forbidden_in_name(s: &str) -> bool {
     scan(
         s.as_bytes(),
-        |x| below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xD8) | has(x, 0xE2) != 0,
+        |x| {
+            !printable_ascii(x)
+                && below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xD8) | has(x, 0xE2) != 0
+        },
         |b, i| match b.get(i) {
             Some(0..=0x1F | 0x7F) => true,
             Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),

@@ -102,35 +102,49 @@ fn any_escaped(x: u64) -> bool {
     (control | quote | backslash) & HI != 0
 }
 
-/// Eight bytes of `block` as a `u64`; a shorter block (the tail) is padded
-/// with `a`, which needs no escape.
+/// The eight bytes at `i` as a `u64`; `0` (a block looked at closely) if
+/// there are not eight.
 #[inline]
-fn load(block: &[u8]) -> u64 {
-    match <[u8; 8]>::try_from(block) {
-        Ok(a) => u64::from_le_bytes(a),
-        Err(_) => {
-            let mut a = [b'a'; 8];
-            for (d, s) in a.iter_mut().zip(block) {
-                *d = *s;
-            }
-            u64::from_le_bytes(a)
-        }
-    }
+fn word(b: &[u8], i: usize) -> u64 {
+    b.get(i..i.wrapping_add(8))
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// The length of `s` as a JSON string written by `serde_json` (quotes
 /// included): `"` and `\` and the short control escapes take 2 bytes, other
 /// C0 controls 6 (`\u00XX`), everything else is written as is. Blocks of
-/// eight bytes with nothing to escape (the common case) are counted whole.
+/// eight bytes with nothing to escape (the common case) are counted whole;
+/// the last partial block is tested as the string's last eight bytes (only
+/// its new bytes are counted).
 fn str_len(s: &str) -> u64 {
     let b = s.as_bytes();
-    let mut n = 2 + b.len() as u64;
-    for block in b.chunks(8) {
-        if any_escaped(load(block)) {
-            n += block.iter().map(|&c| escape_extra(c)).sum::<u64>();
+    let n = b.len();
+    let mut len = 2 + n as u64;
+    let mut i = 0;
+    while i + 8 <= n {
+        if any_escaped(word(b, i)) {
+            len += extra(b, i, i + 8);
         }
+        i += 8;
     }
-    n
+    if i < n
+        && n.checked_sub(8)
+            .is_none_or(|last| any_escaped(word(b, last)))
+    {
+        len += extra(b, i, n);
+    }
+    len
+}
+
+/// The escape bytes `serde_json` adds to `b[from..to]`.
+#[inline]
+fn extra(b: &[u8], from: usize, to: usize) -> u64 {
+    b.get(from..to)
+        .unwrap_or_default()
+        .iter()
+        .map(|&c| escape_extra(c))
+        .sum()
 }
 
 /// The bytes `serde_json` adds when it writes the byte `c` in a string.
