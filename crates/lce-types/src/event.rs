@@ -56,6 +56,12 @@ macro_rules! event_types {
                 Ok(match ty { $( EventType::$variant => Payload::$variant(from_serde_str(data)?) ),+ })
             }
 
+            /// The payload of type `ty` read by serde from the cursor on, in
+            /// the fast path.
+            pub(crate) fn read_fast(ty: EventType, c: &mut crate::fast::Cursor<'_>) -> Option<Payload> {
+                Some(match ty { $( EventType::$variant => Payload::$variant(c.serde_value()?) ),+ })
+            }
+
             fn serialize_data<S: serde::ser::SerializeStruct>(&self, s: &mut S) -> Result<(), S::Error> {
                 match self { $( Payload::$variant(p) => s.serialize_field("data", p) ),+ }
             }
@@ -171,6 +177,17 @@ impl Event {
 
     /// Parses one canonical event from a JSON text, strictly (D17).
     pub fn from_json(text: &str) -> Result<Event, ParseError> {
+        // Only acceptance is decided here; anything else (errors included)
+        // is left to the serde path below, unchanged.
+        if let Some(event) = crate::fast::parse(text) {
+            return Ok(event);
+        }
+        Event::from_json_serde(text)
+    }
+
+    /// The strict serde path: decides every input the fast path does not
+    /// accept, and makes the located errors.
+    pub(crate) fn from_json_serde(text: &str) -> Result<Event, ParseError> {
         let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
         if trimmed.is_empty() {
             return Err(ParseError::new(
@@ -285,7 +302,7 @@ impl RawEnvelope<'_> {
 }
 
 /// Cross-member rules serde cannot express.
-fn check_payload(p: &Payload) -> Result<(), ParseError> {
+pub(crate) fn check_payload(p: &Payload) -> Result<(), ParseError> {
     if let Payload::InterruptRequested(i) = p {
         match i.interrupt_type {
             InterruptType::FormInput => {

@@ -26,6 +26,7 @@
 
 mod error;
 mod event;
+mod fast;
 mod limits;
 mod lines;
 mod opaque;
