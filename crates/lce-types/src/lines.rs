@@ -50,6 +50,27 @@ impl<R: BufRead> EventLines<R> {
     /// Reads the next line; `None` at end of input. I/O errors end reading.
     pub fn next_line(&mut self) -> io::Result<Option<Result<Event, ParseError>>> {
         self.buf.clear();
+        // The usual case: the whole line is already buffered; parse it there,
+        // without copying it.
+        let available = loop {
+            match self.reader.fill_buf() {
+                Ok(b) => break b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(i) = crate::fast::find_byte(available, b'\n') {
+            if i <= self.max_line_bytes {
+                let mut line = &available[..i];
+                if let [rest @ .., b'\r'] = line {
+                    line = rest;
+                }
+                self.line += 1;
+                let parsed = Event::from_slice(line).map_err(|e| e.at_line(self.line));
+                self.reader.consume(i + 1);
+                return Ok(Some(parsed));
+            }
+        }
         let mut too_long = false;
         loop {
             let available = match self.reader.fill_buf() {
@@ -63,7 +84,7 @@ impl<R: BufRead> EventLines<R> {
                 }
                 break;
             }
-            let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            let (chunk, done) = match crate::fast::find_byte(available, b'\n') {
                 Some(i) => (&available[..i], Some(i + 1)),
                 None => (available, None),
             };
@@ -104,5 +125,74 @@ impl<R: BufRead> Iterator for EventLines<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_line().transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const GOOD: &str = r#"{"version":1,"type":"text.delta","run_id":"r","conversation_id":"c","sequence":3,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"message_id":"m","delta":"hi"}}"#;
+
+    /// What `EventLines` must yield, computed on the whole input at once.
+    fn reference(input: &[u8], max: usize) -> Vec<Result<Event, ParseError>> {
+        let mut out = Vec::new();
+        let mut lines: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        if lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
+        }
+        for (i, l) in lines.into_iter().enumerate() {
+            let n = i as u64 + 1;
+            if l.len() > max {
+                out.push(Err(ParseError::new(
+                    ParseErrorKind::LineTooLong,
+                    "$",
+                    format!("line longer than {max} bytes"),
+                )
+                .at_line(n)));
+                continue;
+            }
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            out.push(Event::from_slice(l).map_err(|e| e.at_line(n)));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn lines_match_a_whole_input_split(
+            kinds in proptest::collection::vec(0..5u8, 0..12),
+            crlf in any::<bool>(),
+            final_newline in any::<bool>(),
+            capacity in 1usize..400,
+            max in prop::sample::select(vec![10usize, 169, 170, 171, 172, 1000]),
+        ) {
+            let end = if crlf { "\r\n" } else { "\n" };
+            let lines: Vec<String> = kinds
+                .iter()
+                .map(|k| match k {
+                    0 => GOOD.to_owned(),
+                    1 => String::new(),
+                    2 => "x".repeat(300),
+                    3 => format!(" {GOOD} "),
+                    _ => GOOD.replace("hi", "h\\u00e9"),
+                })
+                .collect();
+            let mut input = lines.join(end);
+            if final_newline && !lines.is_empty() {
+                input.push_str(end);
+            }
+            let reader = std::io::BufReader::with_capacity(capacity, input.as_bytes());
+            let got: Vec<_> = EventLines::with_max_line_bytes(reader, max)
+                .map(|r| r.unwrap())
+                .collect();
+            prop_assert_eq!(got, reference(input.as_bytes(), max));
+        }
     }
 }
