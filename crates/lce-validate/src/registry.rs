@@ -69,7 +69,18 @@ impl<V: Closable> Registry<V> {
         let Some((key, _)) = self.map.get_key_value(id) else {
             return;
         };
-        self.closed.push_back(Arc::clone(key));
+        let key = Arc::clone(key);
+        // Grow the ring by doubling, but never past the window (a
+        // `VecDeque` would round 4097 up to 8192 slots).
+        let (len, cap) = (self.closed.len(), self.closed.capacity());
+        if len == cap {
+            let want = cap
+                .saturating_mul(2)
+                .max(8)
+                .min(self.window.saturating_add(1));
+            self.closed.reserve_exact(want.saturating_sub(len));
+        }
+        self.closed.push_back(key);
         while self.closed.len() > self.window {
             let Some(old) = self.closed.pop_front() else {
                 break;
