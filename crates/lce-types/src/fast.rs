@@ -74,16 +74,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// `true`, past it, when the cursor is on the key `"name"` (`name`
-    /// holds no byte that needs escaping, so this is the whole key).
+    /// holds no byte that needs escaping, so this is the whole key). A
+    /// fixed-size compare, so no call to `memcmp`.
     #[inline]
-    fn eat_key(&mut self, name: &[u8]) -> bool {
+    fn eat_key<const N: usize>(&mut self, name: &[u8; N]) -> bool {
         let at = self.i;
-        let end = at + name.len() + 1;
-        if self.b.get(at) == Some(&b'"')
-            && self.b.get(at + 1..end) == Some(name)
-            && self.b.get(end) == Some(&b'"')
-        {
-            self.i = end + 1;
+        let Some(got) = self.b.get(at + 1..at + N + 1) else {
+            return false;
+        };
+        if self.b[at] == b'"' && got == name && self.b.get(at + N + 1) == Some(&b'"') {
+            self.i = at + N + 2;
             true
         } else {
             false
@@ -212,28 +212,61 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// An object whose members are exactly the strings named in `names`,
-    /// in any order; the cursor is on its `{`.
+    /// An object of exactly two string members `a` and `b`, in either
+    /// order; the cursor is on its `{`.
     #[inline]
-    fn string_object<const N: usize>(&mut self, names: [&[u8]; N]) -> Option<[Cow<'a, str>; N]> {
+    fn two_strings<const A: usize, const B: usize>(
+        &mut self,
+        a: &[u8; A],
+        b: &[u8; B],
+    ) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
         self.eat(b'{')?;
         self.ws();
-        let mut out: [Option<Cow<'a, str>>; N] = [const { None }; N];
-        loop {
-            let slot = names.iter().position(|n| self.eat_key(n))?;
-            self.colon()?;
-            if out[slot].is_some() {
-                return None;
-            }
-            out[slot] = Some(self.string()?);
-            if !self.next_member()? {
-                break;
-            }
-        }
-        if out.iter().any(Option::is_none) {
+        let first_is_a = if self.eat_key(a) {
+            true
+        } else if self.eat_key(b) {
+            false
+        } else {
+            return None;
+        };
+        self.colon()?;
+        let first = self.string()?;
+        if !self.next_member()? {
             return None;
         }
-        Some(out.map(Option::unwrap_or_default))
+        if !(if first_is_a {
+            self.eat_key(b)
+        } else {
+            self.eat_key(a)
+        }) {
+            return None;
+        }
+        self.colon()?;
+        let second = self.string()?;
+        if self.next_member()? {
+            return None;
+        }
+        Some(if first_is_a {
+            (first, second)
+        } else {
+            (second, first)
+        })
+    }
+
+    /// An object of exactly one string member `a`; the cursor is on its `{`.
+    #[inline]
+    fn one_string<const A: usize>(&mut self, a: &[u8; A]) -> Option<Cow<'a, str>> {
+        self.eat(b'{')?;
+        self.ws();
+        if !self.eat_key(a) {
+            return None;
+        }
+        self.colon()?;
+        let value = self.string()?;
+        if self.next_member()? {
+            return None;
+        }
+        Some(value)
     }
 
     /// A payload read by its serde `Deserialize`, from the cursor on; the
@@ -384,18 +417,18 @@ pub(crate) fn parse(text: &str) -> Option<Event> {
 /// The envelope member whose key is at the cursor, as its bit.
 #[inline]
 fn envelope_key(c: &mut Cursor<'_>) -> Option<u8> {
-    let (name, bit): (&[u8], u8) = match c.b.get(c.i + 1)? {
-        b'v' => (b"version", VERSION_BIT),
-        b't' if c.b.get(c.i + 2) == Some(&b'y') => (b"type", TYPE_BIT),
-        b't' => (b"timestamp", TIMESTAMP_BIT),
-        b'r' => (b"run_id", RUN_ID_BIT),
-        b'c' => (b"conversation_id", CONVERSATION_ID_BIT),
-        b's' => (b"sequence", SEQUENCE_BIT),
-        b'n' => (b"namespace", NAMESPACE_BIT),
-        b'd' => (b"data", DATA_BIT),
+    let (found, bit) = match c.b.get(c.i + 1)? {
+        b'v' => (c.eat_key(b"version"), VERSION_BIT),
+        b't' if c.b.get(c.i + 2) == Some(&b'y') => (c.eat_key(b"type"), TYPE_BIT),
+        b't' => (c.eat_key(b"timestamp"), TIMESTAMP_BIT),
+        b'r' => (c.eat_key(b"run_id"), RUN_ID_BIT),
+        b'c' => (c.eat_key(b"conversation_id"), CONVERSATION_ID_BIT),
+        b's' => (c.eat_key(b"sequence"), SEQUENCE_BIT),
+        b'n' => (c.eat_key(b"namespace"), NAMESPACE_BIT),
+        b'd' => (c.eat_key(b"data"), DATA_BIT),
         _ => return None,
     };
-    c.eat_key(name).then_some(bit)
+    found.then_some(bit)
 }
 
 fn identifier(c: &mut Cursor<'_>) -> Option<String> {
@@ -436,7 +469,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
     }
     Some(match ty {
         EventType::TextDelta | EventType::ReasoningDelta => {
-            let [message_id, delta] = c.string_object([b"message_id", b"delta"])?;
+            let (message_id, delta) = c.two_strings(b"message_id", b"delta")?;
             let d = SpanDelta {
                 message_id: message_id.into_owned(),
                 delta: delta.into_owned(),
@@ -448,7 +481,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
             }
         }
         EventType::TextStarted | EventType::ReasoningStarted => {
-            let [message_id, role] = c.string_object([b"message_id", b"role"])?;
+            let (message_id, role) = c.two_strings(b"message_id", b"role")?;
             if role != Role::Assistant.as_str() {
                 return None;
             }
@@ -463,7 +496,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
             }
         }
         EventType::TextFinished | EventType::ReasoningFinished => {
-            let [message_id] = c.string_object([b"message_id"])?;
+            let message_id = c.one_string(b"message_id")?;
             let f = SpanFinished {
                 message_id: message_id.into_owned(),
             };
@@ -474,7 +507,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
             }
         }
         EventType::ToolArgumentsDelta => {
-            let [tool_call_id, delta] = c.string_object([b"tool_call_id", b"delta"])?;
+            let (tool_call_id, delta) = c.two_strings(b"tool_call_id", b"delta")?;
             Payload::ToolArgumentsDelta(ToolArgumentsDelta {
                 tool_call_id: tool_call_id.into_owned(),
                 delta: delta.into_owned(),
