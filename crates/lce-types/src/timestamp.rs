@@ -210,21 +210,42 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
-    let year = i64::from(digits(b, 0, 4)?);
-    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
+    // `YYYY-MM-DDTHH:MM:SS` is fixed-width: read it as one array, with the
+    // digits checked together (this runs once per event).
+    let p: &[u8; 19] = b.get(..19)?.try_into().ok()?;
+    if p[4] != b'-' || p[7] != b'-' || !matches!(p[10], b'T' | b't') {
         return None;
     }
-    let month = digits(b, 5, 2)?;
-    let day = digits(b, 8, 2)?;
-    if !matches!(b.get(10), Some(b'T' | b't')) {
+    if p[13] != b':' || p[16] != b':' {
         return None;
     }
-    let hour = digits(b, 11, 2)?;
-    if b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+    let d = |i: usize| p[i].wrapping_sub(b'0');
+    let all = [
+        d(0),
+        d(1),
+        d(2),
+        d(3),
+        d(5),
+        d(6),
+        d(8),
+        d(9),
+        d(11),
+        d(12),
+        d(14),
+        d(15),
+        d(17),
+        d(18),
+    ];
+    if all.iter().any(|&v| v > 9) {
         return None;
     }
-    let minute = digits(b, 14, 2)?;
-    let second = digits(b, 17, 2)?;
+    let two = |hi: u8, lo: u8| u32::from(hi) * 10 + u32::from(lo);
+    let year = i64::from(two(all[0], all[1]) * 100 + two(all[2], all[3]));
+    let month = two(all[4], all[5]);
+    let day = two(all[6], all[7]);
+    let hour = two(all[8], all[9]);
+    let minute = two(all[10], all[11]);
+    let second = two(all[12], all[13]);
     if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
         return None;
     }
@@ -236,9 +257,9 @@ fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
     if b.get(i) == Some(&b'.') {
         i += 1;
         let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
+        while let Some(&c @ b'0'..=b'9') = b.get(i) {
             if i - start < 9 {
-                nanos = nanos * 10 + u32::from(b[i] - b'0');
+                nanos = nanos * 10 + u32::from(c - b'0');
             }
             i += 1;
         }
@@ -246,8 +267,8 @@ fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
         if n == 0 {
             return None;
         }
-        for _ in n..9 {
-            nanos *= 10;
+        if n < 9 {
+            nanos *= POW10[9 - n];
         }
     }
     let offset_secs: i64 = match b.get(i)? {
@@ -278,9 +299,129 @@ fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
     Some((secs, nanos))
 }
 
+const POW10: [u32; 10] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The parser as it was before it read the fixed-width part at once.
+    fn parse_rfc3339_reference(b: &[u8]) -> Option<(i64, u32)> {
+        let year = i64::from(digits(b, 0, 4)?);
+        if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
+            return None;
+        }
+        let month = digits(b, 5, 2)?;
+        let day = digits(b, 8, 2)?;
+        if !matches!(b.get(10), Some(b'T' | b't')) {
+            return None;
+        }
+        let hour = digits(b, 11, 2)?;
+        if b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+            return None;
+        }
+        let minute = digits(b, 14, 2)?;
+        let second = digits(b, 17, 2)?;
+        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+            return None;
+        }
+        if hour > 23 || minute > 59 || second > 59 {
+            return None;
+        }
+        let mut i = 19;
+        let mut nanos = 0u32;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let start = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                if i - start < 9 {
+                    nanos = nanos * 10 + u32::from(b[i] - b'0');
+                }
+                i += 1;
+            }
+            let n = i - start;
+            if n == 0 {
+                return None;
+            }
+            for _ in n..9 {
+                nanos *= 10;
+            }
+        }
+        let offset_secs: i64 = match b.get(i)? {
+            b'Z' | b'z' => {
+                i += 1;
+                0
+            }
+            sign @ (b'+' | b'-') => {
+                let oh = digits(b, i + 1, 2)?;
+                if b.get(i + 3) != Some(&b':') {
+                    return None;
+                }
+                let om = digits(b, i + 4, 2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                i += 6;
+                let v = i64::from(oh * 3600 + om * 60);
+                if *sign == b'-' { -v } else { v }
+            }
+            _ => return None,
+        };
+        if i != b.len() {
+            return None;
+        }
+        let days = days_from_civil(year, month, day);
+        let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_secs;
+        Some((secs, nanos))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn parse_matches_the_reference(
+            secs in -62_135_596_800i64..253_402_300_799,
+            nanos in 0u32..1_000_000_000,
+            edits in proptest::collection::vec((any::<usize>(), 0..3u8, prop::sample::select(vec![
+                b'0', b'1', b'2', b'3', b'5', b'9', b'-', b':', b'.', b'T', b't', b'Z', b'z', b'+',
+                b' ', b'/', b'a', 0xff,
+            ])), 0..3),
+            digits_kept in 0usize..12,
+        ) {
+            let t = Timestamp::from_unix(secs, nanos).unwrap();
+            let mut text = t.as_str().as_bytes().to_vec();
+            // vary the fraction's length
+            if let Some(dot) = text.iter().position(|&c| c == b'.') {
+                let end = text.len() - 1;
+                let keep = (dot + 1 + digits_kept).min(end);
+                text.splice(keep..end, std::iter::repeat_n(b'7', digits_kept.saturating_sub(end - dot - 1)));
+            }
+            for (pos, op, byte) in edits {
+                let at = pos % (text.len() + 1);
+                match op {
+                    0 if at < text.len() => text[at] = byte,
+                    1 if at < text.len() => { text.remove(at); }
+                    _ => text.insert(at, byte),
+                }
+            }
+            prop_assert_eq!(parse_rfc3339(&text), parse_rfc3339_reference(&text));
+        }
+    }
 
     #[test]
     fn parses_utc_and_offsets() {
