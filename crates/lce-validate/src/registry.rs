@@ -7,7 +7,16 @@
 //! [`Registry`] keeps the open entries (live state: never forgotten) and the
 //! last `window` closed ones, in the order they closed (a FIFO ring of their
 //! keys beside the map). Keys are exact strings (no fingerprint, no
-//! collision): one `Arc<str>` shared by the map and the ring.
+//! collision): one `Arc<str>` shared by the map, the entry's slot and the
+//! ring.
+//!
+//! Entries live in slots (a `Vec` with a free list); the map gives a key's
+//! slot. Consecutive events nearly always name the same id (a span's
+//! deltas), so the slot of the last id found is remembered: a look-up first
+//! compares that slot's key with the id, and only hashes (SipHash, keyed per
+//! map: HashDoS resistance is kept) when it differs. The remembered slot is
+//! only a hint, checked against the slot's own key at every use: a freed or
+//! reused slot cannot be mistaken for the id.
 
 use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
@@ -22,7 +31,14 @@ pub(crate) trait Closable {
 /// Open entries by id, and the last `window` closed ones.
 #[derive(Debug)]
 pub(crate) struct Registry<V> {
-    map: HashMap<Arc<str>, V>,
+    /// The slot of each key.
+    map: HashMap<Arc<str>, usize>,
+    /// The entries, with their keys; `None`: a free slot.
+    slots: Vec<Option<(Arc<str>, V)>>,
+    /// The free slots, reused first.
+    free: Vec<usize>,
+    /// The slot of the last id found or inserted: tried before the map.
+    hint: usize,
     /// Keys of the remembered closed entries, oldest first. Empty when the
     /// window is unbounded.
     closed: VecDeque<Arc<str>>,
@@ -37,27 +53,75 @@ impl<V: Closable> Registry<V> {
     pub(crate) fn new(window: usize) -> Self {
         Registry {
             map: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            hint: 0,
             closed: VecDeque::new(),
             window,
             forgot: false,
         }
     }
 
-    pub(crate) fn get(&self, id: &str) -> Option<&V> {
-        self.map.get(id)
+    /// The slot holding `id`: the hinted one when its key is `id`, else
+    /// through the map (then hinted).
+    #[inline]
+    fn slot(&mut self, id: &str) -> Option<usize> {
+        if let Some(Some((key, _))) = self.slots.get(self.hint) {
+            if **key == *id {
+                return Some(self.hint);
+            }
+        }
+        let i = *self.map.get(id)?;
+        self.hint = i;
+        Some(i)
+    }
+
+    pub(crate) fn get(&mut self, id: &str) -> Option<&V> {
+        self.get_mut(id).map(|v| &*v)
     }
 
     pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut V> {
-        self.map.get_mut(id)
+        let i = self.slot(id)?;
+        match self.slots.get_mut(i) {
+            Some(Some((_, v))) => Some(v),
+            _ => None,
+        }
     }
 
-    pub(crate) fn contains(&self, id: &str) -> bool {
-        self.map.contains_key(id)
+    pub(crate) fn contains(&mut self, id: &str) -> bool {
+        self.slot(id).is_some()
     }
 
     /// Adds an entry (the caller checked `id` is not in the map).
     pub(crate) fn insert(&mut self, id: &str, value: V) {
-        self.map.insert(Arc::from(id), value);
+        let key: Arc<str> = Arc::from(id);
+        let entry = Some((Arc::clone(&key), value));
+        let i = match self.free.pop() {
+            Some(i) if i < self.slots.len() => {
+                if let Some(s) = self.slots.get_mut(i) {
+                    *s = entry;
+                }
+                i
+            }
+            _ => {
+                self.slots.push(entry);
+                self.slots.len() - 1
+            }
+        };
+        if let Some(old) = self.map.insert(key, i) {
+            // Not reached (the caller checked): free the replaced slot.
+            self.release(old);
+        }
+        self.hint = i;
+    }
+
+    /// Empties slot `i` and makes it reusable.
+    fn release(&mut self, i: usize) {
+        if let Some(s) = self.slots.get_mut(i) {
+            if s.take().is_some() {
+                self.free.push(i);
+            }
+        }
     }
 
     /// Records that the entry of `id` was just closed, and forgets the
@@ -66,7 +130,10 @@ impl<V: Closable> Registry<V> {
         if self.window == usize::MAX {
             return;
         }
-        let Some((key, _)) = self.map.get_key_value(id) else {
+        let Some(i) = self.slot(id) else {
+            return;
+        };
+        let Some(Some((key, _))) = self.slots.get(i) else {
             return;
         };
         let key = Arc::clone(key);
@@ -88,8 +155,13 @@ impl<V: Closable> Registry<V> {
             // Always closed: an id can only be started again once forgotten,
             // and it then left the ring. Checked anyway: open state is never
             // dropped.
-            if self.map.get(&*old).is_some_and(Closable::is_closed) {
+            let Some(&j) = self.map.get(&*old) else {
+                continue;
+            };
+            let closed = matches!(self.slots.get(j), Some(Some((_, v))) if v.is_closed());
+            if closed {
                 self.map.remove(&*old);
+                self.release(j);
                 self.forgot = true;
             }
         }
@@ -109,16 +181,18 @@ impl<V: Closable> Registry<V> {
 
     /// The open and remembered closed entries.
     pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
-        self.map.values()
+        self.slots.iter().flatten().map(|(_, v)| v)
     }
 
-    /// Heap bytes: the table and ring capacities and the key allocations
-    /// (two `usize` counts of each `Arc` plus the id), without what the
-    /// values own.
+    /// Heap bytes: the table, slot, free-list and ring capacities and the
+    /// key allocations (two `usize` counts of each `Arc` plus the id),
+    /// without what the values own.
     pub(crate) fn footprint(&self) -> usize {
         let arc = 2 * size_of::<usize>();
-        self.map.capacity() * (size_of::<(Arc<str>, V)>() + 1)
+        self.map.capacity() * (size_of::<(Arc<str>, usize)>() + 1)
             + self.map.keys().map(|k| arc + k.len()).sum::<usize>()
+            + self.slots.capacity() * size_of::<Option<(Arc<str>, V)>>()
+            + self.free.capacity() * size_of::<usize>()
             + self.closed.capacity() * size_of::<Arc<str>>()
     }
 }
@@ -152,6 +226,109 @@ mod tests {
         assert!(!r.contains("a"));
         assert!(r.contains("b") && r.contains("c") && r.contains("open"));
         assert_eq!(r.len(), 3);
+    }
+
+    #[test]
+    fn the_hint_never_outlives_its_entry() {
+        let mut r = Registry::new(1);
+        r.insert("a", E(false));
+        assert!(r.get("a").is_some());
+        // "a" closes and is forgotten when "b" closes: its slot is freed
+        // while it is the hint.
+        if let Some(e) = r.get_mut("a") {
+            e.0 = true;
+        }
+        r.closed("a");
+        assert!(r.contains("a"), "within the window");
+        r.insert("b", E(true));
+        r.closed("b");
+        assert!(r.forgot());
+        assert!(r.get("a").is_none(), "forgotten");
+        // The freed slot is reused by another id, hinted or not.
+        assert!(r.get("b").is_some());
+        r.insert("c", E(false));
+        assert!(r.get("a").is_none());
+        assert!(r.get("c").is_some_and(|e| !e.0));
+        assert!(r.get("b").is_some_and(|e| e.0));
+        assert!(r.get("a").is_none());
+        // A forgotten id started again is a new entry.
+        r.insert("a", E(false));
+        assert!(r.get("a").is_some_and(|e| !e.0));
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.values().count(), 3);
+    }
+
+    /// The registry before slots and the hint: the map of entries and the
+    /// ring, what the slotted one must match exactly.
+    struct Reference {
+        map: HashMap<String, bool>,
+        closed: VecDeque<String>,
+        window: usize,
+        forgot: bool,
+    }
+
+    impl Reference {
+        fn closed(&mut self, id: &str) {
+            if self.window == usize::MAX || !self.map.contains_key(id) {
+                return;
+            }
+            self.closed.push_back(id.to_owned());
+            while self.closed.len() > self.window {
+                let Some(old) = self.closed.pop_front() else {
+                    break;
+                };
+                if self.map.get(&old).is_some_and(|c| *c) {
+                    self.map.remove(&old);
+                    self.forgot = true;
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn slots_and_hint_match_the_plain_map(
+            window in proptest::prop_oneof![1usize..5, proptest::strategy::Just(usize::MAX)],
+            ops in proptest::collection::vec((0u8..4, 0u8..8), 0..200),
+        ) {
+            let mut r = Registry::new(window);
+            let mut m = Reference { map: HashMap::new(), closed: VecDeque::new(), window, forgot: false };
+            for (op, k) in ops {
+                let id = format!("id{k}");
+                match op {
+                    // start (when unknown)
+                    0 => {
+                        proptest::prop_assert_eq!(r.contains(&id), m.map.contains_key(&id));
+                        if !m.map.contains_key(&id) {
+                            r.insert(&id, E(false));
+                            m.map.insert(id.clone(), false);
+                        }
+                    }
+                    // close (when open)
+                    1 => {
+                        if m.map.get(&id) == Some(&false) {
+                            if let Some(e) = r.get_mut(&id) {
+                                e.0 = true;
+                            }
+                            m.map.insert(id.clone(), true);
+                            r.closed(&id);
+                            m.closed(&id);
+                        }
+                    }
+                    // look up
+                    _ => {
+                        proptest::prop_assert_eq!(r.get(&id).map(|e| e.0), m.map.get(&id).copied());
+                    }
+                }
+                proptest::prop_assert_eq!(r.len(), m.map.len());
+                proptest::prop_assert_eq!(r.values().count(), m.map.len());
+                proptest::prop_assert_eq!(r.forgot(), m.forgot);
+            }
+            for k in 0..8u8 {
+                let id = format!("id{k}");
+                proptest::prop_assert_eq!(r.get(&id).map(|e| e.0), m.map.get(&id).copied());
+            }
+        }
     }
 
     #[test]

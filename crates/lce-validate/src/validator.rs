@@ -670,12 +670,13 @@ impl RunValidator {
             Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
                 // The hot path: one look-up by &str, no allocation.
                 let spans = if ty == EventType::TextDelta {
-                    &self.texts
+                    &mut self.texts
                 } else {
-                    &self.reasonings
+                    &mut self.reasonings
                 };
+                let forgot = spans.forgot();
                 let span = spans.get(d.message_id.as_str());
-                Self::span_event(span, spans.forgot(), &d.message_id, ns, ty, seq)?;
+                Self::span_event(span, forgot, &d.message_id, ns, ty, seq)?;
             }
             Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
                 let text = ty == EventType::TextFinished;
@@ -883,7 +884,7 @@ impl RunValidator {
     /// Rule 10: the namespace path of an event names root or an active
     /// namespace, element by element (D1). No allocation.
     fn resolve_namespace(
-        &self,
+        &mut self,
         path: &[String],
         ty: EventType,
         seq: u64,
