@@ -8,7 +8,10 @@ use serde_json::value::RawValue;
 
 use crate::limits::{LimitsError, validate_limits};
 use crate::redact::{REDACTED, redact, redact_counted};
-use crate::text::{contains_forbidden_in_name, replace_display_controls, truncate_to_bytes};
+use crate::text::{
+    contains_forbidden_in_name, find_replaced_in_display, replace_display_controls_from,
+    truncate_to_bytes,
+};
 
 /// Why an event was rejected. The snake_case name ([`RejectKind::as_str`]) is
 /// stable: the hostile fixtures and the logs use it.
@@ -340,10 +343,19 @@ impl Cx<'_> {
         )
     }
 
+    #[inline]
     fn replace(&mut self, field: &'static str, s: &mut String) {
-        let (t, n) = replace_display_controls(s);
+        // The common case, nothing to replace, is the scan alone.
+        if let Some(first) = find_replaced_in_display(s) {
+            self.replace_from(field, s, first);
+        }
+    }
+
+    #[inline(never)]
+    fn replace_from(&mut self, field: &'static str, s: &mut String, first: usize) {
+        let (t, n) = replace_display_controls_from(s, first);
         if n > 0 {
-            *s = t.into_owned();
+            *s = t;
             self.report.replaced_chars = self.report.replaced_chars.saturating_add(n);
             self.report.touch(field);
         }

@@ -70,94 +70,203 @@ fn padded(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// `true` when the eight bytes of `x` are all printable ASCII
-/// (`0x20..=0x7E`): the common case for identifiers, ruled out first.
+/// `0x20` in every byte: the bit that tells `0xC2` from `0xE2`.
+const BIT5: u64 = LO * 0x20;
+
+/// The blocks [`find_replaced_in_display`] looks at: the `0x80` bit set in
+/// each byte that is a C0 control, DEL, or a lead byte `0xC2` or `0xE2`
+/// (`b & 0xDF == 0xC2` matches exactly those two); possibly also in some
+/// bytes above a flagged one (never below the first true one).
 #[inline]
-fn printable_ascii(x: u64) -> bool {
-    (below(x, 0x20) | has(x, 0x7F) | (x & HI)) == 0
+fn display_suspects(x: u64) -> u64 {
+    let m = below(x, 0x20) | has(x, 0x7F);
+    if x & HI == 0 {
+        return m;
+    }
+    m | has(x & !BIT5, 0xC2)
+}
+
+/// The blocks [`contains_forbidden_in_name`] looks at: like
+/// [`display_suspects`], plus the lead byte `0xD8`.
+#[inline]
+fn name_suspects(x: u64) -> u64 {
+    let m = below(x, 0x20) | has(x, 0x7F);
+    if x & HI == 0 {
+        return m;
+    }
+    m | has(x & !BIT5, 0xC2) | has(x, 0xD8)
+}
+
+/// The first `j` in `base + (flagged byte positions of mask)`, lowest first,
+/// for which `hit(b, j)` holds.
+#[inline]
+fn first_hit(
+    b: &[u8],
+    base: usize,
+    mut mask: u64,
+    hit: &impl Fn(&[u8], usize) -> bool,
+) -> Option<usize> {
+    while mask != 0 {
+        let j = base + (mask.trailing_zeros() / 8) as usize;
+        if hit(b, j) {
+            return Some(j);
+        }
+        mask &= mask - 1;
+    }
+    None
+}
+
+/// The `0x80` bit set in each byte of `x` that is not printable ASCII
+/// (`0x20..=0x7E`) when `x` has no byte over `0x7F` (no carry then crosses a
+/// byte: `b + 1 <= 0x80`, `b + 0x60 <= 0xDF`); with a byte over `0x7F` at
+/// least that byte is flagged. So it is zero exactly when all eight bytes
+/// are printable ASCII.
+#[inline(always)]
+fn not_printable(x: u64) -> u64 {
+    (x | x.wrapping_add(LO) | !x.wrapping_add(LO * 0x60)) & HI
+}
+
+/// `true` when every byte of `b` is printable ASCII (`0x20..=0x7E`): the
+/// common case for identifiers and names, where nothing is forbidden. One
+/// branch per string: the blocks' flags are or-ed together (the last,
+/// partial block read as the last eight bytes).
+#[inline]
+fn printable_ascii_only(b: &[u8]) -> bool {
+    let n = b.len();
+    let Some(last) = n.checked_sub(8) else {
+        return b.iter().all(|c| (0x20..0x7F).contains(c));
+    };
+    let mut blocks = b.chunks_exact(8);
+    let mut acc = 0;
+    for block in &mut blocks {
+        if let Ok(w) = <[u8; 8]>::try_from(block) {
+            acc |= not_printable(u64::from_le_bytes(w));
+        }
+    }
+    if !blocks.remainder().is_empty() {
+        acc |= not_printable(word(b, last));
+    }
+    acc == 0
 }
 
 /// The index of the first byte `i` for which `hit(b, i)` holds, looking
-/// only inside the 8-byte blocks that `suspect` flags. `suspect` must flag
-/// every block holding a byte where `hit` can hold (it may flag more). The
-/// last, partial block is read as the string's last eight bytes (only its new
-/// bytes are looked at), or padded when the string is shorter.
-#[inline]
+/// only at the bytes `suspects` flags, 8-byte block by block. `suspects`
+/// must flag (set the `0x80` bit of) every byte where `hit` can hold; it may
+/// flag more, `hit` decides. The last, partial block is read as the string's
+/// last eight bytes (its bytes already looked at are masked off), or padded
+/// when the string is shorter.
+///
+/// The blocks nothing flags are skipped here, in a loop small enough to
+/// need no saved registers; from the first flagged block on,
+/// [`scan_closely`] takes over.
+#[inline(always)]
 fn scan(
     b: &[u8],
-    suspect: impl Fn(u64) -> bool,
+    suspects: impl Fn(u64) -> u64,
     hit: impl Fn(&[u8], usize) -> bool,
 ) -> Option<usize> {
     let n = b.len();
+    let mut blocks = b.chunks_exact(8);
     let mut i = 0;
+    for block in &mut blocks {
+        let Ok(w) = <[u8; 8]>::try_from(block) else {
+            break;
+        };
+        if suspects(u64::from_le_bytes(w)) != 0 {
+            return scan_closely(b, i, &suspects, &hit);
+        }
+        i += 8;
+    }
+    if i < n && tail_suspects(b, i, &suspects) != 0 {
+        return scan_closely(b, i, &suspects, &hit);
+    }
+    None
+}
+
+/// The flags of `suspects` for the bytes from `i` (the last, partial block:
+/// `n - i < 8`), at their positions in `b[n - 8..]` (or in `b` when it is
+/// shorter than eight bytes).
+#[inline(always)]
+fn tail_suspects(b: &[u8], i: usize, suspects: &impl Fn(u64) -> u64) -> u64 {
+    let n = b.len();
+    match n.checked_sub(8) {
+        // The last eight bytes: the first `8 - (n - i)` were looked at.
+        Some(last) => suspects(word(b, last)) & (!0u64 << ((8 - (n - i)) * 8)),
+        None => suspects(padded(b)),
+    }
+}
+
+/// [`scan`] from the block at `i` (a multiple of 8) on, looking closely at
+/// each flagged byte.
+#[inline(never)]
+fn scan_closely(
+    b: &[u8],
+    mut i: usize,
+    suspects: &impl Fn(u64) -> u64,
+    hit: &impl Fn(&[u8], usize) -> bool,
+) -> Option<usize> {
+    let n = b.len();
     while i + 8 <= n {
-        if suspect(word(b, i)) {
-            if let Some(j) = (i..i + 8).find(|&j| hit(b, j)) {
+        let m = suspects(word(b, i));
+        if m != 0 {
+            if let Some(j) = first_hit(b, i, m, hit) {
                 return Some(j);
             }
         }
         i += 8;
     }
-    if i < n {
-        let x = match n.checked_sub(8) {
-            Some(last) => word(b, last),
-            None => padded(b),
-        };
-        if suspect(x) {
-            return (i..n).find(|&j| hit(b, j));
-        }
+    if i >= n {
+        return None;
     }
-    None
+    let m = tail_suspects(b, i, suspects);
+    first_hit(b, n.saturating_sub(8), m, hit)
 }
 
 /// The byte index of the first character of [`is_replaced_in_display`] in
 /// `s`, if any; the same as `s.find(is_replaced_in_display)`, by a byte scan.
-/// Eight bytes at a time, a block is looked at only when it holds a C0
-/// control, DEL, or one of the lead bytes `0xC2` (C1: `0xC2 0x80..=0x9F`)
-/// and `0xE2` (bidi: `0xE2 0x80 0xAA..=0xAE`, `0xE2 0x81 0xA6..=0xA9`): other
-/// text, ASCII or not, passes at a few instructions per block. In valid
-/// UTF-8 `0xC2` and `0xE2` are only lead bytes, so the index is a character
-/// boundary.
+/// Eight bytes at a time, only the bytes that are a C0 control, DEL, or one
+/// of the lead bytes `0xC2` (C1: `0xC2 0x80..=0x9F`) and `0xE2` (bidi:
+/// `0xE2 0x80 0xAA..=0xAE`, `0xE2 0x81 0xA6..=0xA9`) are looked at closely:
+/// other text, ASCII or not, passes at a few instructions per block. In
+/// valid UTF-8 `0xC2` and `0xE2` are only lead bytes, so the index is a
+/// character boundary.
 pub fn find_replaced_in_display(s: &str) -> Option<usize> {
-    scan(
-        s.as_bytes(),
-        |x| !printable_ascii(x) && below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xE2) != 0,
-        |b, i| match b.get(i) {
-            Some(b'\t' | b'\n' | b'\r') | None => false,
-            Some(0..=0x1F | 0x7F) => true,
-            Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),
-            Some(0xE2) => matches!(
-                (b.get(i + 1), b.get(i + 2)),
-                (Some(0x80), Some(0xAA..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
-            ),
-            Some(_) => false,
-        },
-    )
+    scan(s.as_bytes(), display_suspects, |b, i| match b.get(i) {
+        Some(b'\t' | b'\n' | b'\r') | None => false,
+        Some(0..=0x1F | 0x7F) => true,
+        Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),
+        Some(0xE2) => matches!(
+            (b.get(i + 1), b.get(i + 2)),
+            (Some(0x80), Some(0xAA..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
+        ),
+        Some(_) => false,
+    })
 }
 
 /// `true` when `s` contains a character of [`is_forbidden_in_name`]; the
 /// same as `s.chars().any(is_forbidden_in_name)`, by a byte scan like
-/// [`find_replaced_in_display`]'s: only blocks holding a C0 control, DEL, or
-/// the lead bytes `0xC2` (C1), `0xD8` (U+061C) and `0xE2` (U+200E, U+200F,
-/// U+2028-U+202E, U+2066-U+2069) are looked at closely.
+/// [`find_replaced_in_display`]'s: only the bytes that are a C0 control,
+/// DEL, or the lead bytes `0xC2` (C1), `0xD8` (U+061C) and `0xE2` (U+200E,
+/// U+200F, U+2028-U+202E, U+2066-U+2069) are looked at closely.
+#[inline]
 pub fn contains_forbidden_in_name(s: &str) -> bool {
-    scan(
-        s.as_bytes(),
-        |x| {
-            !printable_ascii(x)
-                && below(x, 0x20) | has(x, 0x7F) | has(x, 0xC2) | has(x, 0xD8) | has(x, 0xE2) != 0
-        },
-        |b, i| match b.get(i) {
-            Some(0..=0x1F | 0x7F) => true,
-            Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),
-            Some(0xD8) => b.get(i + 1) == Some(&0x9C),
-            Some(0xE2) => matches!(
-                (b.get(i + 1), b.get(i + 2)),
-                (Some(0x80), Some(0x8E | 0x8F | 0xA8..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
-            ),
-            _ => false,
-        },
-    )
+    !printable_ascii_only(s.as_bytes()) && contains_forbidden_closely(s.as_bytes())
+}
+
+/// [`contains_forbidden_in_name`] for a string that is not all printable
+/// ASCII (out of line: the common case needs none of its registers).
+#[inline(never)]
+fn contains_forbidden_closely(b: &[u8]) -> bool {
+    scan(b, name_suspects, |b, i| match b.get(i) {
+        Some(0..=0x1F | 0x7F) => true,
+        Some(0xC2) => matches!(b.get(i + 1), Some(0x80..=0x9F)),
+        Some(0xD8) => b.get(i + 1) == Some(&0x9C),
+        Some(0xE2) => matches!(
+            (b.get(i + 1), b.get(i + 2)),
+            (Some(0x80), Some(0x8E | 0x8F | 0xA8..=0xAE)) | (Some(0x81), Some(0xA6..=0xA9))
+        ),
+        _ => false,
+    })
     .is_some()
 }
 
@@ -167,10 +276,20 @@ pub fn contains_forbidden_in_name(s: &str) -> bool {
 /// to replace, is a byte scan ([`find_replaced_in_display`]) that allocates
 /// nothing.
 pub fn replace_display_controls(s: &str) -> (Cow<'_, str>, u32) {
-    let Some(first) = find_replaced_in_display(s) else {
-        return (Cow::Borrowed(s), 0);
-    };
-    let (head, tail) = s.split_at(first);
+    match find_replaced_in_display(s) {
+        None => (Cow::Borrowed(s), 0),
+        Some(first) => {
+            let (out, n) = replace_display_controls_from(s, first);
+            (Cow::Owned(out), n)
+        }
+    }
+}
+
+/// [`replace_display_controls`] when `first` is
+/// `find_replaced_in_display(s)` (not `None`): the replaced text and how
+/// many characters were replaced.
+pub(crate) fn replace_display_controls_from(s: &str, first: usize) -> (String, u32) {
+    let (head, tail) = s.split_at_checked(first).unwrap_or((s, ""));
     let mut out = String::with_capacity(s.len() + 8);
     out.push_str(head);
     let mut n: u32 = 0;
@@ -182,7 +301,7 @@ pub fn replace_display_controls(s: &str) -> (Cow<'_, str>, u32) {
             out.push(c);
         }
     }
-    (Cow::Owned(out), n)
+    (out, n)
 }
 
 /// The longest prefix of `s` that is at most `max_bytes` long and ends on a
@@ -279,11 +398,15 @@ mod tests {
 
     #[test]
     fn byte_scans_every_char() {
-        // Each scalar value alone, and behind 6, 7 and 8 bytes of ASCII: in
-        // the tail, across a block boundary, at a block's start.
+        // Each scalar value behind 0 to 9 bytes of ASCII (at every position
+        // of a block, across a block boundary) and before 0, 2 or 7 more: in
+        // a whole block, in the partial last block read as the last eight
+        // bytes (new or already looked at), or in a string under 8 bytes.
         for c in ('\u{0}'..='\u{3000}').chain(['\u{fffd}', '\u{10ffff}']) {
-            for pre in ["", "abcdef", "abcdefg", "abcdefgh"] {
-                let s = format!("{pre}{c}zz");
+            for (pre, post) in
+                (0..=9).flat_map(|p| ["", "zz", "zzzzzzz"].map(|post| (&"abcdefghi"[..p], post)))
+            {
+                let s = format!("{pre}{c}{post}");
                 assert_eq!(
                     find_replaced_in_display(&s),
                     s.find(is_replaced_in_display),
@@ -296,6 +419,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn printable_ascii_only_is_exact() {
+        // Every byte value at every position of strings of 1 to 17 bytes
+        // (whole blocks, a partial last block, under eight bytes), among
+        // printable ASCII that sits at the edges of the range.
+        for n in 1..=17usize {
+            for at in 0..n {
+                for v in 0..=255u8 {
+                    let mut b: Vec<u8> = (0..n).map(|i| [b' ', b'~', b'a'][i % 3]).collect();
+                    b[at] = v;
+                    assert_eq!(
+                        printable_ascii_only(&b),
+                        b.iter().all(|c| (0x20..=0x7E).contains(c)),
+                        "{n} {at} {v:#x}"
+                    );
+                }
+            }
+        }
+        assert!(printable_ascii_only(b""));
     }
 
     #[test]
