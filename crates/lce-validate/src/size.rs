@@ -1,6 +1,6 @@
 //! The canonical JSON size of an event, without building the JSON.
 
-use lce_types::{Event, Payload};
+use lce_types::{Event, Payload, SpanDelta, SpanFinished, SpanStarted, ToolArgumentsDelta};
 
 /// An `io::Write` that only counts.
 struct Counter(u64);
@@ -17,37 +17,49 @@ impl std::io::Write for Counter {
 
 /// The length in bytes of [`Event::to_json`] (compact canonical JSON, no
 /// newline), computed without allocating: by hand for the deltas (the hot
-/// path), else by serializing into a counter.
+/// path) and the span starts and finishes, else by serializing into a
+/// counter.
 ///
 /// `identity` is `identity_size(run_id, conversation_id)` when the caller
 /// already knows the event carries the run's identity (measured once per
 /// run), else `None` to measure it here.
 pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
-    match &event.payload {
-        Payload::TextDelta(d) | Payload::ReasoningDelta(d) => delta_size(
-            event,
-            identity,
-            r#"{"message_id":"#,
-            &d.message_id,
-            r#","delta":"#,
-            &d.delta,
-        ),
-        Payload::ToolArgumentsDelta(d) => delta_size(
-            event,
-            identity,
-            r#"{"tool_call_id":"#,
-            &d.tool_call_id,
-            r#","delta":"#,
-            &d.delta,
-        ),
+    const MESSAGE_ID: u64 = r#"{"message_id":"#.len() as u64;
+    const DELTA: u64 = r#","delta":"#.len() as u64;
+    // The payloads are destructured whole: a member added to one of them
+    // stops the build here instead of making the count wrong.
+    let data = match &event.payload {
+        Payload::TextDelta(SpanDelta { message_id, delta })
+        | Payload::ReasoningDelta(SpanDelta { message_id, delta }) => {
+            MESSAGE_ID + str_len(message_id) + DELTA + str_len(delta) + 1
+        }
+        Payload::ToolArgumentsDelta(ToolArgumentsDelta {
+            tool_call_id,
+            delta,
+        }) => {
+            r#"{"tool_call_id":"#.len() as u64 + str_len(tool_call_id) + DELTA + str_len(delta) + 1
+        }
+        Payload::TextStarted(SpanStarted { message_id, role })
+        | Payload::ReasoningStarted(SpanStarted { message_id, role }) => {
+            MESSAGE_ID
+                + str_len(message_id)
+                + r#","role":"#.len() as u64
+                + str_len(role.as_str())
+                + 1
+        }
+        Payload::TextFinished(SpanFinished { message_id })
+        | Payload::ReasoningFinished(SpanFinished { message_id }) => {
+            MESSAGE_ID + str_len(message_id) + 1
+        }
         _ => {
             let mut c = Counter(0);
             // Serializing our own types cannot fail (see `Event::to_json`);
             // if it ever did, the bytes counted so far are a lower bound.
             let _ = serde_json::to_writer(&mut c, event);
-            c.0
+            return c.0;
         }
-    }
+    };
+    envelope_size(event, identity) + data
 }
 
 /// The JSON sizes of a run's `run_id` and `conversation_id` strings, quotes
@@ -57,8 +69,9 @@ pub(crate) fn identity_size(run_id: &str, conversation_id: &str) -> u64 {
 }
 
 /// `{"version":1,"type":T,"run_id":R,"conversation_id":C,"sequence":N,
-/// "timestamp":S,"namespace":[..],"data":{K1:V1,K2:V2}}`
-fn delta_size(event: &Event, identity: Option<u64>, k1: &str, v1: &str, k2: &str, v2: &str) -> u64 {
+/// "timestamp":S,"namespace":[..],"data":` and the closing `}`: the event's
+/// size without its `data` value.
+fn envelope_size(event: &Event, identity: Option<u64>) -> u64 {
     const FIXED: usize = r#"{"version":1,"type":"#.len()
         + r#","run_id":"#.len()
         + r#","conversation_id":"#.len()
@@ -66,10 +79,10 @@ fn delta_size(event: &Event, identity: Option<u64>, k1: &str, v1: &str, k2: &str
         + r#","timestamp":"#.len()
         + r#","namespace":["#.len()
         + r#"],"data":"#.len()
-        + "}}".len();
+        + "}".len();
     // Event type names and RFC 3339 timestamps (digits, `-:.+TZtz`, checked
     // by `Timestamp::parse`) never need escaping: their length plus quotes.
-    let mut n = (FIXED + k1.len() + k2.len()) as u64;
+    let mut n = FIXED as u64;
     n += event.event_type().as_str().len() as u64 + 2;
     n += event.timestamp.as_str().len() as u64 + 2;
     n += match identity {
@@ -80,7 +93,7 @@ fn delta_size(event: &Event, identity: Option<u64>, k1: &str, v1: &str, k2: &str
     for (i, el) in event.namespace.iter().enumerate() {
         n += str_len(el) + u64::from(i > 0);
     }
-    n + str_len(v1) + str_len(v2)
+    n
 }
 
 /// `0x01` in every byte of a `u64`.
@@ -167,10 +180,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn delta(ty: &str, id: &str, text: &str, seq: u64, ns: &[String]) -> Event {
-        let data = if ty == "tool.arguments.delta" {
-            serde_json::json!({"tool_call_id": id, "delta": text})
-        } else {
-            serde_json::json!({"message_id": id, "delta": text})
+        let data = match ty {
+            "tool.arguments.delta" => serde_json::json!({"tool_call_id": id, "delta": text}),
+            "text.started" | "reasoning.started" => {
+                serde_json::json!({"message_id": id, "role": "assistant"})
+            }
+            "text.finished" | "reasoning.finished" => serde_json::json!({"message_id": id}),
+            _ => serde_json::json!({"message_id": id, "delta": text}),
         };
         let v = serde_json::json!({
             "version": 1, "type": ty, "run_id": "r\"1", "conversation_id": "c\u{1}",
@@ -187,7 +203,10 @@ mod tests {
             id in "[a-z\\-\"\\\\\u{7}\u{7f}é😀]{1,12}",
             seq in 0u64..=(1 << 53) - 1,
             ns in proptest::collection::vec("[a-z\"\t]{1,6}", 0..3),
-            ty in prop::sample::select(vec!["text.delta", "reasoning.delta", "tool.arguments.delta"]),
+            ty in prop::sample::select(vec![
+                "text.delta", "reasoning.delta", "tool.arguments.delta",
+                "text.started", "reasoning.started", "text.finished", "reasoning.finished",
+            ]),
         ) {
             let e = delta(ty, &id, &text, seq, &ns);
             let exact = e.to_json().len() as u64;
