@@ -11,6 +11,12 @@
 //! checks stop in both modes: a missing event would only produce cascades.
 //! Rule 12 (no terminal) is checked at the end of an input whose lines all
 //! parsed, when no earlier violation stopped the checks.
+//!
+//! A stored run is checked exactly: every closed span, call and namespace id
+//! is remembered (`ValidatorOptions::exact`), so a restart of any id is
+//! caught however long ago it closed. `--window N` remembers only the last
+//! `N` closed ids of each kind, as the coordinator does (bounded memory for
+//! very long inputs; docs/validation.md, "Closed ids").
 
 use std::ffi::OsString;
 
@@ -25,13 +31,20 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
     let mut parser = lexopt::Parser::from_args(args);
     let mut json = false;
     let mut all = false;
-    let mut options = ValidatorOptions::new();
+    let mut options = ValidatorOptions::new().exact();
     let mut file: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Long("json") => json = true,
             Long("all") => all = true,
             Long("ephemeral") => options = options.ephemeral(true),
+            Long("window") => {
+                let n = parser.value()?.string()?;
+                let n = n
+                    .parse::<usize>()
+                    .map_err(|_| UsageError(format!("--window: not a count: {n}")))?;
+                options = options.closed_window(n);
+            }
             Long("adapter") => options = options.mode(Mode::Adapter),
             Long("schemas") => {
                 let dir = parser.value()?.string()?;

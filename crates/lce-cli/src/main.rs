@@ -19,7 +19,7 @@ const USAGE: &str = "\
 lce: Canonical Lifecycle Events v1 toolkit
 
 usage:
-  lce check [--json] [--all] [--adapter] [--ephemeral] [--schemas DIR] [FILE]
+  lce check [--json] [--all] [--adapter] [--ephemeral] [--schemas DIR] [--window N] [FILE]
                                 report malformed lines and broken rules
                                 (FILE or - = stdin; --all: every violation)
   lce encode --to FORMAT [--agent-name NAME] [--ephemeral] [--limits FILE] [FILE]

@@ -115,3 +115,59 @@ fn malformed_lines_stay_parse_errors() {
         );
     }
 }
+
+/// A run that restarts a text span 1100 spans after it finished.
+fn restart_long_after() -> String {
+    let line = |seq: u64, ty: &str, data: &str| {
+        format!(
+            "{{\"version\":1,\"type\":\"{ty}\",\"run_id\":\"run-w\",\"conversation_id\":\"conv-w\",\"sequence\":{seq},\"timestamp\":\"2026-08-17T09:00:00.000Z\",\"namespace\":[],\"data\":{data}}}\n"
+        )
+    };
+    let mut s = line(
+        0,
+        "run.started",
+        r#"{"harness_id":"deepagents","adapter_version":"1.0.0"}"#,
+    );
+    let mut seq = 1;
+    for i in 0..1100 {
+        let data = format!(r#"{{"message_id":"m{i}","role":"assistant"}}"#);
+        s += &line(seq, "text.started", &data);
+        s += &line(
+            seq + 1,
+            "text.finished",
+            &format!(r#"{{"message_id":"m{i}"}}"#),
+        );
+        seq += 2;
+    }
+    s += &line(
+        seq,
+        "text.started",
+        r#"{"message_id":"m0","role":"assistant"}"#,
+    );
+    s += &line(seq + 1, "text.finished", r#"{"message_id":"m0"}"#);
+    s += &line(
+        seq + 2,
+        "run.finished",
+        r#"{"outcome":"success","stop_reason":"end_turn","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"h"}}"#,
+    );
+    s
+}
+
+#[test]
+fn check_remembers_every_closed_id_unless_windowed() {
+    let dir = std::env::temp_dir().join(format!("lce-check-window-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("restart.jsonl");
+    std::fs::write(&path, restart_long_after()).unwrap();
+    let path = path.to_str().unwrap();
+    // Exact by default: the restart of m0 is a second start.
+    let (code, _, err) = lce(&["check", path]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("seq 2201: rule 5 (text_span)"), "{err}");
+    // With a window of 16 closed ids, m0 was forgotten: accepted.
+    let (code, _, err) = lce(&["check", "--window", "16", path]);
+    assert_eq!(code, 0, "{err}");
+    // A window that is not a count is a usage error.
+    assert_eq!(lce(&["check", "--window", "many", path]).0, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
