@@ -90,6 +90,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Past `s`, when the input at the cursor is exactly `s` (a fixed-size
+    /// compare).
+    #[inline]
+    fn lit<const N: usize>(&mut self, s: &[u8; N]) -> Option<()> {
+        let got: &[u8; N] = self.b.get(self.i..self.i + N)?.try_into().ok()?;
+        if got == s {
+            self.i += N;
+            Some(())
+        } else {
+            None
+        }
+    }
+
     /// `:` and the whitespace around it, after a key.
     #[inline]
     fn colon(&mut self) -> Option<()> {
@@ -253,6 +266,40 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// The object `{"a":"..","b":".."}` spelt compactly in this order, with
+    /// `a_open` = `{"a":` and `b_sep` = `,"b":`; the cursor is on its `{`.
+    /// On `None` the cursor is anywhere: the caller resets it.
+    #[inline]
+    fn two_strings_compact<const A: usize, const B: usize>(
+        &mut self,
+        a_open: &[u8; A],
+        b_sep: &[u8; B],
+    ) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
+        self.lit(a_open)?;
+        let first = self.string()?;
+        self.lit(b_sep)?;
+        let second = self.string()?;
+        self.eat(b'}')?;
+        Some((first, second))
+    }
+
+    /// [`Cursor::two_strings_compact`], else [`Cursor::two_strings`] from the
+    /// same place.
+    #[inline]
+    fn two_strings_either<const A: usize, const B: usize, const A2: usize, const B2: usize>(
+        &mut self,
+        (a_open, b_sep): (&[u8; A2], &[u8; B2]),
+        a: &[u8; A],
+        b: &[u8; B],
+    ) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
+        let start = self.i;
+        if let Some(v) = self.two_strings_compact(a_open, b_sep) {
+            return Some(v);
+        }
+        self.i = start;
+        self.two_strings(a, b)
+    }
+
     /// An object of exactly one string member `a`; the cursor is on its `{`.
     #[inline]
     fn one_string<const A: usize>(&mut self, a: &[u8; A]) -> Option<Cow<'a, str>> {
@@ -359,6 +406,53 @@ pub(crate) fn parse(text: &str) -> Option<Event> {
         b: text.as_bytes(),
         i: 0,
     };
+    if let Some(event) = parse_canonical(&mut c) {
+        return Some(event);
+    }
+    c.i = 0;
+    parse_any_order(c)
+}
+
+/// The envelope as lce and most producers write it: compact, members in
+/// the contract's order. Every step is one the general loop
+/// ([`parse_any_order`]) takes for the same bytes, so what this accepts, that
+/// accepts with the same value; on anything else the caller starts over
+/// there.
+#[inline]
+fn parse_canonical(c: &mut Cursor<'_>) -> Option<Event> {
+    c.lit(b"{\"version\":1,\"type\":")?;
+    let ty = EventType::from_name(&c.string()?)?;
+    c.lit(b",\"run_id\":")?;
+    let run_id = identifier(c)?;
+    c.lit(b",\"conversation_id\":")?;
+    let conversation_id = identifier(c)?;
+    c.lit(b",\"sequence\":")?;
+    let sequence = c.uint()?;
+    c.lit(b",\"timestamp\":")?;
+    let timestamp = Timestamp::parse(&c.string()?).ok()?;
+    c.lit(b",\"namespace\":")?;
+    let namespace = string_array(c)?;
+    c.lit(b",\"data\":")?;
+    let payload = parse_payload(c, ty)?;
+    c.eat(b'}')?;
+    c.ws();
+    if c.i != c.b.len() {
+        return None;
+    }
+    check_payload(&payload).ok()?;
+    Some(Event {
+        run_id,
+        conversation_id,
+        sequence,
+        timestamp,
+        namespace,
+        payload,
+    })
+}
+
+/// The envelope with its members in any order (`type` before `data`) and
+/// any whitespace.
+fn parse_any_order(mut c: Cursor<'_>) -> Option<Event> {
     c.ws();
     c.eat(b'{')?;
     c.ws();
@@ -469,7 +563,11 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
     }
     Some(match ty {
         EventType::TextDelta | EventType::ReasoningDelta => {
-            let (message_id, delta) = c.two_strings(b"message_id", b"delta")?;
+            let (message_id, delta) = c.two_strings_either(
+                (b"{\"message_id\":", b",\"delta\":"),
+                b"message_id",
+                b"delta",
+            )?;
             let d = SpanDelta {
                 message_id: message_id.into_owned(),
                 delta: delta.into_owned(),
@@ -481,7 +579,8 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
             }
         }
         EventType::TextStarted | EventType::ReasoningStarted => {
-            let (message_id, role) = c.two_strings(b"message_id", b"role")?;
+            let (message_id, role) =
+                c.two_strings_either((b"{\"message_id\":", b",\"role\":"), b"message_id", b"role")?;
             if role != Role::Assistant.as_str() {
                 return None;
             }
@@ -507,7 +606,11 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
             }
         }
         EventType::ToolArgumentsDelta => {
-            let (tool_call_id, delta) = c.two_strings(b"tool_call_id", b"delta")?;
+            let (tool_call_id, delta) = c.two_strings_either(
+                (b"{\"tool_call_id\":", b",\"delta\":"),
+                b"tool_call_id",
+                b"delta",
+            )?;
             Payload::ToolArgumentsDelta(ToolArgumentsDelta {
                 tool_call_id: tool_call_id.into_owned(),
                 delta: delta.into_owned(),
@@ -528,6 +631,25 @@ mod tests {
     /// The fast path either gives up or agrees with the serde path.
     fn agrees(line: &str) -> Result<bool, TestCaseError> {
         let slow = Event::from_json_serde(line);
+        // The canonical-order path only takes what the general loop takes,
+        // with the same value.
+        let mut c = Cursor {
+            text: line,
+            b: line.as_bytes(),
+            i: 0,
+        };
+        let canonical = parse_canonical(&mut c);
+        let general = parse_any_order(Cursor {
+            text: line,
+            b: line.as_bytes(),
+            i: 0,
+        });
+        if canonical.is_some() {
+            prop_assert_eq!(&canonical, &general, "{}", line);
+        }
+        if let Some(g) = &general {
+            prop_assert_eq!(Ok(g), slow.as_ref(), "{}", line);
+        }
         match parse(line) {
             None => Ok(false),
             Some(fast) => {
@@ -669,6 +791,13 @@ mod tests {
             let slow_ok = Event::from_json_serde(&l).is_ok();
             // Every valid line in the usual member order is accepted here.
             assert_eq!(agrees(&l).unwrap(), slow_ok, "{l}");
+            let mut c = Cursor {
+                text: &l,
+                b: l.as_bytes(),
+                i: 0,
+            };
+            // ... and by the canonical-order path.
+            assert_eq!(parse_canonical(&mut c).is_some(), slow_ok, "{l}");
             let spaced = line(&[0, 1, 2, 3, 4, 5, 6, 7], " \t\r\n", ty, data);
             assert_eq!(agrees(&spaced).unwrap(), slow_ok, "{spaced}");
         }
