@@ -344,41 +344,73 @@ fn zero_bytes(x: u64) -> u64 {
     x.wrapping_sub(LO) & !x & HI
 }
 
-/// Index of the first `"`, `\` or control byte in `b` at or after `from`,
+/// The high bit of each `"`, `\\` or control byte of `x`; bits above the
+/// lowest such byte may be set spuriously, never below it.
+#[inline(always)]
+fn special_mask(x: u64) -> u64 {
+    // Each mask's lowest flagged byte is a real match, so the lowest
+    // flagged byte of their union is the first match.
+    zero_bytes(x ^ (LO * u64::from(b'"')))
+        | zero_bytes(x ^ (LO * u64::from(b'\\')))
+        | (x.wrapping_sub(LO * 0x20) & !x & HI)
+}
+
+/// Index of the first byte of `b` at or after `from` whose byte in
+/// `mask` (see [`special_mask`]) is flagged, eight bytes at a time.
+#[inline(always)]
+fn find_flagged(b: &[u8], from: usize, mask: impl Fn(u64) -> u64) -> Option<usize> {
+    let rest = b.get(from..)?;
+    let mut chunks = rest.chunks_exact(8);
+    let mut at = from;
+    for chunk in &mut chunks {
+        let m = mask(u64::from_le_bytes(chunk.try_into().ok()?));
+        if m != 0 {
+            return Some(at + (m.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = chunks.remainder();
+    if tail.is_empty() {
+        return None;
+    }
+    // The tail as the top bytes of the line's last word, shifted down: the
+    // bytes shifted out cannot flag anything, the zeros shifted in may be
+    // flagged but only above the tail.
+    let last = word(b, b.len().checked_sub(8)?)?;
+    let skip = 8 - tail.len();
+    let m = mask(last >> (8 * skip));
+    let k = (m.trailing_zeros() / 8) as usize;
+    (k < tail.len()).then_some(at + k)
+}
+
+/// Index of the first `"`, `\\` or control byte in `b` at or after `from`,
 /// eight bytes at a time.
 #[inline]
 fn find_string_special(b: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while let Some(x) = word(b, i) {
-        // Each mask's lowest flagged byte is a real match, so the lowest
-        // flagged byte of their union is the first match.
-        let m = zero_bytes(x ^ (LO * u64::from(b'"')))
-            | zero_bytes(x ^ (LO * u64::from(b'\\')))
-            | (x.wrapping_sub(LO * 0x20) & !x & HI);
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
+    if let Some(i) = find_flagged(b, from, special_mask) {
+        return Some(i);
     }
-    b.get(i..)?
+    if b.len() >= 8 {
+        return None;
+    }
+    // Shorter than a word: byte by byte.
+    b.get(from..)?
         .iter()
         .position(|&c| STRING_SPECIAL[usize::from(c)])
-        .map(|k| i + k)
+        .map(|k| from + k)
 }
 
 /// Index of the first `byte` in `b`, eight bytes at a time.
 #[inline]
 pub(crate) fn find_byte(b: &[u8], byte: u8) -> Option<usize> {
-    let mut i = 0;
     let pattern = LO * u64::from(byte);
-    while let Some(x) = word(b, i) {
-        let m = zero_bytes(x ^ pattern);
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
+    if let Some(i) = find_flagged(b, 0, |x| zero_bytes(x ^ pattern)) {
+        return Some(i);
     }
-    b.get(i..)?.iter().position(|&c| c == byte).map(|k| i + k)
+    if b.len() >= 8 {
+        return None;
+    }
+    b.iter().position(|&c| c == byte)
 }
 
 fn hex4(b: &[u8], at: usize) -> Option<u32> {
@@ -977,6 +1009,26 @@ mod tests {
             let i = commas[at % commas.len()];
             let l = format!("{},{extra}{}", &l[..i], &l[i..]);
             agrees(&l)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn find_helpers_match_a_plain_search_everywhere(
+            v in proptest::collection::vec(prop::sample::select(vec![
+                b'a', b'"', b'\\', 0u8, 1, 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xff, b'\n',
+            ]), 0..40),
+            from in 0usize..42,
+            byte in prop::sample::select(vec![b'\n', b'"', 0u8, 0xff, b'a']),
+        ) {
+            let want = v
+                .get(from..)
+                .and_then(|r| r.iter().position(|&c| STRING_SPECIAL[usize::from(c)]))
+                .map(|k| from + k);
+            prop_assert_eq!(find_string_special(&v, from), want);
+            prop_assert_eq!(find_byte(&v, byte), v.iter().position(|&c| c == byte));
         }
     }
 
