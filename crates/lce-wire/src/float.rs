@@ -64,22 +64,20 @@ fn decompose(v: f64) -> Result<Decimal, WireError> {
     if !v.is_finite() {
         return Err(WireError::NonFinite);
     }
-    if let Some(d) = millis_decimal(v) {
-        return Ok(d);
-    }
     decompose_by_format(v)
 }
 
-/// The fast path of [`decompose`] for a value with at most three decimals,
-/// such as every `agui` frame's timestamp (Unix seconds with milliseconds,
-/// `ms / 1000.0`): `None` when it does not apply.
+/// `|v| * 1000` as an integer when `v` has at most three decimals and
+/// `1 <= |v| < 10^12`, such as every `agui` frame's timestamp (Unix seconds
+/// with milliseconds, `ms / 1000.0`); `None` otherwise.
 ///
-/// It applies when `1 <= |v| < 10^12` and `v` is exactly the double nearest
-/// to `m / 1000` for an integer `m`. That decimal then round-trips, and it is
-/// the shortest that does: any other decimal with as few digits is a
-/// different multiple of 0.001, at least 0.001 away, while doubles below
-/// 10^12 are less than 2^-12 apart, so it cannot round to the same double.
-fn millis_decimal(v: f64) -> Option<Decimal> {
+/// It applies when `v` is exactly the double nearest to `m / 1000` for an
+/// integer `m`. That decimal then round-trips, and it is the shortest that
+/// does: any other decimal with as few digits is a different multiple of
+/// 0.001, at least 0.001 away, while doubles below 10^12 are less than 2^-12
+/// apart, so it cannot round to the same double.
+#[inline]
+fn millis(v: f64) -> Option<u64> {
     let a = v.abs();
     if !(1.0..1e12).contains(&a) {
         return None;
@@ -89,29 +87,7 @@ fn millis_decimal(v: f64) -> Option<Decimal> {
         return None;
     }
     // 1000 <= m < 10^15 < 2^53: exact as an integer.
-    let mut rest = m as u64;
-    let mut tmp = [0u8; 20];
-    let mut len = 0usize;
-    while rest > 0 {
-        let slot = tmp.get_mut(len)?;
-        *slot = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        len += 1;
-    }
-    let mut d = Decimal {
-        neg: v.is_sign_negative(),
-        digits: [0; 20],
-        n: 0,
-        // m has `len` digits and three of them are decimals.
-        exp: i32::try_from(len).ok()? - 4,
-    };
-    // `tmp` holds the digits least significant first; skip trailing zeros.
-    let zeros = tmp.iter().take(len).take_while(|&&b| b == b'0').count();
-    for (slot, &b) in d.digits.iter_mut().zip(tmp.get(zeros..len)?.iter().rev()) {
-        *slot = b;
-        d.n += 1;
-    }
-    Some(d)
+    Some(m as u64)
 }
 
 /// [`decompose`] through `core::fmt`, for any finite value.
@@ -254,18 +230,93 @@ fn push_sci_mantissa(out: &mut BytesMut, d: &Decimal) {
 /// `1e-07`, `1.5e+300`). NaN and infinities give [`WireError::NonFinite`] and
 /// write nothing.
 pub fn write_py_float(out: &mut BytesMut, v: f64) -> Result<(), WireError> {
-    let d = decompose(v)?;
+    if push_millis(out, v) {
+        return Ok(());
+    }
+    push_decimal(out, &decompose(v)?, PY_STYLE);
+    Ok(())
+}
+
+/// How a [`Decimal`] is laid out: the decimal exponents written in fixed
+/// form, and the fewest digits of an exponent.
+#[derive(Clone, Copy)]
+struct Style {
+    /// The lowest and one past the highest exponent written in fixed form.
+    fixed: (i32, i32),
+    exp_digits: usize,
+}
+
+/// Python's `repr`: fixed for 1e-4 <= |v| < 1e16, `1e-05`, `1e+16`.
+const PY_STYLE: Style = Style {
+    fixed: (-4, 16),
+    exp_digits: 2,
+};
+
+/// serde_json 1.0.154: fixed for 1e-5 <= |v| < 1e16, `1e-7`, `1e+16`.
+const COMPACT_STYLE: Style = Style {
+    fixed: (-5, 16),
+    exp_digits: 1,
+};
+
+/// Writes `d` in `style`.
+fn push_decimal(out: &mut BytesMut, d: &Decimal, style: Style) {
     if d.neg {
         out.extend_from_slice(b"-");
     }
-    if (-4..16).contains(&d.exp) {
-        push_fixed(out, &d);
+    if (style.fixed.0..style.fixed.1).contains(&d.exp) {
+        push_fixed(out, d);
     } else {
-        push_sci_mantissa(out, &d);
+        push_sci_mantissa(out, d);
         out.extend_from_slice(if d.exp < 0 { b"e-" } else { b"e+" });
-        push_exp_digits(out, d.exp.unsigned_abs(), 2);
+        push_exp_digits(out, d.exp.unsigned_abs(), style.exp_digits);
     }
-    Ok(())
+}
+
+/// Writes a value [`millis`] accepts straight from its integer
+/// count of milliseconds: the integer part, `.`, the decimals without
+/// trailing zeros (`.0` for none). Both styles write such values (1 <= |v| <
+/// 10^12) in fixed form. `false`, nothing written, for any other value.
+fn push_millis(out: &mut BytesMut, v: f64) -> bool {
+    let Some(m) = millis(v) else {
+        return false;
+    };
+    // Laid out right to left in one buffer, then copied once: `-`, at most
+    // 12 integer digits, `.`, at most 3 decimals.
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut put = |b: u8| {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b;
+        }
+    };
+    let (mut int, mut frac) = (m / 1000, m % 1000);
+    if frac == 0 {
+        put(b'0');
+    } else {
+        let mut keep = false;
+        for _ in 0..3 {
+            let d = (frac % 10) as u8;
+            frac /= 10;
+            keep |= d != 0;
+            if keep {
+                put(b'0' + d);
+            }
+        }
+    }
+    put(b'.');
+    loop {
+        put(b'0' + (int % 10) as u8);
+        int /= 10;
+        if int == 0 {
+            break;
+        }
+    }
+    if v.is_sign_negative() {
+        put(b'-');
+    }
+    out.extend_from_slice(buf.get(i..).unwrap_or(&[]));
+    true
 }
 
 /// Writes `v` exactly as `serde_json` 1.0.154 (the workspace's locked
@@ -276,17 +327,10 @@ pub fn write_py_float(out: &mut BytesMut, v: f64) -> Result<(), WireError> {
 /// same value. NaN and infinities give [`WireError::NonFinite`] and write
 /// nothing.
 pub fn write_compact_float(out: &mut BytesMut, v: f64) -> Result<(), WireError> {
-    let d = decompose(v)?;
-    if d.neg {
-        out.extend_from_slice(b"-");
+    if push_millis(out, v) {
+        return Ok(());
     }
-    if (-5..16).contains(&d.exp) {
-        push_fixed(out, &d);
-    } else {
-        push_sci_mantissa(out, &d);
-        out.extend_from_slice(if d.exp < 0 { b"e-" } else { b"e+" });
-        push_exp_digits(out, d.exp.unsigned_abs(), 1);
-    }
+    push_decimal(out, &decompose(v)?, COMPACT_STYLE);
     Ok(())
 }
 
@@ -321,22 +365,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn same(a: &Decimal, b: &Decimal) -> bool {
-        a.neg == b.neg && a.exp == b.exp && a.digits() == b.digits()
-    }
-
-    /// Checks the fast path against the `core::fmt` one wherever it applies.
+    /// Checks the millisecond writer against the `core::fmt` path, in both
+    /// styles, wherever it applies.
     fn check(v: f64) -> Result<(), TestCaseError> {
-        if let Some(fast) = millis_decimal(v) {
+        for style in [PY_STYLE, COMPACT_STYLE] {
+            let mut fast = BytesMut::new();
+            if !push_millis(&mut fast, v) {
+                prop_assert!(fast.is_empty());
+                continue;
+            }
             let slow = decompose_by_format(v).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert!(
-                same(&fast, &slow),
-                "{v:e}: fast {:?}e{} slow {:?}e{}",
-                fast.digits(),
-                fast.exp,
-                slow.digits(),
-                slow.exp
-            );
+            let mut reference = BytesMut::new();
+            push_decimal(&mut reference, &slow, style);
+            prop_assert_eq!(&fast[..], &reference[..], "{:e}", v);
         }
         Ok(())
     }
@@ -345,7 +386,7 @@ mod tests {
         #[test]
         fn millis_fast_path_matches_format(ms in 1000u64..1_000_000_000_000_000, neg: bool) {
             let v = ms as f64 / 1000.0;
-            prop_assert!(millis_decimal(v).is_some(), "{v} should take the fast path");
+            prop_assert!(millis(v).is_some(), "{v} should take the fast path");
             check(if neg { -v } else { v })?;
         }
 
@@ -371,15 +412,19 @@ mod tests {
             (1_786_957_200.12, "1786957200.12"),
             (1.001, "1.001"),
             (999_999_999_999.999, "999999999999.999"),
+            (-2.05, "-2.05"),
         ] {
-            assert!(millis_decimal(v).is_some(), "{v}");
+            assert!(millis(v).is_some(), "{v}");
             let mut out = BytesMut::new();
             write_py_float(&mut out, v).unwrap();
             assert_eq!(&out[..], text.as_bytes());
+            let mut out = BytesMut::new();
+            write_compact_float(&mut out, v).unwrap();
+            assert_eq!(&out[..], text.as_bytes());
         }
         // Outside the range: the general path.
-        assert!(millis_decimal(0.5).is_none());
-        assert!(millis_decimal(1e12).is_none());
-        assert!(millis_decimal(1.0001).is_none());
+        assert!(millis(0.5).is_none());
+        assert!(millis(1e12).is_none());
+        assert!(millis(1.0001).is_none());
     }
 }
