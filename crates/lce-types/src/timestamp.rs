@@ -209,43 +209,76 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// The masks that check one little-endian word of fixed-width date-time
+/// text against `pattern`: `D` a digit, `T` `T` or `t`, any other byte
+/// itself. Returns `(mask, want, digits_add, digits_mask)`: a word `x` fits
+/// when `x & mask == want` (each digit is `0x30..=0x3f`, each other byte is
+/// right) and `(x + digits_add) & digits_mask == digits_mask & want` (each
+/// digit is at most `9`: adding 6 keeps its high nibble at 3).
+const fn word_pattern(pattern: &[u8; 8]) -> (u64, u64, u64, u64) {
+    let (mut mask, mut want, mut add, mut dmask) = (0u64, 0u64, 0u64, 0u64);
+    let mut k = 0;
+    while k < 8 {
+        let shift = 8 * k;
+        let (m, w, a, d) = match pattern[k] {
+            b'D' => (0xf0u64, 0x30u64, 0x06u64, 0xf0u64),
+            b'T' => (0xdf, b'T' as u64, 0, 0),
+            c => (0xff, c as u64, 0, 0),
+        };
+        mask |= m << shift;
+        want |= w << shift;
+        add |= a << shift;
+        dmask |= d << shift;
+        k += 1;
+    }
+    (mask, want, add, dmask)
+}
+
+/// `true` when the word `x` fits the masks of [`word_pattern`].
+#[inline(always)]
+fn fits(x: u64, (mask, want, add, dmask): (u64, u64, u64, u64)) -> bool {
+    // When the first test holds, each digit is below 0x40 and adding 6
+    // carries into no other byte.
+    (x & mask == want) & (x.wrapping_add(add) & dmask == want & dmask)
+}
+
+/// Each pair of digit values `a` (byte `k`) and `b` (byte `k + 1`) of `d`
+/// as `10a + b` in byte `k`.
+#[inline(always)]
+fn pairs(d: u64) -> u64 {
+    d.wrapping_mul(10).wrapping_add(d >> 8)
+}
+
 fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
-    // `YYYY-MM-DDTHH:MM:SS` is fixed-width: read it as one array, with the
-    // digits checked together (this runs once per event).
+    // `YYYY-MM-DDTHH:MM:SS` is fixed-width: read it as three words (the
+    // last overlapping the second), checked and converted a word at a time
+    // (this runs once per event).
+    const W0: (u64, u64, u64, u64) = word_pattern(b"DDDD-DD-");
+    const W1: (u64, u64, u64, u64) = word_pattern(b"DDTDD:DD");
+    const W2: (u64, u64, u64, u64) = word_pattern(b"DD:DD:DD");
     let p: &[u8; 19] = b.get(..19)?.try_into().ok()?;
-    if p[4] != b'-' || p[7] != b'-' || !matches!(p[10], b'T' | b't') {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&p[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let x0 = word(0);
+    let x1 = word(8);
+    let x2 = word(11);
+    if !(fits(x0, W0) & fits(x1, W1) & fits(x2, W2)) {
         return None;
     }
-    if p[13] != b':' || p[16] != b':' {
-        return None;
-    }
-    let d = |i: usize| p[i].wrapping_sub(b'0');
-    let all = [
-        d(0),
-        d(1),
-        d(2),
-        d(3),
-        d(5),
-        d(6),
-        d(8),
-        d(9),
-        d(11),
-        d(12),
-        d(14),
-        d(15),
-        d(17),
-        d(18),
-    ];
-    if all.iter().any(|&v| v > 9) {
-        return None;
-    }
-    let two = |hi: u8, lo: u8| u32::from(hi) * 10 + u32::from(lo);
-    let year = i64::from(two(all[0], all[1]) * 100 + two(all[2], all[3]));
-    let month = two(all[4], all[5]);
-    let day = two(all[6], all[7]);
-    let hour = two(all[8], all[9]);
-    let minute = two(all[10], all[11]);
-    let second = two(all[12], all[13]);
+    // The digit values, the other bytes zeroed, paired.
+    let values =
+        |x: u64, w: (u64, u64, u64, u64)| pairs(x.wrapping_sub(w.1 & w.3) & (w.3 | (w.3 >> 4)));
+    let (p0, p1, p2) = (values(x0, W0), values(x1, W1), values(x2, W2));
+    let byte = |x: u64, k: u32| (x >> (8 * k)) as u32 & 0xff;
+    let year = i64::from(byte(p0, 0) * 100 + byte(p0, 2));
+    let month = byte(p0, 5);
+    let day = byte(p1, 0);
+    let hour = byte(p1, 3);
+    let minute = byte(p1, 6);
+    let second = byte(p2, 6);
     if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
         return None;
     }
@@ -399,7 +432,8 @@ mod tests {
             nanos in 0u32..1_000_000_000,
             edits in proptest::collection::vec((any::<usize>(), 0..3u8, prop::sample::select(vec![
                 b'0', b'1', b'2', b'3', b'5', b'9', b'-', b':', b'.', b'T', b't', b'Z', b'z', b'+',
-                b' ', b'/', b'a', 0xff,
+                b' ', b'/', b'a', 0xff, b'?', b'@', 0x3a, 0x3c, 0x30 | 0x80, 0xf9, 0xfa, 0x54 | 0x80,
+                0x0d, b'm',
             ])), 0..3),
             digits_kept in 0usize..12,
         ) {
