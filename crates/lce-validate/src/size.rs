@@ -62,6 +62,15 @@ pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
     envelope_size(event, identity) + data
 }
 
+/// [`canonical_size`] of a `text.delta` or `reasoning.delta` that carries
+/// the run's identity (of JSON size `identity`), whose `message_id` has the
+/// JSON size `id_size` (quotes included) and whose text is `delta`.
+#[inline]
+pub(crate) fn span_delta_size(event: &Event, identity: u64, id_size: u64, delta: &str) -> u64 {
+    const DATA: u64 = r#"{"message_id":"#.len() as u64 + r#","delta":"#.len() as u64 + 1;
+    envelope_size(event, Some(identity)) + DATA + id_size + str_len(delta)
+}
+
 /// The JSON sizes of a run's `run_id` and `conversation_id` strings, quotes
 /// included: what [`canonical_size`] takes as `identity`.
 pub(crate) fn identity_size(run_id: &str, conversation_id: &str) -> u64 {
@@ -124,27 +133,66 @@ fn word(b: &[u8], i: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// A string shorter than eight bytes as a `u64`, padded with `a` (never
+/// escaped).
+#[inline]
+fn padded(b: &[u8]) -> u64 {
+    let mut x = LO * u64::from(b'a');
+    for (k, &c) in b.iter().enumerate().take(8) {
+        let shift = 8 * k;
+        x = (x & !(0xFF << shift)) | (u64::from(c) << shift);
+    }
+    x
+}
+
 /// The length of `s` as a JSON string written by `serde_json` (quotes
 /// included): `"` and `\` and the short control escapes take 2 bytes, other
 /// C0 controls 6 (`\u00XX`), everything else is written as is. Blocks of
-/// eight bytes with nothing to escape (the common case) are counted whole;
-/// the last partial block is tested as the string's last eight bytes (only
-/// its new bytes are counted).
-fn str_len(s: &str) -> u64 {
+/// eight bytes with nothing to escape (the common case) are counted whole,
+/// in a loop that needs no saved registers; from the first block with
+/// something to escape on, [`str_len_escaped`] counts. The last partial
+/// block is tested as the string's last eight bytes (or padded, when the
+/// string is shorter).
+#[inline]
+pub(crate) fn str_len(s: &str) -> u64 {
     let b = s.as_bytes();
     let n = b.len();
-    let mut len = 2 + n as u64;
+    let len = 2 + n as u64;
+    let mut blocks = b.chunks_exact(8);
     let mut i = 0;
+    for block in &mut blocks {
+        if let Ok(w) = <[u8; 8]>::try_from(block) {
+            if any_escaped(u64::from_le_bytes(w)) {
+                return len + str_len_escaped(b, i);
+            }
+        }
+        i += 8;
+    }
+    if i < n {
+        let x = match n.checked_sub(8) {
+            Some(last) => word(b, last),
+            None => padded(b),
+        };
+        if any_escaped(x) {
+            return len + str_len_escaped(b, i);
+        }
+    }
+    len
+}
+
+/// The escape bytes `serde_json` adds to `b[i..]` (`i` a multiple of 8),
+/// block by block like [`str_len`], the last partial block byte by byte.
+#[inline(never)]
+fn str_len_escaped(b: &[u8], mut i: usize) -> u64 {
+    let n = b.len();
+    let mut len = 0;
     while i + 8 <= n {
         if any_escaped(word(b, i)) {
             len += extra(b, i, i + 8);
         }
         i += 8;
     }
-    if i < n
-        && n.checked_sub(8)
-            .is_none_or(|last| any_escaped(word(b, last)))
-    {
+    if i < n && any_escaped(word(b, n.saturating_sub(8))) {
         len += extra(b, i, n);
     }
     len
@@ -225,6 +273,31 @@ mod tests {
             for s in [&s, &t] {
                 let json = serde_json::to_string(s).unwrap_or_default();
                 prop_assert_eq!(str_len(s), json.len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn str_len_every_ascii_at_every_position() {
+        // Strings of 0 to 17 bytes (under eight, whole blocks, a partial
+        // last block), each ASCII character and a few others at each
+        // position, among bytes next to the escaped ones.
+        let others = ['é', '😀', '\u{7f}', '\u{80}'];
+        for n in 0..=17usize {
+            for at in 0..n.max(1) {
+                for c in ('\0'..='\u{7f}').chain(others) {
+                    let s: String = (0..n)
+                        .map(|i| {
+                            if i == at {
+                                c
+                            } else {
+                                ['!', '#', '[', ']'][i % 4]
+                            }
+                        })
+                        .collect();
+                    let json = serde_json::to_string(&s).unwrap_or_default();
+                    assert_eq!(str_len(&s), json.len() as u64, "{s:?}");
+                }
             }
         }
     }

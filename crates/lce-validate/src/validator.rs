@@ -8,7 +8,7 @@ use lce_types::{
 use crate::options::{Mode, ValidatorOptions};
 use crate::registry::{Closable, Registry};
 use crate::rule::{Rule, Violation, safe_id};
-use crate::size::{canonical_size, identity_size};
+use crate::size::{canonical_size, identity_size, span_delta_size, str_len};
 
 /// A namespace's number, unique in the run (never reused, so a closed span
 /// or call never matches a later namespace); 0 is root.
@@ -29,6 +29,8 @@ enum Terminal {
 struct Span {
     ns: NsId,
     open: bool,
+    /// The JSON size of its `message_id` (rule 11's byte count of a delta).
+    id_size: u64,
 }
 
 impl Closable for Span {
@@ -222,6 +224,9 @@ impl RunValidator {
         if let Some(v) = &self.failed {
             return Err(v.clone());
         }
+        if self.span_delta(event) {
+            return Ok(());
+        }
         match self.step(event) {
             Ok(()) => Ok(()),
             Err(v) => {
@@ -344,6 +349,102 @@ impl RunValidator {
     /// [`closed_window`](ValidatorOptions::closed_window); a diagnostic (O(1)).
     pub fn state_len(&self) -> usize {
         self.texts.len() + self.reasonings.len() + self.tools.len() + self.namespaces.len()
+    }
+
+    /// The hot path: a non-empty `text.delta` or `reasoning.delta` of an
+    /// open span, in a run going on normally. Returns `true` when the event
+    /// keeps every rule, after applying it (a delta only moves the envelope:
+    /// sequence, event and byte counts); else `false` with nothing changed,
+    /// and [`step`](Self::step) decides (and reports in the order of checks).
+    /// It checks what `step` does for such an event, in another order (which
+    /// is free: it has no effect unless all hold), and takes the id's JSON
+    /// size from the span instead of measuring it.
+    #[inline]
+    fn span_delta(&mut self, e: &Event) -> bool {
+        let (d, text) = match &e.payload {
+            Payload::TextDelta(d) => (d, true),
+            Payload::ReasoningDelta(d) => (d, false),
+            _ => return false,
+        };
+        // D7: an empty delta has its own path.
+        if d.delta.is_empty() {
+            return false;
+        }
+        // X
+        let Some((run_id, conversation_id)) = &self.identity else {
+            return false;
+        };
+        if *run_id != e.run_id || *conversation_id != e.conversation_id {
+            return false;
+        }
+        // 1, D3
+        let seq = e.sequence;
+        let Some((last, _)) = self.last else {
+            return false;
+        };
+        if seq <= last || (self.opts.contiguous && seq != last.saturating_add(1)) {
+            return false;
+        }
+        // 15, 3, 4, 2; 8 and D4 (no interrupt pending); D6 (no arguments
+        // streaming: nothing to complete).
+        if self.terminal.is_some()
+            || !self.started
+            || self.pending.is_some()
+            || self.assembly.is_some()
+        {
+            return false;
+        }
+        // 11: events.
+        let events = self.events.saturating_add(1);
+        if events > self.opts.limits.events_per_run {
+            return false;
+        }
+        // 10: the event's namespace.
+        let ns = if e.namespace.is_empty() {
+            ROOT
+        } else {
+            match self.active_namespace(&e.namespace) {
+                Some(ns) => ns,
+                None => return false,
+            }
+        };
+        // 5, 10: the span.
+        let spans = if text {
+            &mut self.texts
+        } else {
+            &mut self.reasonings
+        };
+        let Some(span) = spans.get(&d.message_id) else {
+            return false;
+        };
+        if !span.open || span.ns != ns {
+            return false;
+        }
+        // 11: bytes.
+        let size = span_delta_size(e, self.identity_size, span.id_size, &d.delta);
+        let bytes = self.bytes.saturating_add(size);
+        if bytes > self.opts.limits.bytes_per_run {
+            return false;
+        }
+        self.last = Some((seq, e.event_type()));
+        self.events = events;
+        self.bytes = bytes;
+        true
+    }
+
+    /// The general path of [`push`](Self::push), without the hot path.
+    #[cfg(test)]
+    fn push_general(&mut self, event: &Event) -> Result<(), Violation> {
+        if let Some(v) = &self.failed {
+            return Err(v.clone());
+        }
+        match self.step(event) {
+            Ok(()) => Ok(()),
+            Err(v) => {
+                self.failed = Some(v.clone());
+                Err(v)
+            }
+        }
     }
 
     fn step(&mut self, e: &Event) -> Step {
@@ -660,7 +761,14 @@ impl RunValidator {
                         ),
                     );
                 }
-                spans.insert(&s.message_id, Span { ns, open: true });
+                spans.insert(
+                    &s.message_id,
+                    Span {
+                        ns,
+                        open: true,
+                        id_size: str_len(&s.message_id),
+                    },
+                );
                 if text {
                     self.open_texts += 1;
                 } else {
@@ -915,6 +1023,14 @@ impl RunValidator {
         Ok(ns.id)
     }
 
+    /// The namespace of an event whose `path` is not root, when
+    /// [`resolve_namespace`](Self::resolve_namespace) accepts it; `None`
+    /// without building its violation.
+    fn active_namespace(&mut self, path: &[String]) -> Option<NsId> {
+        let ns = self.namespaces.get(path.last()?.as_str())?;
+        (ns.active && ns.path.as_slice() == path).then_some(ns.id)
+    }
+
     /// The active namespace whose path ends in `path`'s last element (the
     /// parent of an event's namespace), if any: root has no entry.
     fn parent_mut(&mut self, path: &[String]) -> Option<&mut Namespace> {
@@ -1161,5 +1277,214 @@ fn never(forgot: bool, started: &str, ended: &str) -> String {
         format!("never {started} (or {ended} long ago)")
     } else {
         format!("never {started}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lce_types::Limits;
+    use proptest::prelude::*;
+
+    /// One random event: what, which ids, where, which text, its sequence
+    /// step, whether to `clear_failure` after a violation.
+    #[derive(Clone, Copy, Debug)]
+    struct Op {
+        kind: u8,
+        id: u8,
+        ns: u8,
+        text: u8,
+        step: u8,
+        clear: bool,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let kind = prop_oneof![3 => 0u8..2, 1 => 0u8..18];
+        (
+            kind,
+            0u8..3,
+            0u8..5,
+            0u8..4,
+            0u8..14,
+            prop::bool::weighted(0.9),
+        )
+            .prop_map(|(kind, id, ns, text, step, clear)| Op {
+                kind,
+                id,
+                ns,
+                text,
+                step,
+                clear,
+            })
+    }
+
+    /// An event from a small alphabet: spans, deltas (empty, plain, with
+    /// escapes), calls (streamed or not), namespaces, interrupts, terminals,
+    /// a foreign run id, in root or in a namespace (`t0`, entered at the
+    /// start; `t1`, which may be, in root or in `t0`).
+    fn event(o: Op, seq: u64) -> Option<Event> {
+        let Op { id, ns, .. } = o;
+        let call = id;
+        let ns = ["", "", r#""t0""#, r#""t1""#, r#""t0","t1""#][usize::from(ns % 5)];
+        let text = ["", "hi", "a\"b\n\u{1}", "é😀 x"][usize::from(o.text % 4)];
+        let text = serde_json::to_string(text).unwrap_or_default();
+        let (ty, data) = match o.kind % 18 {
+            0 => ("text.delta", format!(r#"{{"message_id":"m{id}","delta":{text}}}"#)),
+            1 => ("reasoning.delta", format!(r#"{{"message_id":"m{id}","delta":{text}}}"#)),
+            2 => ("text.started", format!(r#"{{"message_id":"m{id}","role":"assistant"}}"#)),
+            3 => ("reasoning.started", format!(r#"{{"message_id":"m{id}","role":"assistant"}}"#)),
+            4 | 5 => ("text.finished", format!(r#"{{"message_id":"m{id}"}}"#)),
+            6 => ("reasoning.finished", format!(r#"{{"message_id":"m{id}"}}"#)),
+            7 | 8 => (
+                "tool.started",
+                format!(
+                    r#"{{"tool_call_id":"t{call}","tool_name":"s","arguments":{}}}"#,
+                    if o.text % 2 == 0 { "{}" } else { r#"{"q":1}"# }
+                ),
+            ),
+            9 => (
+                "namespace.entered",
+                format!(r#"{{"agent_id":"a","agent_name":"A","parent_tool_call_id":"t{call}"}}"#),
+            ),
+            10 => (
+                "namespace.exited",
+                format!(r#"{{"agent_id":"a","parent_tool_call_id":"t{call}","outcome":"success"}}"#),
+            ),
+            11 => ("tool.finished", format!(r#"{{"tool_call_id":"t{call}","result":"ok"}}"#)),
+            12 => (
+                "interrupt.requested",
+                r#"{"interrupt_id":"i","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[]}"#.to_owned(),
+            ),
+            13 => ("run.finished", r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#.to_owned()),
+            14 => ("run.cancelled", "{}".to_owned()),
+            15 | 16 => ("tool.arguments.delta", format!(r#"{{"tool_call_id":"t{call}","delta":"{{}}"}}"#)),
+            _ => ("run.started", r#"{"harness_id":"h","adapter_version":"1"}"#.to_owned()),
+        };
+        let run = if o.step == 13 { "x" } else { "r" };
+        Event::from_json(&format!(
+            r#"{{"version":1,"type":"{ty}","run_id":"{run}","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[{ns}],"data":{data}}}"#
+        ))
+        .ok()
+    }
+
+    fn ev(ty: &str, seq: u64, data: &str) -> Event {
+        Event::from_json(&format!(
+            r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{data}}}"#
+        ))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A text delta is not the hot path while arguments stream (D6): it
+    /// completes them, bad ones included, and a later fragment is D6.
+    #[test]
+    fn a_span_delta_completes_streamed_arguments() {
+        for (fragment, at) in [(r#""{\"q\":""#, 4), (r#""{}""#, 5)] {
+            let evs = [
+                ev(
+                    "run.started",
+                    0,
+                    r#"{"harness_id":"h","adapter_version":"1"}"#,
+                ),
+                ev(
+                    "text.started",
+                    1,
+                    r#"{"message_id":"m","role":"assistant"}"#,
+                ),
+                ev(
+                    "tool.started",
+                    2,
+                    r#"{"tool_call_id":"t","tool_name":"s","arguments":{}}"#,
+                ),
+                ev(
+                    "tool.arguments.delta",
+                    3,
+                    &format!(r#"{{"tool_call_id":"t","delta":{fragment}}}"#),
+                ),
+                ev("text.delta", 4, r#"{"message_id":"m","delta":"x"}"#),
+                ev(
+                    "tool.arguments.delta",
+                    5,
+                    r#"{"tool_call_id":"t","delta":"1"}"#,
+                ),
+            ];
+            let mut v = RunValidator::new(ValidatorOptions::new());
+            let first_error = evs.iter().find_map(|e| v.push(e).err());
+            assert_eq!(
+                first_error.map(|e| (e.rule, e.sequence)),
+                Some((Rule::D6Arguments, at)),
+                "{fragment}"
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+        /// The hot path (`span_delta`) changes nothing: `push` and the
+        /// general path agree on every result and on the state, whatever
+        /// the events, options and recoveries (`clear_failure`).
+        #[test]
+        fn hot_path_matches_the_general_path(
+            ops in proptest::collection::vec(op(), 0..150),
+            contiguous in any::<bool>(),
+            small in any::<bool>(),
+            max_events in 20u64..120,
+            max_bytes in prop_oneof![Just(u64::MAX), 2_000u64..30_000],
+            window in prop_oneof![Just(1usize), Just(2), Just(crate::options::DEFAULT_CLOSED_WINDOW)],
+        ) {
+            let mut limits = Limits::default();
+            if small {
+                limits.events_per_run = max_events;
+                limits.bytes_per_run = max_bytes;
+            }
+            let opts = ValidatorOptions::new()
+                .contiguous(contiguous)
+                .limits(limits)
+                .closed_window(window);
+            let mut fast = RunValidator::new(opts.clone());
+            let mut general = RunValidator::new(opts);
+            // A run that entered t0, then t1 inside it, and started a span
+            // in each and in root.
+            let at = |kind, id, ns| Op { kind, id, ns, text: 1, step: 3, clear: true };
+            let prefix = [
+                at(17, 0, 0),
+                at(8, 0, 0),
+                at(9, 0, 0),
+                at(8, 1, 2),
+                at(9, 1, 2),
+                at(2, 0, 0),
+                at(2, 1, 2),
+                at(2, 2, 4),
+            ];
+            let mut seq = 0u64;
+            let mut events = Vec::new();
+            for (i, o) in prefix.into_iter().chain(ops).enumerate() {
+                if i > 0 {
+                    seq = match o.step {
+                        0 => seq,
+                        1 => seq + 2,
+                        2 => seq.saturating_sub(1),
+                        _ => seq + 1,
+                    };
+                }
+                if let Some(e) = event(o, seq) {
+                    events.push((e, o.clear));
+                }
+            }
+            for (e, clear) in &events {
+                let a = fast.push(e);
+                let b = general.push_general(e);
+                prop_assert_eq!(&a, &b);
+                prop_assert_eq!(fast.events(), general.events());
+                prop_assert_eq!(fast.bytes(), general.bytes());
+                prop_assert_eq!(fast.last, general.last);
+                prop_assert_eq!(fast.is_terminated(), general.is_terminated());
+                prop_assert_eq!(fast.state_len(), general.state_len());
+                if a.is_err() && *clear {
+                    fast.clear_failure();
+                    general.clear_failure();
+                }
+            }
+            prop_assert_eq!(fast.finish(), general.finish());
+        }
     }
 }
