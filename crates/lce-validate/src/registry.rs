@@ -22,6 +22,34 @@ use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
 use std::sync::Arc;
 
+/// `a == b`, for the short strings ids are: eight bytes at a time (the last
+/// eight overlapping), without a call; longer strings (over 64 bytes) and
+/// those under eight bytes compare as usual.
+#[inline(always)]
+pub(crate) fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if !(8..=64).contains(&n) {
+        return a == b;
+    }
+    let word = |s: &[u8], i: usize| {
+        s.get(i..i + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map(u64::from_le_bytes)
+    };
+    let mut i = 0;
+    while i + 8 < n {
+        if word(a, i) != word(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
+}
+
 /// An entry that can be open or closed.
 pub(crate) trait Closable {
     /// `true` once the entry is closed (finished, ended, exited).
@@ -64,13 +92,20 @@ impl<V: Closable> Registry<V> {
 
     /// The slot holding `id`: the hinted one when its key is `id`, else
     /// through the map (then hinted).
-    #[inline]
+    #[inline(always)]
     fn slot(&mut self, id: &str) -> Option<usize> {
         if let Some(Some((key, _))) = self.slots.get(self.hint) {
-            if **key == *id {
+            if same_str(key, id) {
                 return Some(self.hint);
             }
         }
+        self.slot_by_hash(id)
+    }
+
+    /// [`slot`](Self::slot) through the map (out of line: the hinted case
+    /// needs none of its registers).
+    #[inline(never)]
+    fn slot_by_hash(&mut self, id: &str) -> Option<usize> {
         let i = *self.map.get(id)?;
         self.hint = i;
         Some(i)
@@ -327,6 +362,22 @@ mod tests {
             for k in 0..8u8 {
                 let id = format!("id{k}");
                 proptest::prop_assert_eq!(r.get(&id).map(|e| e.0), m.map.get(&id).copied());
+            }
+        }
+    }
+
+    #[test]
+    fn same_str_is_equality() {
+        let base = "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789";
+        for n in 0..base.len() {
+            let a = &base[..n];
+            assert!(same_str(a, a));
+            assert!(!same_str(a, &base[..n + 1]));
+            for i in 0..n {
+                let mut b = a.as_bytes().to_vec();
+                b[i] = b'#';
+                let b = String::from_utf8(b).unwrap_or_default();
+                assert!(!same_str(a, &b), "{a} {b}");
             }
         }
     }

@@ -6,7 +6,7 @@ use lce_types::{
 };
 
 use crate::options::{Mode, ValidatorOptions};
-use crate::registry::{Closable, Registry};
+use crate::registry::{Closable, Registry, same_str};
 use crate::rule::{Rule, Violation, safe_id};
 use crate::size::{canonical_size, identity_size, span_delta_size, str_len};
 
@@ -374,7 +374,7 @@ impl RunValidator {
         let Some((run_id, conversation_id)) = &self.identity else {
             return false;
         };
-        if *run_id != e.run_id || *conversation_id != e.conversation_id {
+        if !same_str(run_id, &e.run_id) || !same_str(conversation_id, &e.conversation_id) {
             return false;
         }
         // 1, D3
