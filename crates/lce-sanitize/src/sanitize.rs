@@ -183,8 +183,26 @@ pub struct CleanReport {
 
 impl CleanReport {
     /// `true` when nothing was changed.
+    #[inline]
     pub fn is_clean(&self) -> bool {
-        *self == CleanReport::default()
+        // Field by field (the same as `== CleanReport::default()`, without
+        // building one): every field, so a new one must be added here.
+        let CleanReport {
+            replaced_chars,
+            truncated_fields,
+            truncated_bytes,
+            redactions,
+            dropped_metadata_keys,
+            dropped_details,
+            fields,
+        } = self;
+        *replaced_chars == 0
+            && *truncated_fields == 0
+            && *truncated_bytes == 0
+            && *redactions == 0
+            && *dropped_metadata_keys == 0
+            && *dropped_details == 0
+            && fields.is_empty()
     }
 
     fn touch(&mut self, field: &'static str) {
@@ -705,5 +723,31 @@ impl<'de> serde::Deserialize<'de> for Members<'de> {
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_clean_is_equality_with_the_empty_report() {
+        let empty = CleanReport::default();
+        assert!(empty.is_clean());
+        let changes: [fn(&mut CleanReport); 7] = [
+            |r| r.replaced_chars = 1,
+            |r| r.truncated_fields = 1,
+            |r| r.truncated_bytes = 1,
+            |r| r.redactions = 1,
+            |r| r.dropped_metadata_keys = 1,
+            |r| r.dropped_details = 1,
+            |r| r.fields.push("data.delta"),
+        ];
+        for change in changes {
+            let mut r = CleanReport::default();
+            change(&mut r);
+            assert_eq!(r.is_clean(), r == empty);
+            assert!(!r.is_clean(), "{r:?}");
+        }
     }
 }
