@@ -1,6 +1,11 @@
 //! The canonical JSON size of an event, without building the JSON.
 
-use lce_types::{Event, Payload, SpanDelta, SpanFinished, SpanStarted, ToolArgumentsDelta};
+use lce_types::{
+    Event, FormField, InterruptRequested, NamespaceEntered, NamespaceExited, Payload,
+    ProviderMetadata, RunCancelled, RunError, RunFinished, RunInterrupted, RunStarted, SpanDelta,
+    SpanFinished, SpanStarted, ThreadState, ToolApproval, ToolArgumentsDelta, ToolError,
+    ToolFinished, ToolStarted, UsageUpdated, Warning,
+};
 
 /// An `io::Write` that only counts.
 struct Counter(u64);
@@ -16,19 +21,41 @@ impl std::io::Write for Counter {
 }
 
 /// The length in bytes of [`Event::to_json`] (compact canonical JSON, no
-/// newline), computed without allocating: by hand for the deltas (the hot
-/// path) and the span starts and finishes, else by serializing into a
-/// counter.
+/// newline), computed without allocating and, for every payload of the 21
+/// event types, by hand: member names and separators are constants, strings
+/// are [`str_len`], opaque JSON (arguments, details, metadata, form values)
+/// is written raw so it is its text's length. Only a payload type added to
+/// `lce_types` later (the enumeration is non-exhaustive) would be serialized
+/// into a counter.
 ///
 /// `identity` is `identity_size(run_id, conversation_id)` when the caller
 /// already knows the event carries the run's identity (measured once per
 /// run), else `None` to measure it here.
 pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
+    match data_size(&event.payload) {
+        Some(data) => envelope_size(event, identity) + data,
+        None => {
+            let mut c = Counter(0);
+            // Serializing our own types cannot fail (see `Event::to_json`);
+            // if it ever did, the bytes counted so far are a lower bound.
+            let _ = serde_json::to_writer(&mut c, event);
+            c.0
+        }
+    }
+}
+
+/// The size of the payload as the envelope's `data` value, as `lce_types`
+/// serializes it (serde derive: members in declaration order, `None`
+/// members skipped); `None` for a payload type this function does not know.
+///
+/// The payloads are destructured whole: a member added to one of them stops
+/// the build here instead of making the count wrong.
+#[inline]
+fn data_size(payload: &Payload) -> Option<u64> {
     const MESSAGE_ID: u64 = r#"{"message_id":"#.len() as u64;
     const DELTA: u64 = r#","delta":"#.len() as u64;
-    // The payloads are destructured whole: a member added to one of them
-    // stops the build here instead of making the count wrong.
-    let data = match &event.payload {
+    Some(match payload {
+        // The common span payloads, written out.
         Payload::TextDelta(SpanDelta { message_id, delta })
         | Payload::ReasoningDelta(SpanDelta { message_id, delta }) => {
             MESSAGE_ID + str_len(message_id) + DELTA + str_len(delta) + 1
@@ -44,22 +71,315 @@ pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
             MESSAGE_ID
                 + str_len(message_id)
                 + r#","role":"#.len() as u64
-                + str_len(role.as_str())
+                + name_len(role.as_str())
                 + 1
         }
         Payload::TextFinished(SpanFinished { message_id })
         | Payload::ReasoningFinished(SpanFinished { message_id }) => {
             MESSAGE_ID + str_len(message_id) + 1
         }
-        _ => {
-            let mut c = Counter(0);
-            // Serializing our own types cannot fail (see `Event::to_json`);
-            // if it ever did, the bytes counted so far are a lower bound.
-            let _ = serde_json::to_writer(&mut c, event);
-            return c.0;
+        // Tools.
+        Payload::ToolStarted(ToolStarted {
+            tool_call_id,
+            tool_name,
+            arguments,
+            parent_message_id,
+        }) => Obj::new()
+            .member("tool_call_id", str_len(tool_call_id))
+            .member("tool_name", str_len(tool_name))
+            .member("arguments", raw_len(arguments.get()))
+            .opt("parent_message_id", opt_str_len(parent_message_id))
+            .end(),
+        Payload::ToolFinished(ToolFinished {
+            tool_call_id,
+            result,
+            result_ref,
+        }) => Obj::new()
+            .member("tool_call_id", str_len(tool_call_id))
+            .member("result", str_len(result))
+            .opt("result_ref", opt_str_len(result_ref))
+            .end(),
+        Payload::ToolError(ToolError {
+            tool_call_id,
+            code,
+            message,
+            retryable,
+        }) => Obj::new()
+            .member("tool_call_id", str_len(tool_call_id))
+            .member("code", str_len(code))
+            .member("message", str_len(message))
+            .member("retryable", bool_len(*retryable))
+            .end(),
+        // Namespaces.
+        Payload::NamespaceEntered(NamespaceEntered {
+            agent_id,
+            agent_name,
+            parent_tool_call_id,
+        }) => Obj::new()
+            .member("agent_id", str_len(agent_id))
+            .member("agent_name", str_len(agent_name))
+            .member("parent_tool_call_id", str_len(parent_tool_call_id))
+            .end(),
+        Payload::NamespaceExited(NamespaceExited {
+            agent_id,
+            parent_tool_call_id,
+            outcome,
+        }) => Obj::new()
+            .member("agent_id", str_len(agent_id))
+            .member("parent_tool_call_id", str_len(parent_tool_call_id))
+            .member("outcome", name_len(outcome.as_str()))
+            .end(),
+        // The run.
+        Payload::RunStarted(RunStarted {
+            message_id,
+            harness_id,
+            adapter_version,
+            provider_run_id,
+        }) => Obj::new()
+            .opt("message_id", opt_str_len(message_id))
+            .member("harness_id", str_len(harness_id))
+            .member("adapter_version", str_len(adapter_version))
+            .opt("provider_run_id", opt_str_len(provider_run_id))
+            .end(),
+        Payload::RunFinished(RunFinished {
+            outcome,
+            stop_reason,
+            thread_state,
+        }) => Obj::new()
+            .member("outcome", name_len(outcome.as_str()))
+            .opt("stop_reason", opt_str_len(stop_reason))
+            .opt("thread_state", thread_state.as_ref().map(thread_state_len))
+            .end(),
+        Payload::RunInterrupted(RunInterrupted {
+            interrupt_id,
+            reason,
+        }) => Obj::new()
+            .member("interrupt_id", str_len(interrupt_id))
+            .member("reason", name_len(reason.as_str()))
+            .end(),
+        Payload::RunCancelled(RunCancelled {
+            reason,
+            side_effect_status,
+        }) => Obj::new()
+            .member("reason", name_len(reason.as_str()))
+            .member("side_effect_status", name_len(side_effect_status.as_str()))
+            .end(),
+        Payload::RunError(RunError {
+            code,
+            message,
+            retryable,
+            retry_after_seconds,
+            side_effect_status,
+        }) => Obj::new()
+            .member("code", str_len(code))
+            .member("message", str_len(message))
+            .member("retryable", bool_len(*retryable))
+            .opt("retry_after_seconds", retry_after_seconds.map(digits))
+            .member("side_effect_status", name_len(side_effect_status.as_str()))
+            .end(),
+        // The rest.
+        Payload::InterruptRequested(p) => interrupt_len(p),
+        Payload::Warning(Warning {
+            code,
+            message,
+            details,
+        }) => Obj::new()
+            .member("code", str_len(code))
+            .member("message", str_len(message))
+            .opt("details", details.as_ref().map(|d| raw_len(d.get())))
+            .end(),
+        Payload::UsageUpdated(UsageUpdated {
+            input_tokens,
+            output_tokens,
+            cached_input_tokens,
+            cost,
+            currency,
+            is_final,
+        }) => Obj::new()
+            .opt("input_tokens", input_tokens.map(digits))
+            .opt("output_tokens", output_tokens.map(digits))
+            .opt("cached_input_tokens", cached_input_tokens.map(digits))
+            .opt("cost", cost.map(f64_len))
+            .opt("currency", opt_str_len(currency))
+            .opt("final", is_final.map(bool_len))
+            .end(),
+        Payload::ProviderMetadata(ProviderMetadata {
+            provider,
+            model,
+            metadata,
+        }) => Obj::new()
+            .member("provider", str_len(provider))
+            .opt("model", opt_str_len(model))
+            .member("metadata", raw_len(metadata.get()))
+            .end(),
+        _ => return None,
+    })
+}
+
+/// `interrupt.requested`, with its form fields or tool approvals.
+fn interrupt_len(p: &InterruptRequested) -> u64 {
+    let InterruptRequested {
+        interrupt_id,
+        interrupt_type,
+        agent_id,
+        prompt,
+        fields,
+        tool_approvals,
+    } = p;
+    Obj::new()
+        .member("interrupt_id", str_len(interrupt_id))
+        .member("interrupt_type", name_len(interrupt_type.as_str()))
+        .member("agent_id", str_len(agent_id))
+        .opt("prompt", opt_str_len(prompt))
+        .opt("fields", fields.as_deref().map(|f| array_len(f, field_len)))
+        .opt(
+            "tool_approvals",
+            tool_approvals
+                .as_deref()
+                .map(|a| array_len(a, approval_len)),
+        )
+        .end()
+}
+
+/// One field of a form-input interrupt.
+fn field_len(f: &FormField) -> u64 {
+    let FormField {
+        field_name,
+        field_label,
+        field_description,
+        field_type,
+        field_values,
+        required,
+        default_value,
+        placeholder,
+    } = f;
+    Obj::new()
+        .member("field_name", str_len(field_name))
+        .opt("field_label", opt_str_len(field_label))
+        .opt("field_description", opt_str_len(field_description))
+        .member("field_type", str_len(field_type))
+        .opt(
+            "field_values",
+            field_values.as_ref().map(|v| raw_len(v.get())),
+        )
+        .opt("required", required.map(bool_len))
+        .opt(
+            "default_value",
+            default_value.as_ref().map(|v| raw_len(v.get())),
+        )
+        .opt("placeholder", opt_str_len(placeholder))
+        .end()
+}
+
+/// One tool call awaiting approval.
+fn approval_len(a: &ToolApproval) -> u64 {
+    let ToolApproval {
+        tool_call_id,
+        tool_name,
+        tool_args,
+        allowed_decisions,
+    } = a;
+    Obj::new()
+        .member("tool_call_id", str_len(tool_call_id))
+        .member("tool_name", str_len(tool_name))
+        .member("tool_args", raw_len(tool_args.get()))
+        .opt(
+            "allowed_decisions",
+            allowed_decisions
+                .as_deref()
+                .map(|d| array_len(d, |d| name_len(d.as_str()))),
+        )
+        .end()
+}
+
+/// `run.finished.thread_state`.
+fn thread_state_len(t: &ThreadState) -> u64 {
+    let ThreadState {
+        durability,
+        durable_revision,
+        head_ref,
+    } = t;
+    Obj::new()
+        .member("durability", name_len(durability.as_str()))
+        .member("durable_revision", digits(*durable_revision))
+        .member("head_ref", str_len(head_ref))
+        .end()
+}
+
+/// The size of a JSON object as `serde_json` writes a struct, member by
+/// member: `{`, the members written as `"name":value` separated by commas,
+/// `}`. Each member is counted with a comma after it; the last one's comma
+/// stands for the `}`.
+#[derive(Clone, Copy)]
+struct Obj(u64);
+
+impl Obj {
+    /// `{`.
+    #[inline]
+    fn new() -> Obj {
+        Obj(1)
+    }
+
+    /// `"name":` and a value of `value` bytes, and a comma. Member names
+    /// are plain snake_case: never escaped.
+    #[inline]
+    fn member(self, name: &'static str, value: u64) -> Obj {
+        Obj(self.0 + name.len() as u64 + 4 + value)
+    }
+
+    /// A member skipped when absent (`skip_serializing_if = "Option::is_none"`).
+    #[inline]
+    fn opt(self, name: &'static str, value: Option<u64>) -> Obj {
+        match value {
+            Some(v) => self.member(name, v),
+            None => self,
         }
-    };
-    envelope_size(event, identity) + data
+    }
+
+    /// The object's size: `{}` when no member was written.
+    #[inline]
+    fn end(self) -> u64 {
+        self.0.max(2)
+    }
+}
+
+/// A JSON array of `items`: `[`, the items separated by commas, `]`.
+fn array_len<T>(items: &[T], len: impl Fn(&T) -> u64) -> u64 {
+    let sum: u64 = items.iter().map(len).sum();
+    2 + sum + (items.len() as u64).saturating_sub(1)
+}
+
+/// An optional string member's value size.
+#[inline]
+fn opt_str_len(s: &Option<String>) -> Option<u64> {
+    s.as_deref().map(str_len)
+}
+
+/// A value of one of the payloads' string enumerations (`as_str`): plain
+/// snake_case, never escaped.
+#[inline]
+fn name_len(s: &'static str) -> u64 {
+    s.len() as u64 + 2
+}
+
+/// Opaque JSON: `serde_json` writes a `RawValue` as it is.
+#[inline]
+fn raw_len(s: &str) -> u64 {
+    s.len() as u64
+}
+
+/// `true` or `false`.
+#[inline]
+fn bool_len(b: bool) -> u64 {
+    if b { 4 } else { 5 }
+}
+
+/// A float as `serde_json` writes it (shortest round-trip form; `null` if
+/// not finite), counted by writing it: rare (`usage.updated.cost`).
+fn f64_len(x: f64) -> u64 {
+    let mut c = Counter(0);
+    let _ = serde_json::to_writer(&mut c, &x);
+    c.0
 }
 
 /// [`canonical_size`] of a `text.delta` or `reasoning.delta` that carries
@@ -225,6 +545,10 @@ fn digits(v: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lce_types::{
+        CancelReason, Decision, Durability, InterruptReason, InterruptType, JsonObject,
+        NamespaceOutcome, OpaqueJson, Outcome, Role, SideEffectStatus,
+    };
     use proptest::prelude::*;
 
     fn delta(ty: &str, id: &str, text: &str, seq: u64, ns: &[String]) -> Event {
@@ -310,9 +634,378 @@ mod tests {
     }
 
     #[test]
-    fn slow_path_is_exact() {
+    fn tool_finished_with_escapes_is_exact() {
         let e = Event::from_json(r#"{"version":1,"type":"tool.finished","run_id":"r","conversation_id":"c","sequence":9,"timestamp":"2026-08-17T00:00:00Z","namespace":["a"],"data":{"tool_call_id":"t","result":"x\ny\u0001"}}"#)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(canonical_size(&e, None), e.to_json().len() as u64);
+    }
+
+    #[test]
+    fn enumeration_values_are_never_escaped() {
+        fn check<T: serde::Serialize + Copy>(all: &[T], as_str: fn(T) -> &'static str) {
+            for &v in all {
+                let json = serde_json::to_string(&v).unwrap_or_default();
+                assert_eq!(name_len(as_str(v)), json.len() as u64, "{json}");
+            }
+        }
+        check(Outcome::ALL, Outcome::as_str);
+        check(Durability::ALL, Durability::as_str);
+        check(InterruptReason::ALL, InterruptReason::as_str);
+        check(InterruptType::ALL, InterruptType::as_str);
+        check(CancelReason::ALL, CancelReason::as_str);
+        check(SideEffectStatus::ALL, SideEffectStatus::as_str);
+        check(Role::ALL, Role::as_str);
+        check(NamespaceOutcome::ALL, NamespaceOutcome::as_str);
+        check(Decision::ALL, Decision::as_str);
+    }
+
+    /// Strings for any member: arbitrary Unicode, escape-heavy, empty, or
+    /// big (up to ~9 KiB, like a tool result).
+    fn text() -> BoxedStrategy<String> {
+        prop_oneof![
+            4 => any::<String>(),
+            4 => "[a-z \"\\\\\u{0}-\u{1f}\u{7f}\u{80}é😀]{0,24}",
+            1 => Just(String::new()),
+            1 => proptest::collection::vec("[a-z\"\\\\\n\u{1}é😀 ]{0,16}", 0..1200)
+                .prop_map(|v| v.concat()),
+        ]
+        .boxed()
+    }
+
+    fn opt_text() -> BoxedStrategy<Option<String>> {
+        proptest::option::of(text()).boxed()
+    }
+
+    /// Any JSON value, small strings inside.
+    fn json_value() -> BoxedStrategy<serde_json::Value> {
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e300f64..1e300).prop_map(Value::from),
+            "[a-z \"\\\\\u{0}-\u{1f}é😀]{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z\"é]{0,6}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+        .boxed()
+    }
+
+    /// The text of a JSON object: compact, pretty (whitespace is kept as
+    /// received), or big (a 4 KiB string inside).
+    fn object_text() -> BoxedStrategy<String> {
+        let members = proptest::collection::btree_map("[a-z\"é]{0,6}", json_value(), 0..6);
+        prop_oneof![
+            (members, any::<bool>()).prop_map(|(m, pretty)| {
+                let v = serde_json::Value::Object(m.into_iter().collect());
+                if pretty {
+                    serde_json::to_string_pretty(&v).unwrap_or_default()
+                } else {
+                    v.to_string()
+                }
+            }),
+            "[a-zé😀\"\n]{4096}".prop_map(|s| serde_json::json!({ "body": s }).to_string()),
+        ]
+        .boxed()
+    }
+
+    fn json_object() -> BoxedStrategy<JsonObject> {
+        object_text()
+            .prop_map(|t| JsonObject::from_json(&t).unwrap_or_else(|e| panic!("{e}")))
+            .boxed()
+    }
+
+    fn opaque() -> BoxedStrategy<OpaqueJson> {
+        prop_oneof![json_value().prop_map(|v| v.to_string()), object_text(),]
+            .prop_map(|t| OpaqueJson::from_json(&t).unwrap_or_else(|e| panic!("{e}")))
+            .boxed()
+    }
+
+    fn one_of<T: Copy + std::fmt::Debug + 'static>(all: &'static [T]) -> BoxedStrategy<T> {
+        prop::sample::select(all).boxed()
+    }
+
+    fn form_field() -> BoxedStrategy<FormField> {
+        (
+            text(),
+            opt_text(),
+            opt_text(),
+            text(),
+            proptest::option::of(opaque()),
+            proptest::option::of(any::<bool>()),
+            proptest::option::of(opaque()),
+            opt_text(),
+        )
+            .prop_map(
+                |(
+                    field_name,
+                    field_label,
+                    field_description,
+                    field_type,
+                    field_values,
+                    required,
+                    default_value,
+                    placeholder,
+                )| FormField {
+                    field_name,
+                    field_label,
+                    field_description,
+                    field_type,
+                    field_values,
+                    required,
+                    default_value,
+                    placeholder,
+                },
+            )
+            .boxed()
+    }
+
+    fn tool_approval() -> BoxedStrategy<ToolApproval> {
+        (
+            text(),
+            text(),
+            json_object(),
+            proptest::option::of(proptest::collection::vec(one_of(Decision::ALL), 0..4)),
+        )
+            .prop_map(
+                |(tool_call_id, tool_name, tool_args, allowed_decisions)| ToolApproval {
+                    tool_call_id,
+                    tool_name,
+                    tool_args,
+                    allowed_decisions,
+                },
+            )
+            .boxed()
+    }
+
+    /// Every payload type, with arbitrary member values.
+    fn payload() -> BoxedStrategy<Payload> {
+        let span_started = (text(), one_of(Role::ALL))
+            .prop_map(|(message_id, role)| SpanStarted { message_id, role });
+        let span_delta =
+            (text(), text()).prop_map(|(message_id, delta)| SpanDelta { message_id, delta });
+        let span_finished = text().prop_map(|message_id| SpanFinished { message_id });
+        prop_oneof![
+            (opt_text(), text(), text(), opt_text()).prop_map(
+                |(message_id, harness_id, adapter_version, provider_run_id)| {
+                    Payload::RunStarted(RunStarted {
+                        message_id,
+                        harness_id,
+                        adapter_version,
+                        provider_run_id,
+                    })
+                }
+            ),
+            (
+                one_of(Outcome::ALL),
+                opt_text(),
+                proptest::option::of((one_of(Durability::ALL), any::<u64>(), text()))
+            )
+                .prop_map(|(outcome, stop_reason, state)| {
+                    Payload::RunFinished(RunFinished {
+                        outcome,
+                        stop_reason,
+                        thread_state: state.map(|(durability, durable_revision, head_ref)| {
+                            ThreadState {
+                                durability,
+                                durable_revision,
+                                head_ref,
+                            }
+                        }),
+                    })
+                }),
+            (text(), one_of(InterruptReason::ALL)).prop_map(|(interrupt_id, reason)| {
+                Payload::RunInterrupted(RunInterrupted {
+                    interrupt_id,
+                    reason,
+                })
+            }),
+            (one_of(CancelReason::ALL), one_of(SideEffectStatus::ALL)).prop_map(
+                |(reason, side_effect_status)| Payload::RunCancelled(RunCancelled {
+                    reason,
+                    side_effect_status,
+                })
+            ),
+            (
+                text(),
+                text(),
+                any::<bool>(),
+                proptest::option::of(any::<u64>()),
+                one_of(SideEffectStatus::ALL)
+            )
+                .prop_map(
+                    |(code, message, retryable, retry_after_seconds, side_effect_status)| {
+                        Payload::RunError(RunError {
+                            code,
+                            message,
+                            retryable,
+                            retry_after_seconds,
+                            side_effect_status,
+                        })
+                    }
+                ),
+            span_started.clone().prop_map(Payload::TextStarted),
+            span_delta.clone().prop_map(Payload::TextDelta),
+            span_finished.clone().prop_map(Payload::TextFinished),
+            span_started.prop_map(Payload::ReasoningStarted),
+            span_delta.prop_map(Payload::ReasoningDelta),
+            span_finished.prop_map(Payload::ReasoningFinished),
+            (text(), text(), json_object(), opt_text()).prop_map(
+                |(tool_call_id, tool_name, arguments, parent_message_id)| {
+                    Payload::ToolStarted(ToolStarted {
+                        tool_call_id,
+                        tool_name,
+                        arguments,
+                        parent_message_id,
+                    })
+                }
+            ),
+            (text(), text()).prop_map(|(tool_call_id, delta)| {
+                Payload::ToolArgumentsDelta(ToolArgumentsDelta {
+                    tool_call_id,
+                    delta,
+                })
+            }),
+            (text(), text(), opt_text()).prop_map(|(tool_call_id, result, result_ref)| {
+                Payload::ToolFinished(ToolFinished {
+                    tool_call_id,
+                    result,
+                    result_ref,
+                })
+            }),
+            (text(), text(), text(), any::<bool>()).prop_map(
+                |(tool_call_id, code, message, retryable)| Payload::ToolError(ToolError {
+                    tool_call_id,
+                    code,
+                    message,
+                    retryable,
+                })
+            ),
+            (
+                text(),
+                one_of(InterruptType::ALL),
+                text(),
+                opt_text(),
+                proptest::option::of(proptest::collection::vec(form_field(), 0..3)),
+                proptest::option::of(proptest::collection::vec(tool_approval(), 0..3))
+            )
+                .prop_map(
+                    |(interrupt_id, interrupt_type, agent_id, prompt, fields, tool_approvals)| {
+                        Payload::InterruptRequested(InterruptRequested {
+                            interrupt_id,
+                            interrupt_type,
+                            agent_id,
+                            prompt,
+                            fields,
+                            tool_approvals,
+                        })
+                    }
+                ),
+            (text(), text(), text()).prop_map(|(agent_id, agent_name, parent_tool_call_id)| {
+                Payload::NamespaceEntered(NamespaceEntered {
+                    agent_id,
+                    agent_name,
+                    parent_tool_call_id,
+                })
+            }),
+            (text(), text(), one_of(NamespaceOutcome::ALL)).prop_map(
+                |(agent_id, parent_tool_call_id, outcome)| {
+                    Payload::NamespaceExited(NamespaceExited {
+                        agent_id,
+                        parent_tool_call_id,
+                        outcome,
+                    })
+                }
+            ),
+            (text(), text(), proptest::option::of(json_object())).prop_map(
+                |(code, message, details)| Payload::Warning(Warning {
+                    code,
+                    message,
+                    details,
+                })
+            ),
+            (
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(prop_oneof![any::<f64>(), -1e6f64..1e6]),
+                opt_text(),
+                proptest::option::of(any::<bool>())
+            )
+                .prop_map(
+                    |(
+                        input_tokens,
+                        output_tokens,
+                        cached_input_tokens,
+                        cost,
+                        currency,
+                        is_final,
+                    )| {
+                        Payload::UsageUpdated(UsageUpdated {
+                            input_tokens,
+                            output_tokens,
+                            cached_input_tokens,
+                            cost,
+                            currency,
+                            is_final,
+                        })
+                    }
+                ),
+            (text(), opt_text(), json_object()).prop_map(|(provider, model, metadata)| {
+                Payload::ProviderMetadata(ProviderMetadata {
+                    provider,
+                    model,
+                    metadata,
+                })
+            }),
+        ]
+        .boxed()
+    }
+
+    proptest! {
+        #[test]
+        fn nested_members_are_exact(
+            field in form_field(),
+            approval in tool_approval(),
+            state in (one_of(Durability::ALL), any::<u64>(), text()),
+        ) {
+            let json = serde_json::to_string(&field).unwrap_or_default();
+            prop_assert_eq!(field_len(&field), json.len() as u64);
+            let json = serde_json::to_string(&approval).unwrap_or_default();
+            prop_assert_eq!(approval_len(&approval), json.len() as u64);
+            let (durability, durable_revision, head_ref) = state;
+            let state = ThreadState { durability, durable_revision, head_ref };
+            let json = serde_json::to_string(&state).unwrap_or_default();
+            prop_assert_eq!(thread_state_len(&state), json.len() as u64);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn every_payload_is_exact(
+            payload in payload(),
+            run_id in text(),
+            conversation_id in text(),
+            sequence in 0u64..=(1 << 53) - 1,
+            namespace in proptest::collection::vec(text(), 0..3),
+            ts in prop::sample::select(vec![
+                "2026-08-17T00:00:00Z", "2026-08-17T00:00:00.5+02:00", "1999-12-31T23:59:59.123456789-11:30",
+            ]),
+        ) {
+            let timestamp = lce_types::Timestamp::parse(ts).unwrap_or_else(|e| panic!("{e:?}"));
+            let e = Event { run_id, conversation_id, sequence, timestamp, namespace, payload };
+            prop_assert!(data_size(&e.payload).is_some(), "{:?} is not sized by hand", e.event_type());
+            let exact = e.to_json().len() as u64;
+            prop_assert_eq!(canonical_size(&e, None), exact, "{}", e.event_type());
+            let identity = identity_size(&e.run_id, &e.conversation_id);
+            prop_assert_eq!(canonical_size(&e, Some(identity)), exact);
+        }
     }
 }
