@@ -389,6 +389,12 @@ impl Inner {
 
     /// Queues an event for output and tracks what it means for the run.
     fn forward(&mut self, event: Event) {
+        self.note_forwarded(&event);
+        self.queue.push_back(event);
+    }
+
+    /// Tracks what forwarding `event` means for the run.
+    fn note_forwarded(&mut self, event: &Event) {
         self.last_sequence = Some(event.sequence);
         self.last_timestamp.clear();
         self.last_timestamp.push_str(event.timestamp.as_str());
@@ -400,7 +406,6 @@ impl Inner {
             self.output_forwarded = true;
         }
         self.counters.forwarded += 1;
-        self.queue.push_back(event);
     }
 
     fn ensure_started(&mut self) {
@@ -498,20 +503,23 @@ impl Inner {
     }
 
     /// Handles one adapter item while running.
-    fn on_item(&mut self, item: Result<Event, LceError>) {
+    /// Handles one item from the adapter. The event to forward comes back
+    /// when nothing is queued before it (the steady state: no trip through
+    /// the queue); anything else is queued or dropped.
+    fn on_item(&mut self, item: Result<Event, LceError>) -> Option<Event> {
         self.counters.events_in += 1;
         let mut event = match item {
             Ok(e) => e,
             Err(err) => {
                 let (seq, ty) = (err.sequence(), err.event_type());
                 self.violation(err.rule_id(), safe_reason(&err), seq, ty);
-                return;
+                return None;
             }
         };
         if event.is_empty_delta() {
             self.counters.dropped += 1;
             self.counters.empty_deltas += 1;
-            return;
+            return None;
         }
         let (sequence, event_type) = (event.sequence, event.event_type());
         if let Some(s) = &self.sanitizer {
@@ -531,7 +539,7 @@ impl Inner {
                         Some(sequence),
                         Some(event_type),
                     );
-                    return;
+                    return None;
                 }
             }
         }
@@ -562,7 +570,7 @@ impl Inner {
                     Some(sequence),
                     Some(event_type),
                 );
-                return;
+                return None;
             }
         }
         if let Err(v) = self.validator.push(&event) {
@@ -572,7 +580,7 @@ impl Inner {
                 Some(v.sequence),
                 v.event_type,
             );
-            return;
+            return None;
         }
         match event.event_type() {
             EventType::RunFinished | EventType::RunInterrupted if !self.options.ephemeral => {
@@ -622,8 +630,13 @@ impl Inner {
                 self.forward(event);
                 self.state = State::Draining;
             }
+            _ if self.queue.is_empty() => {
+                self.note_forwarded(&event);
+                return Some(event);
+            }
             _ => self.forward(event),
         }
+        None
     }
 
     fn on_commit(&mut self, terminal: Event, result: Result<Committed, CommitError>) {
@@ -816,7 +829,11 @@ where
                     };
                     match up.poll_next(cx) {
                         Poll::Pending => return Poll::Pending,
-                        Poll::Ready(Some(item)) => inner.on_item(item),
+                        Poll::Ready(Some(item)) => {
+                            if let Some(e) = inner.on_item(item) {
+                                return Poll::Ready(Some(Ok(e)));
+                            }
+                        }
                         Poll::Ready(None) => {
                             this.upstream.set(None);
                             let (rule, reason) = match inner.validator.finish() {
