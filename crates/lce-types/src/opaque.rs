@@ -24,7 +24,31 @@ pub struct OpaqueJson(Box<RawValue>);
 impl OpaqueJson {
     /// Parses and strictly validates a JSON text (D17).
     pub fn from_json(text: &str) -> Result<Self, crate::ParseError> {
+        // One validating pass accepts; anything it does not take is decided
+        // (and its error made) by the serde path.
+        if let Some(v) = OpaqueJson::from_valid_text(text) {
+            return Ok(v);
+        }
         crate::error::from_serde_str::<OpaqueJson>(text)
+    }
+
+    /// `text` (whitespace around the value aside) when [`scan_valid`]
+    /// accepts it, as the serde path would keep it; `None` to leave the
+    /// decision to serde.
+    fn from_valid_text(text: &str) -> Option<Self> {
+        let b = text.as_bytes();
+        let start = skip_ws(b, 0);
+        let end = scan_valid(b, start)?;
+        if skip_ws(b, end) != b.len() {
+            return None;
+        }
+        OpaqueJson::from_valid(text.get(start..end)?)
+    }
+
+    /// Wraps a value [`scan_valid`] accepted, exactly as given (no
+    /// whitespace around it).
+    pub(crate) fn from_valid(text: &str) -> Option<Self> {
+        raw_from_valid(text).map(OpaqueJson)
     }
 
     /// The JSON text, exactly as it arrived.
@@ -88,8 +112,13 @@ impl Serialize for OpaqueJson {
 impl<'de> Deserialize<'de> for OpaqueJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(d)?;
-        if let Err((marker, what)) = strict_scan(raw.get().as_bytes()) {
-            return Err(D::Error::custom(marker.message(what)));
+        let b = raw.get().as_bytes();
+        // The quick scan accepts; only what it does not take is looked at
+        // again, by the scan that names the problem.
+        if scan_valid(b, 0) != Some(b.len()) {
+            if let Err((marker, what)) = strict_scan(b) {
+                return Err(D::Error::custom(marker.message(what)));
+            }
         }
         Ok(OpaqueJson(raw))
     }
@@ -107,7 +136,18 @@ impl JsonObject {
 
     /// Parses and strictly validates a JSON text that must be an object.
     pub fn from_json(text: &str) -> Result<Self, crate::ParseError> {
+        if let Some(v) = OpaqueJson::from_valid_text(text).filter(OpaqueJson::is_object) {
+            return Ok(JsonObject(v));
+        }
         crate::error::from_serde_str::<JsonObject>(text)
+    }
+
+    /// Wraps an object [`scan_valid`] accepted, exactly as given.
+    pub(crate) fn from_valid(text: &str) -> Option<Self> {
+        if !text.starts_with('{') {
+            return None;
+        }
+        OpaqueJson::from_valid(text).map(JsonObject)
     }
 
     /// The JSON text, exactly as it arrived.
@@ -172,6 +212,231 @@ impl<'de> Deserialize<'de> for JsonObject {
         }
         Ok(JsonObject(v))
     }
+}
+
+/// The name serde_json gives the one-member map through which a
+/// `RawValue` is deserialized (its private `raw::TOKEN`).
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A `Box<RawValue>` holding `text`, a value [`scan_valid`] accepted.
+///
+/// `RawValue::from_string` would parse the text once more; instead the value
+/// is handed to `RawValue`'s own `Deserialize` the way serde_json's
+/// deserializer hands it over (one copy, no parse). Should that ever stop
+/// working, `from_string` is the fallback, so the result is always `text`.
+fn raw_from_valid(text: &str) -> Option<Box<RawValue>> {
+    use serde::de::value::{Error, MapDeserializer};
+    let de = MapDeserializer::<_, Error>::new(std::iter::once((RAW_VALUE_TOKEN, text)));
+    match Box::<RawValue>::deserialize(de) {
+        Ok(raw) if raw.get() == text => Some(raw),
+        _ => RawValue::from_string(text.to_owned())
+            .ok()
+            .filter(|raw| raw.get() == text),
+    }
+}
+
+/// Skips JSON whitespace (the four characters serde_json skips) from `i`.
+#[inline]
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Validates the JSON value that starts at `b[start]` in one pass, and
+/// returns the index just past it; accept-only: `None` for anything it does
+/// not take, valid or not.
+///
+/// It takes exactly what serde_json's grammar accepts (literals, numbers,
+/// strings with their escapes and no raw control character, nesting) *and*
+/// [`strict_scan`] passes (no duplicate key at any depth, no lone
+/// surrogate escape, at most [`MAX_OPAQUE_DEPTH`] levels, floats finite),
+/// except that it gives up on object keys with escapes. No recursion; the
+/// only allocation is the list of the open objects' keys.
+pub(crate) fn scan_valid(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    let mut depth = 0usize;
+    // Bit `d` is set when the container at depth `d` (from 0) is an object.
+    let mut objects = 0u64;
+    // Per open object: where its keys start in `keys`.
+    let mut bases = [0usize; MAX_OPAQUE_DEPTH];
+    let mut keys: Vec<&[u8]> = Vec::new();
+    'value: loop {
+        // A value at `i` (whitespace already skipped).
+        match *b.get(i)? {
+            c @ (b'{' | b'[') => {
+                if depth >= MAX_OPAQUE_DEPTH {
+                    return None;
+                }
+                i = skip_ws(b, i + 1);
+                if c == b'{' {
+                    if b.get(i) == Some(&b'}') {
+                        i += 1;
+                    } else {
+                        objects |= 1 << depth;
+                        bases[depth] = keys.len();
+                        depth += 1;
+                        i = scan_key(b, i, &mut keys, bases[depth - 1])?;
+                        continue 'value;
+                    }
+                } else if b.get(i) == Some(&b']') {
+                    i += 1;
+                } else {
+                    objects &= !(1 << depth);
+                    depth += 1;
+                    continue 'value;
+                }
+            }
+            b'"' => i = scan_str(b, i)?.0,
+            b't' => i = scan_lit(b, i, b"true")?,
+            b'f' => i = scan_lit(b, i, b"false")?,
+            b'n' => i = scan_lit(b, i, b"null")?,
+            b'-' | b'0'..=b'9' => i = scan_number(b, i)?,
+            _ => return None,
+        }
+        // After a value: close containers until a `,` or the end.
+        loop {
+            if depth == 0 {
+                return Some(i);
+            }
+            i = skip_ws(b, i);
+            let in_object = objects & (1 << (depth - 1)) != 0;
+            match *b.get(i)? {
+                b',' => {
+                    i = skip_ws(b, i + 1);
+                    if in_object {
+                        i = scan_key(b, i, &mut keys, bases[depth - 1])?;
+                    }
+                    continue 'value;
+                }
+                b'}' if in_object => keys.truncate(bases[depth - 1]),
+                b']' if !in_object => {}
+                _ => return None,
+            }
+            depth -= 1;
+            i += 1;
+        }
+    }
+}
+
+/// An object key at `b[i]`, without escapes and not among `keys[base..]`,
+/// then the `:` and the whitespace around it; returns where the value starts.
+#[inline]
+fn scan_key<'a>(b: &'a [u8], i: usize, keys: &mut Vec<&'a [u8]>, base: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = scan_str(b, i)?;
+    if escaped {
+        return None;
+    }
+    let key = b.get(i + 1..end - 1)?;
+    if keys.get(base..)?.contains(&key) {
+        return None;
+    }
+    keys.push(key);
+    let i = skip_ws(b, end);
+    if b.get(i) != Some(&b':') {
+        return None;
+    }
+    Some(skip_ws(b, i + 1))
+}
+
+/// The string at `b[i] == '"'`: the index past its closing quote and whether
+/// it has escapes. Gives up on a raw control character, a bad escape or a
+/// lone surrogate.
+#[inline]
+fn scan_str(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    let mut j = i + 1;
+    let mut escaped = false;
+    loop {
+        let k = crate::fast::find_string_special(b, j)?;
+        match b[k] {
+            b'"' => return Some((k + 1, escaped)),
+            b'\\' => {
+                escaped = true;
+                j = match *b.get(k + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => k + 2,
+                    b'u' => match hex4(b, k + 2)? {
+                        0xD800..=0xDBFF => {
+                            if b.get(k + 6) != Some(&b'\\') || b.get(k + 7) != Some(&b'u') {
+                                return None;
+                            }
+                            if !(0xDC00..=0xDFFF).contains(&hex4(b, k + 8)?) {
+                                return None;
+                            }
+                            k + 12
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => k + 6,
+                    },
+                    _ => return None,
+                };
+            }
+            _ => return None,
+        }
+    }
+}
+
+#[inline]
+fn scan_lit<const N: usize>(b: &[u8], i: usize, lit: &[u8; N]) -> Option<usize> {
+    (b.get(i..i + N)? == lit).then_some(i + N)
+}
+
+/// The number at `b[i]`, as serde_json's grammar has it (no leading zero, a
+/// digit after `.`, `e` and its sign); a fraction or exponent must make a
+/// finite float, as [`strict_scan`] checks.
+#[inline]
+fn scan_number(b: &[u8], start: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        while let Some(b'0'..=b'9') = b.get(i) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = start + usize::from(b[start] == b'-');
+    let int_start = i;
+    match *b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => i = digits(i + 1),
+        _ => return None,
+    }
+    if matches!(b.get(i), Some(b'0'..=b'9')) {
+        return None;
+    }
+    let int_digits = i - int_start;
+    let mut float = false;
+    let mut exponent = false;
+    if b.get(i) == Some(&b'.') {
+        let end = digits(i + 1);
+        if end == i + 1 {
+            return None;
+        }
+        i = end;
+        float = true;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        let end = digits(i);
+        if end == i {
+            return None;
+        }
+        i = end;
+        float = true;
+        exponent = true;
+    }
+    // Without an exponent, up to 300 integer digits are always finite.
+    if float && (exponent || int_digits > 300) {
+        let v: f64 = std::str::from_utf8(b.get(start..i)?).ok()?.parse().ok()?;
+        if !v.is_finite() {
+            return None;
+        }
+    }
+    Some(i)
 }
 
 /// Strict checks over a syntactically valid JSON text (D17): duplicate keys at
