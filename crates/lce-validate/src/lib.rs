@@ -12,7 +12,7 @@
 //!
 //! The validator runs in constant work per event and keeps bounded state: the
 //! open spans, calls and namespaces, plus a window of the most recently
-//! closed ids of each kind ([`ValidatorOptions::closed_window`], 1024 by
+//! closed ids of each kind ([`ValidatorOptions::closed_window`], 256 by
 //! default; [`ValidatorOptions::exact`] remembers all of them). It never
 //! grows with the number of deltas, and it never panics. [`ValidatorOptions`] selects the full or adapter mode
 //! (D10a), an ephemeral harness (rule 13), the limits of rule 11 (D19

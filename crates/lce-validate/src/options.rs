@@ -22,7 +22,7 @@ pub enum Mode {
 
 /// How many closed ids of each kind the validator remembers by default
 /// (see [`ValidatorOptions::closed_window`]).
-pub const DEFAULT_CLOSED_WINDOW: usize = 1024;
+pub const DEFAULT_CLOSED_WINDOW: usize = 256;
 
 /// The validator's configuration; builder-style setters.
 ///

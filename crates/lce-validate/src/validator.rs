@@ -129,7 +129,7 @@ struct Pending {
 /// Memory is bounded whatever the length of the run: the open spans, calls
 /// and namespaces (exactly), the last
 /// [`closed_window`](ValidatorOptions::closed_window) closed ids of each kind
-/// (1024 by default), and the arguments of the call currently streaming them
+/// (256 by default), and the arguments of the call currently streaming them
 /// (up to `limits.tool_arguments_bytes`). Nothing grows with deltas. An id
 /// closed longer ago than the window is forgotten: a later event naming it
 /// is still a violation (the message then says "never started (or finished
