@@ -1197,14 +1197,7 @@ mod tests {
         ) {
             let (ty, data) = PAYLOADS[payload];
             let mut bytes = canonical(ty, data).into_bytes();
-            for (pos, op, byte) in edits {
-                let at = pos % (bytes.len() + 1);
-                match op {
-                    0 if at < bytes.len() => bytes[at] = byte,
-                    1 if at < bytes.len() => { bytes.remove(at); }
-                    _ => bytes.insert(at, byte),
-                }
-            }
+            crate::test_util::apply_edits(&mut bytes, edits);
             if let Ok(l) = String::from_utf8(bytes) {
                 agrees(&l)?;
             }
@@ -1578,14 +1571,7 @@ mod tests {
             ])), 1..4),
         ) {
             let mut bytes = opaque_line(ty, &value).into_bytes();
-            for (pos, op, byte) in edits {
-                let at = pos % (bytes.len() + 1);
-                match op {
-                    0 if at < bytes.len() => bytes[at] = byte,
-                    1 if at < bytes.len() => { bytes.remove(at); }
-                    _ => bytes.insert(at, byte),
-                }
-            }
+            crate::test_util::apply_edits(&mut bytes, edits);
             if let Ok(l) = String::from_utf8(bytes) {
                 agrees(&l)?;
                 scan_agrees(&l)?;

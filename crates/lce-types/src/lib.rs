@@ -31,6 +31,8 @@ mod limits;
 mod lines;
 mod opaque;
 pub mod payload;
+#[cfg(test)]
+mod test_util;
 mod timestamp;
 
 pub use error::{ParseError, ParseErrorKind};

@@ -445,14 +445,7 @@ mod tests {
                 let keep = (dot + 1 + digits_kept).min(end);
                 text.splice(keep..end, std::iter::repeat_n(b'7', digits_kept.saturating_sub(end - dot - 1)));
             }
-            for (pos, op, byte) in edits {
-                let at = pos % (text.len() + 1);
-                match op {
-                    0 if at < text.len() => text[at] = byte,
-                    1 if at < text.len() => { text.remove(at); }
-                    _ => text.insert(at, byte),
-                }
-            }
+            crate::test_util::apply_edits(&mut text, edits);
             prop_assert_eq!(parse_rfc3339(&text), parse_rfc3339_reference(&text));
         }
     }
