@@ -9,6 +9,7 @@
 //! Arguments: mix (`text`, `tools`, `mixed`), format (`custom`, `agui`,
 //! `agui-v1`), passes (default 3). Prints the frames and bytes of one pass.
 #![allow(missing_docs)]
+#![allow(clippy::print_stdout, clippy::panic)]
 
 use lce_benches::{Mix, check_pipeline, corpus, default_events, pipeline, runtime};
 use lce_stream::WireFormat;
