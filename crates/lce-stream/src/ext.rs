@@ -9,6 +9,7 @@ use futures::Stream;
 use lce_sanitize::Sanitizer;
 use lce_types::Event;
 use lce_validate::{RunValidator, ValidatorOptions};
+use memchr::memmem;
 use pin_project_lite::pin_project;
 
 use crate::coordinator::{Coordinated, Coordinator};
@@ -76,6 +77,7 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
             encoder,
             buf: BytesMut::new(),
             done: false,
+            frame_end: memmem::Finder::new(b"\n\n"),
         }
     }
 }
@@ -274,6 +276,8 @@ pin_project! {
         encoder: E,
         buf: BytesMut,
         done: bool,
+        // Finds the blank line ending a frame; built once per stream.
+        frame_end: memmem::Finder<'static>,
     }
 }
 
@@ -286,10 +290,10 @@ impl<S, E> Encoded<S, E> {
 
 /// Splits the first complete SSE frame (ending in a blank line) off `buf`.
 ///
-/// Jumps from newline to newline (a frame has two or three) instead of
-/// comparing every pair of bytes the encoder wrote.
-fn next_frame(buf: &mut BytesMut) -> Option<Bytes> {
-    let end = memchr::memchr_iter(b'\n', buf).find(|&i| buf.get(i + 1) == Some(&b'\n'))?;
+/// `frame_end` looks for the two newlines as a pair, many bytes at a time,
+/// instead of stopping at every newline the encoder wrote.
+fn next_frame(buf: &mut BytesMut, frame_end: &memmem::Finder<'_>) -> Option<Bytes> {
+    let end = frame_end.find(buf)?;
     Some(buf.split_to(end + 2).freeze())
 }
 
@@ -303,7 +307,7 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
-            if let Some(frame) = next_frame(this.buf) {
+            if let Some(frame) = next_frame(this.buf, this.frame_end) {
                 return Poll::Ready(Some(Ok(frame)));
             }
             if *this.done {
@@ -321,7 +325,7 @@ where
                     if let Err(err) = this.encoder.on_idle(this.buf) {
                         return Poll::Ready(Some(Err(LceError::Encode(err.to_string()))));
                     }
-                    match next_frame(this.buf) {
+                    match next_frame(this.buf, this.frame_end) {
                         Some(frame) => return Poll::Ready(Some(Ok(frame))),
                         None => return Poll::Pending,
                     }
