@@ -27,7 +27,7 @@ use futures::StreamExt as _;
 use lce_stream::{
     Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt, WireEncoder, WireFormat,
 };
-use lce_types::Event;
+use lce_types::{Event, EventParser};
 
 /// The corpus mixes of `cargo xtask corpus` (`docs/corpus.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +125,7 @@ impl Corpus {
     /// The run's `run_id` and `conversation_id` (from the first line).
     pub fn ids(&self) -> (String, String) {
         let first = self.events_head();
-        (first.run_id, first.conversation_id)
+        (first.run_id.to_string(), first.conversation_id.to_string())
     }
 
     fn events_head(&self) -> Event {
@@ -197,9 +197,12 @@ pub fn pipeline(
     out: &mut Vec<u8>,
 ) -> Result<usize, LceError> {
     out.clear();
+    // One parser for the stream, as the line decoders hold: consecutive
+    // events share their run and conversation ids.
+    let mut parser = EventParser::new();
     let lines = corpus
         .lines()
-        .map(|l| Event::from_slice(l).map_err(LceError::from));
+        .map(move |l| parser.parse_slice(l).map_err(LceError::from));
     let coordinator = Coordinator::new(CoordinatorOptions::new(run_id, conversation_id));
     let mut frames = futures::stream::iter(lines)
         .coordinated(coordinator)

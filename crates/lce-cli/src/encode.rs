@@ -138,7 +138,7 @@ async fn encode(
     // is reported under placeholder ids.
     let ids = match std::pin::Pin::new(&mut source).peek().await {
         Some((_, Ok(Ok(e)))) => (e.run_id.clone(), e.conversation_id.clone()),
-        _ => ("unknown-run".to_owned(), "unknown-conversation".to_owned()),
+        _ => ("unknown-run".into(), "unknown-conversation".into()),
     };
 
     // What the coordinator pulled last, and the first parse error: enough

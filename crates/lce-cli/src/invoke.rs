@@ -71,7 +71,7 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
     };
     let (run_id, conversation_id) = first.as_ref().map_or_else(
         || ("unknown-run".to_owned(), "unknown-conversation".to_owned()),
-        |e| (e.run_id.clone(), e.conversation_id.clone()),
+        |e| (e.run_id.to_string(), e.conversation_id.to_string()),
     );
     let agent_id = agent_id
         .or_else(|| {

@@ -257,7 +257,7 @@ impl App {
     ) -> lce::stream::Coordinated<impl Stream<Item = Result<Event, LceError>> + Send + 'static>
     {
         let run_id = run_id
-            .or_else(|| scenario.first().map(|e| e.run_id.clone()))
+            .or_else(|| scenario.first().map(|e| e.run_id.to_string()))
             .unwrap_or_else(|| "run".to_owned());
         let coordinator = Coordinator::new(CoordinatorOptions::new(
             run_id.clone(),
@@ -363,6 +363,7 @@ pub(crate) fn paced(
     run_id: String,
     conversation_id: String,
 ) -> impl Stream<Item = Result<Event, LceError>> + Send + 'static {
+    let (run_id, conversation_id): (Arc<str>, Arc<str>) = (run_id.into(), conversation_id.into());
     futures::stream::unfold(0usize, move |i| {
         let scenario = scenario.clone();
         let (run_id, conversation_id) = (run_id.clone(), conversation_id.clone());

@@ -306,7 +306,7 @@ fn payload() -> impl Strategy<Value = Payload> {
 fn event() -> impl Strategy<Value = Event> {
     (text(14), prop::collection::vec(text(6), 0..4), payload()).prop_map(
         |(run_id, namespace, payload)| Event {
-            run_id,
+            run_id: run_id.into(),
             conversation_id: "c".into(),
             sequence: 3,
             timestamp: ts(),

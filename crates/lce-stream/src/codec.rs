@@ -5,7 +5,7 @@
 //! end, and decoding resynchronises on the next one. Memory stays bounded.
 
 use bytes::{Buf, BytesMut};
-use lce_types::{Event, ParseError, ParseErrorKind};
+use lce_types::{Event, EventParser, ParseError, ParseErrorKind};
 use tokio_util::codec::Decoder;
 
 /// Decodes canonical JSON Lines into events, one line at a time.
@@ -22,6 +22,8 @@ pub struct EventLinesDecoder {
     next_index: usize,
     /// Skipping the rest of an over-long line.
     discarding: bool,
+    /// Shares the ids of consecutive events.
+    parser: EventParser,
 }
 
 impl EventLinesDecoder {
@@ -37,6 +39,7 @@ impl EventLinesDecoder {
             line: 0,
             next_index: 0,
             discarding: false,
+            parser: EventParser::new(),
         }
     }
 
@@ -88,7 +91,9 @@ impl Decoder for EventLinesDecoder {
                     }
                     self.line += 1;
                     return Ok(Some(
-                        Event::from_slice(&line).map_err(|e| e.at_line(self.line)),
+                        self.parser
+                            .parse_slice(&line)
+                            .map_err(|e| e.at_line(self.line)),
                     ));
                 }
                 (false, None) if buf.len() > self.max_line_bytes => {
@@ -123,7 +128,9 @@ impl Decoder for EventLinesDecoder {
             bytes = &bytes[..bytes.len() - 1];
         }
         Ok(Some(
-            Event::from_slice(bytes).map_err(|e| e.at_line(self.line)),
+            self.parser
+                .parse_slice(bytes)
+                .map_err(|e| e.at_line(self.line)),
         ))
     }
 }

@@ -65,9 +65,9 @@ pub const THREAD_DURABILITY_UNCERTAIN_MESSAGE: &str = AGENT_EXECUTION_FAILED;
 #[derive(Clone, Debug)]
 pub struct CoordinatorOptions {
     /// The run's id: every adapter event must carry it.
-    pub run_id: String,
+    pub run_id: Arc<str>,
     /// The conversation's id: every adapter event must carry it.
-    pub conversation_id: String,
+    pub conversation_id: Arc<str>,
     /// Ephemeral harnesses skip commits and finish without `thread_state`.
     pub ephemeral: bool,
     /// Bounds for the sanitizer and rule 11.
@@ -91,7 +91,7 @@ impl CoordinatorOptions {
     /// Options for the run `run_id` of `conversation_id`, with defaults:
     /// not ephemeral, default limits, sanitizing, 10 s commit timeout, no
     /// deadline.
-    pub fn new(run_id: impl Into<String>, conversation_id: impl Into<String>) -> Self {
+    pub fn new(run_id: impl Into<Arc<str>>, conversation_id: impl Into<Arc<str>>) -> Self {
         CoordinatorOptions {
             run_id: run_id.into(),
             conversation_id: conversation_id.into(),
@@ -228,7 +228,7 @@ impl Coordinator {
                 queue: VecDeque::new(),
                 counters: RunCounters::default(),
                 last_sequence: None,
-                last_timestamp: String::new(),
+                last_timestamp: None,
                 output_forwarded: false,
                 started: false,
                 end: None,
@@ -286,10 +286,10 @@ struct Inner {
     queue: VecDeque<Event>,
     counters: RunCounters,
     last_sequence: Option<u64>,
-    /// The text of the last forwarded event's timestamp (empty before the
-    /// first), for the coordinator's own events. A buffer reused from event
-    /// to event: cloning the `Timestamp` allocated once per event.
-    last_timestamp: String,
+    /// The last forwarded event's timestamp (none before the first), for
+    /// the coordinator's own events. Cloning one allocates nothing unless
+    /// its text is unusually long.
+    last_timestamp: Option<Timestamp>,
     /// Whether an output event (anything but run.started, usage and
     /// metadata) was forwarded: decides `side_effect_status` (D8).
     output_forwarded: bool,
@@ -368,8 +368,7 @@ impl Inner {
     }
 
     fn timestamp(&self) -> Timestamp {
-        // The text was a parsed `Timestamp`'s: it parses again.
-        Timestamp::parse(&self.last_timestamp).unwrap_or_else(|_| Timestamp::now())
+        self.last_timestamp.clone().unwrap_or_else(Timestamp::now)
     }
 
     fn next_sequence(&self) -> u64 {
@@ -378,8 +377,8 @@ impl Inner {
 
     fn own_event(&self, payload: Payload) -> Event {
         Event {
-            run_id: self.options.run_id.clone(),
-            conversation_id: self.options.conversation_id.clone(),
+            run_id: Arc::clone(&self.options.run_id),
+            conversation_id: Arc::clone(&self.options.conversation_id),
             sequence: self.next_sequence(),
             timestamp: self.timestamp(),
             namespace: Vec::new(),
@@ -396,8 +395,7 @@ impl Inner {
     /// Tracks what forwarding `event` means for the run.
     fn note_forwarded(&mut self, event: &Event) {
         self.last_sequence = Some(event.sequence);
-        self.last_timestamp.clear();
-        self.last_timestamp.push_str(event.timestamp.as_str());
+        self.last_timestamp = Some(event.timestamp.clone());
         let ty = event.event_type();
         if ty == EventType::RunStarted {
             self.started = true;
@@ -549,10 +547,10 @@ impl Inner {
         // a run with two. (Later events are checked by the validator against
         // the first.) Ids are bounded and control-free here (sanitized).
         if self.validator.events() == 0 {
-            let mismatch = if event.run_id != self.options.run_id {
-                Some(("run_id", &event.run_id, "run is", &self.options.run_id))
-            } else if event.conversation_id != self.options.conversation_id {
-                let (got, want) = (&event.conversation_id, &self.options.conversation_id);
+            let mismatch = if *event.run_id != *self.options.run_id {
+                Some(("run_id", &*event.run_id, "run is", &*self.options.run_id))
+            } else if *event.conversation_id != *self.options.conversation_id {
+                let (got, want) = (&*event.conversation_id, &*self.options.conversation_id);
                 Some(("conversation_id", got, "run's is", want))
             } else {
                 None
@@ -585,8 +583,8 @@ impl Inner {
         match event.event_type() {
             EventType::RunFinished | EventType::RunInterrupted if !self.options.ephemeral => {
                 let request = CommitRequest {
-                    run_id: event.run_id.clone(),
-                    conversation_id: event.conversation_id.clone(),
+                    run_id: event.run_id.to_string(),
+                    conversation_id: event.conversation_id.to_string(),
                     sequence: event.sequence,
                     interrupt_id: match &event.payload {
                         Payload::RunInterrupted(i) => Some(i.interrupt_id.clone()),
@@ -720,8 +718,8 @@ impl Inner {
         let Some(end) = self.end.clone() else { return };
         self.recorded = true;
         self.audit.record(&AuditRecord {
-            run_id: self.options.run_id.clone(),
-            conversation_id: self.options.conversation_id.clone(),
+            run_id: self.options.run_id.to_string(),
+            conversation_id: self.options.conversation_id.to_string(),
             terminal: end.terminal,
             sequence: end.sequence,
             code: end.code,

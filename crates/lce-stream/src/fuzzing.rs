@@ -697,7 +697,7 @@ fn plan_of(data: &[u8]) -> Plan {
         let (flags, events) = events_of(data);
         let (run_id, conversation_id) = events.first().map_or_else(
             || (RUN.to_owned(), CONV.to_owned()),
-            |e| (e.run_id.clone(), e.conversation_id.clone()),
+            |e| (e.run_id.to_string(), e.conversation_id.to_string()),
         );
         // Fixture runs: play them as they are (flags pick the store only).
         return Plan {

@@ -134,7 +134,7 @@ async fn an_empty_adapter_gets_a_started_and_an_error() {
         out.iter().map(Event::event_type).collect::<Vec<_>>(),
         [EventType::RunStarted, EventType::RunError]
     );
-    assert_eq!(out[1].run_id, "run-x");
+    assert_eq!(&*out[1].run_id, "run-x");
 }
 
 #[tokio::test]

@@ -98,8 +98,8 @@ fn adapter_run() -> impl Strategy<Value = Vec<Event>> {
                 })
                 .collect();
             for (i, e) in events.iter_mut().enumerate() {
-                e.run_id = "run-soup".to_owned();
-                e.conversation_id = "conv-soup".to_owned();
+                e.run_id = "run-soup".into();
+                e.conversation_id = "conv-soup".into();
                 if renumber {
                     e.sequence = i as u64;
                 }
@@ -113,7 +113,7 @@ fn coordinate(events: Vec<Event>) -> Vec<Event> {
     let (run_id, conv) = events
         .first()
         .map(|e| (e.run_id.clone(), e.conversation_id.clone()))
-        .unwrap_or(("run-empty".to_owned(), "conv-empty".to_owned()));
+        .unwrap_or(("run-empty".into(), "conv-empty".into()));
     let coordinator = Coordinator::new(CoordinatorOptions::new(run_id, conv));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()

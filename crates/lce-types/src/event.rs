@@ -1,5 +1,7 @@
 //! The envelope and the event enumeration.
 
+use std::sync::Arc;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -136,10 +138,11 @@ impl std::fmt::Display for EventType {
 /// One canonical event: the envelope with its typed payload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
-    /// The run, stable for the whole stream.
-    pub run_id: String,
-    /// The conversation (thread) the run belongs to.
-    pub conversation_id: String,
+    /// The run, stable for the whole stream. Shared: an [`EventParser`]
+    /// gives consecutive events of one run the same allocation.
+    pub run_id: Arc<str>,
+    /// The conversation (thread) the run belongs to; shared like `run_id`.
+    pub conversation_id: Arc<str>,
     /// Strictly increasing per run, from 0.
     pub sequence: u64,
     /// When the event happened (never used for ordering).
@@ -167,27 +170,21 @@ impl Event {
     }
 
     /// Parses one canonical event from bytes, strictly (D17).
+    ///
+    /// To parse a stream of lines, an [`EventParser`] does the same and
+    /// shares the ids between consecutive events.
     pub fn from_slice(bytes: &[u8]) -> Result<Event, ParseError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            ParseError::new(ParseErrorKind::InvalidUtf8, "$", "input is not valid UTF-8")
-                .at_offset(e.valid_up_to())
-        })?;
-        Event::from_json(text)
+        EventParser::new().parse_slice(bytes)
     }
 
     /// Parses one canonical event from a JSON text, strictly (D17).
     pub fn from_json(text: &str) -> Result<Event, ParseError> {
-        // Only acceptance is decided here; anything else (errors included)
-        // is left to the serde path below, unchanged.
-        if let Some(event) = crate::fast::parse(text) {
-            return Ok(event);
-        }
-        Event::from_json_serde(text)
+        EventParser::new().parse_json(text)
     }
 
     /// The strict serde path: decides every input the fast path does not
     /// accept, and makes the located errors.
-    pub(crate) fn from_json_serde(text: &str) -> Result<Event, ParseError> {
+    pub(crate) fn from_json_serde(text: &str, ids: &mut SharedIds) -> Result<Event, ParseError> {
         let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
         if trimmed.is_empty() {
             return Err(ParseError::new(
@@ -205,7 +202,7 @@ impl Event {
             return Err(ParseError::new(kind, "$", "an event must be a JSON object").at_offset(0));
         }
         let env: RawEnvelope<'_> = from_serde_str(text)?;
-        env.into_event()
+        env.into_event(ids)
     }
 
     /// Writes the event as one line of canonical JSON (compact, no newline).
@@ -221,14 +218,96 @@ impl Event {
     }
 }
 
+/// Parses events one line at a time, strictly (D17), like
+/// [`Event::from_slice`], remembering the last run and conversation ids:
+/// an event with the same ids as the one before shares them (an
+/// [`Arc`] clone) instead of allocating its own.
+///
+/// This is what [`crate::EventLines`] and the async line decoder use; the
+/// result of every call is the same as [`Event::from_slice`]'s.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lce_types::EventParser;
+/// let line = |seq: u32| format!(r#"{{"version":1,"type":"text.delta","run_id":"r","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{{"message_id":"m","delta":"hi"}}}}"#);
+/// let mut parser = EventParser::new();
+/// let a = parser.parse_json(&line(1)).unwrap();
+/// let b = parser.parse_json(&line(2)).unwrap();
+/// assert!(Arc::ptr_eq(&a.run_id, &b.run_id));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct EventParser {
+    ids: SharedIds,
+}
+
+impl EventParser {
+    /// A parser that has seen no event yet.
+    pub fn new() -> Self {
+        EventParser::default()
+    }
+
+    /// Parses one canonical event from bytes (see [`Event::from_slice`]).
+    pub fn parse_slice(&mut self, bytes: &[u8]) -> Result<Event, ParseError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            ParseError::new(ParseErrorKind::InvalidUtf8, "$", "input is not valid UTF-8")
+                .at_offset(e.valid_up_to())
+        })?;
+        self.parse_json(text)
+    }
+
+    /// Parses one canonical event from a JSON text (see [`Event::from_json`]).
+    pub fn parse_json(&mut self, text: &str) -> Result<Event, ParseError> {
+        // Only acceptance is decided by the fast path; anything else (errors
+        // included) is left to the serde path, unchanged.
+        if let Some(event) = crate::fast::parse(text, &mut self.ids) {
+            return Ok(event);
+        }
+        Event::from_json_serde(text, &mut self.ids)
+    }
+}
+
+/// The last run and conversation ids seen, handed out again while they stay
+/// the same.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedIds {
+    run_id: Option<Arc<str>>,
+    conversation_id: Option<Arc<str>>,
+}
+
+impl SharedIds {
+    /// `id` as an `Arc`, the last run id's when equal.
+    #[inline]
+    pub(crate) fn run_id(&mut self, id: &str) -> Arc<str> {
+        share(&mut self.run_id, id)
+    }
+
+    /// `id` as an `Arc`, the last conversation id's when equal.
+    #[inline]
+    pub(crate) fn conversation_id(&mut self, id: &str) -> Arc<str> {
+        share(&mut self.conversation_id, id)
+    }
+}
+
+#[inline]
+fn share(last: &mut Option<Arc<str>>, id: &str) -> Arc<str> {
+    if let Some(prev) = last {
+        if **prev == *id {
+            return Arc::clone(prev);
+        }
+    }
+    let new: Arc<str> = Arc::from(id);
+    *last = Some(Arc::clone(&new));
+    new
+}
+
 impl Serialize for Event {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = s.serialize_struct("Event", 8)?;
         st.serialize_field("version", &VERSION)?;
         st.serialize_field("type", self.event_type().as_str())?;
-        st.serialize_field("run_id", &self.run_id)?;
-        st.serialize_field("conversation_id", &self.conversation_id)?;
+        st.serialize_field("run_id", &*self.run_id)?;
+        st.serialize_field("conversation_id", &*self.conversation_id)?;
         st.serialize_field("sequence", &self.sequence)?;
         st.serialize_field("timestamp", &self.timestamp)?;
         st.serialize_field("namespace", &self.namespace)?;
@@ -259,7 +338,7 @@ struct RawEnvelope<'a> {
 }
 
 impl RawEnvelope<'_> {
-    fn into_event(self) -> Result<Event, ParseError> {
+    fn into_event(self, ids: &mut SharedIds) -> Result<Event, ParseError> {
         if self.version != VERSION {
             return Err(ParseError::new(
                 ParseErrorKind::UnsupportedVersion,
@@ -291,8 +370,8 @@ impl RawEnvelope<'_> {
         })?;
         check_payload(&payload)?;
         Ok(Event {
-            run_id: self.run_id,
-            conversation_id: self.conversation_id,
+            run_id: ids.run_id(&self.run_id),
+            conversation_id: ids.conversation_id(&self.conversation_id),
             sequence: self.sequence,
             timestamp: self.timestamp,
             namespace: self.namespace,

@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 
-use crate::event::{Event, EventType, MAX_SEQUENCE, Payload, VERSION, check_payload};
+use crate::event::{Event, EventType, MAX_SEQUENCE, Payload, SharedIds, VERSION, check_payload};
 use crate::opaque::JsonObject;
 use crate::payload::{
     ProviderMetadata, Role, SpanDelta, SpanFinished, SpanStarted, ToolArgumentsDelta, ToolError,
@@ -525,17 +525,17 @@ const NAMESPACE_BIT: u8 = 1 << 6;
 const DATA_BIT: u8 = 1 << 7;
 
 /// Parses `text` as the serde path would, or gives up with `None`.
-pub(crate) fn parse(text: &str) -> Option<Event> {
+pub(crate) fn parse(text: &str, ids: &mut SharedIds) -> Option<Event> {
     let mut c = Cursor {
         text,
         b: text.as_bytes(),
         i: 0,
     };
-    if let Some(event) = parse_canonical(&mut c) {
+    if let Some(event) = parse_canonical(&mut c, ids) {
         return Some(event);
     }
     c.i = 0;
-    parse_any_order(c)
+    parse_any_order(c, ids)
 }
 
 /// The envelope as lce and most producers write it: compact, members in
@@ -544,13 +544,13 @@ pub(crate) fn parse(text: &str) -> Option<Event> {
 /// accepts with the same value; on anything else the caller starts over
 /// there.
 #[inline]
-fn parse_canonical(c: &mut Cursor<'_>) -> Option<Event> {
+fn parse_canonical(c: &mut Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
     c.lit(b"{\"version\":1,\"type\":")?;
     let ty = EventType::from_name(&c.string()?)?;
     c.lit(b",\"run_id\":")?;
-    let run_id = identifier(c)?;
+    let run_id = ids.run_id(&identifier(c)?);
     c.lit(b",\"conversation_id\":")?;
-    let conversation_id = identifier(c)?;
+    let conversation_id = ids.conversation_id(&identifier(c)?);
     c.lit(b",\"sequence\":")?;
     let sequence = c.uint()?;
     c.lit(b",\"timestamp\":")?;
@@ -577,14 +577,14 @@ fn parse_canonical(c: &mut Cursor<'_>) -> Option<Event> {
 
 /// The envelope with its members in any order (`type` before `data`) and
 /// any whitespace.
-fn parse_any_order(mut c: Cursor<'_>) -> Option<Event> {
+fn parse_any_order(mut c: Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
     c.ws();
     c.eat(b'{')?;
     c.ws();
     let mut seen = 0u8;
     let mut ty: Option<EventType> = None;
-    let mut run_id = String::new();
-    let mut conversation_id = String::new();
+    let mut run_id: Option<std::sync::Arc<str>> = None;
+    let mut conversation_id: Option<std::sync::Arc<str>> = None;
     let mut sequence = 0u64;
     let mut timestamp: Option<Timestamp> = None;
     let mut namespace: Vec<String> = Vec::new();
@@ -603,8 +603,10 @@ fn parse_any_order(mut c: Cursor<'_>) -> Option<Event> {
                 }
             }
             TYPE_BIT => ty = Some(EventType::from_name(&c.string()?)?),
-            RUN_ID_BIT => run_id = identifier(&mut c)?,
-            CONVERSATION_ID_BIT => conversation_id = identifier(&mut c)?,
+            RUN_ID_BIT => run_id = Some(ids.run_id(&identifier(&mut c)?)),
+            CONVERSATION_ID_BIT => {
+                conversation_id = Some(ids.conversation_id(&identifier(&mut c)?));
+            }
             SEQUENCE_BIT => sequence = c.uint()?,
             TIMESTAMP_BIT => timestamp = Some(Timestamp::parse(&c.string()?).ok()?),
             NAMESPACE_BIT => namespace = string_array(&mut c)?,
@@ -624,8 +626,8 @@ fn parse_any_order(mut c: Cursor<'_>) -> Option<Event> {
     let payload = payload?;
     check_payload(&payload).ok()?;
     Some(Event {
-        run_id,
-        conversation_id,
+        run_id: run_id?,
+        conversation_id: conversation_id?,
         sequence,
         timestamp: timestamp?,
         namespace,
@@ -650,12 +652,13 @@ fn envelope_key(c: &mut Cursor<'_>) -> Option<u8> {
     found.then_some(bit)
 }
 
-fn identifier(c: &mut Cursor<'_>) -> Option<String> {
+/// A non-empty string (an envelope id), borrowed when it has no escapes.
+fn identifier<'a>(c: &mut Cursor<'a>) -> Option<Cow<'a, str>> {
     let s = c.string()?;
     if s.is_empty() {
         return None;
     }
-    Some(s.into_owned())
+    Some(s)
 }
 
 fn string_array(c: &mut Cursor<'_>) -> Option<Vec<String>> {
@@ -860,7 +863,7 @@ mod tests {
 
     /// The fast path either gives up or agrees with the serde path.
     fn agrees(line: &str) -> Result<bool, TestCaseError> {
-        let slow = Event::from_json_serde(line);
+        let slow = Event::from_json_serde(line, &mut SharedIds::default());
         // The canonical-order path only takes what the general loop takes,
         // with the same value.
         let mut c = Cursor {
@@ -868,19 +871,22 @@ mod tests {
             b: line.as_bytes(),
             i: 0,
         };
-        let canonical = parse_canonical(&mut c);
-        let general = parse_any_order(Cursor {
-            text: line,
-            b: line.as_bytes(),
-            i: 0,
-        });
+        let canonical = parse_canonical(&mut c, &mut SharedIds::default());
+        let general = parse_any_order(
+            Cursor {
+                text: line,
+                b: line.as_bytes(),
+                i: 0,
+            },
+            &mut SharedIds::default(),
+        );
         if canonical.is_some() {
             prop_assert_eq!(&canonical, &general, "{}", line);
         }
         if let Some(g) = &general {
             prop_assert_eq!(Ok(g), slow.as_ref(), "{}", line);
         }
-        match parse(line) {
+        match parse(line, &mut SharedIds::default()) {
             None => Ok(false),
             Some(fast) => {
                 prop_assert_eq!(Ok(&fast), slow.as_ref(), "{}", line);
@@ -1039,7 +1045,7 @@ mod tests {
     fn the_usual_shapes_take_the_fast_path() {
         for (ty, data) in PAYLOADS {
             let l = canonical(ty, data);
-            let slow_ok = Event::from_json_serde(&l).is_ok();
+            let slow_ok = Event::from_json_serde(&l, &mut SharedIds::default()).is_ok();
             // Every valid line in the usual member order is accepted here.
             assert_eq!(agrees(&l).unwrap(), slow_ok, "{l}");
             let mut c = Cursor {
@@ -1048,7 +1054,11 @@ mod tests {
                 i: 0,
             };
             // ... and by the canonical-order path.
-            assert_eq!(parse_canonical(&mut c).is_some(), slow_ok, "{l}");
+            assert_eq!(
+                parse_canonical(&mut c, &mut SharedIds::default()).is_some(),
+                slow_ok,
+                "{l}"
+            );
             let spaced = line(&[0, 1, 2, 3, 4, 5, 6, 7], " \t\r\n", ty, data);
             assert_eq!(agrees(&spaced).unwrap(), slow_ok, "{spaced}");
         }
@@ -1062,7 +1072,7 @@ mod tests {
             "text.delta",
             r#"{"message_id":"m","delta":"d"}"#,
         );
-        assert!(parse(&l).is_none());
+        assert!(parse(&l, &mut SharedIds::default()).is_none());
         assert!(Event::from_json(&l).is_ok());
     }
 
@@ -1165,7 +1175,7 @@ mod tests {
             let fast = agrees(&l)?;
             // Usual order (type before data), valid line: the fast path takes it.
             let type_first = order.iter().position(|&k| k == 1) < order.iter().position(|&k| k == 7);
-            if type_first && Event::from_json_serde(&l).is_ok() {
+            if type_first && Event::from_json_serde(&l, &mut SharedIds::default()).is_ok() {
                 prop_assert!(fast, "{}", l);
             }
         }
@@ -1182,7 +1192,7 @@ mod tests {
                 _ => canonical("text.started", &format!(r#"{{"message_id":"m","role":{s}}}"#)),
             };
             let fast = agrees(&l)?;
-            if Event::from_json_serde(&l).is_ok() && field != 5 {
+            if Event::from_json_serde(&l, &mut SharedIds::default()).is_ok() && field != 5 {
                 prop_assert!(fast, "{}", l);
             }
         }
@@ -1507,7 +1517,10 @@ mod tests {
                 b: l.as_bytes(),
                 i: 0,
             };
-            assert!(parse_canonical(&mut c).is_some(), "{l}");
+            assert!(
+                parse_canonical(&mut c, &mut SharedIds::default()).is_some(),
+                "{l}"
+            );
         }
     }
 
@@ -1538,7 +1551,7 @@ mod tests {
             let l = opaque_line(ty, &value);
             let fast = agrees(&l)?;
             // The scan takes every valid value without escaped keys.
-            if ty < 4 && !value.contains("\"\\") && Event::from_json_serde(&l).is_ok() {
+            if ty < 4 && !value.contains("\"\\") && Event::from_json_serde(&l, &mut SharedIds::default()).is_ok() {
                 prop_assert!(fast, "{}", l);
             }
         }

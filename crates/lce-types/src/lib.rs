@@ -36,7 +36,7 @@ mod test_util;
 mod timestamp;
 
 pub use error::{ParseError, ParseErrorKind};
-pub use event::{Event, EventType, MAX_SEQUENCE, Payload, VERSION};
+pub use event::{Event, EventParser, EventType, MAX_SEQUENCE, Payload, VERSION};
 pub use limits::Limits;
 pub use lines::{DEFAULT_MAX_LINE_BYTES, EventLines};
 pub use opaque::{JsonObject, MAX_OPAQUE_DEPTH, OpaqueJson};

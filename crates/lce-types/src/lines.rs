@@ -1,12 +1,13 @@
 //! Reading canonical JSON Lines synchronously, one bounded line at a time.
 //!
 //! The async counterpart (a tokio-util `Decoder`) lives in `lce-stream`;
-//! both share [`Event::from_slice`] for the parsing itself.
+//! both parse with an [`EventParser`], which shares the ids of consecutive
+//! events.
 
 use std::io::{self, BufRead};
 
 use crate::error::{ParseError, ParseErrorKind};
-use crate::event::Event;
+use crate::event::{Event, EventParser};
 
 /// The default bound on one line: room for the largest event the default
 /// limits allow (256 KiB of tool arguments, JSON-escaped) with margin.
@@ -24,6 +25,7 @@ pub struct EventLines<R> {
     max_line_bytes: usize,
     line: u64,
     buf: Vec<u8>,
+    parser: EventParser,
 }
 
 impl<R: BufRead> EventLines<R> {
@@ -39,6 +41,7 @@ impl<R: BufRead> EventLines<R> {
             max_line_bytes,
             line: 0,
             buf: Vec::new(),
+            parser: EventParser::new(),
         }
     }
 
@@ -66,7 +69,10 @@ impl<R: BufRead> EventLines<R> {
                     line = rest;
                 }
                 self.line += 1;
-                let parsed = Event::from_slice(line).map_err(|e| e.at_line(self.line));
+                let parsed = self
+                    .parser
+                    .parse_slice(line)
+                    .map_err(|e| e.at_line(self.line));
                 self.reader.consume(i + 1);
                 return Ok(Some(parsed));
             }
@@ -115,7 +121,9 @@ impl<R: BufRead> EventLines<R> {
             self.buf.pop();
         }
         Ok(Some(
-            Event::from_slice(&self.buf).map_err(|e| e.at_line(self.line)),
+            self.parser
+                .parse_slice(&self.buf)
+                .map_err(|e| e.at_line(self.line)),
         ))
     }
 }
@@ -160,6 +168,43 @@ mod tests {
             out.push(Event::from_slice(l).map_err(|e| e.at_line(n)));
         }
         out
+    }
+
+    #[test]
+    fn consecutive_events_share_their_ids_until_they_change() {
+        let other_run = GOOD.replace(r#""run_id":"r""#, r#""run_id":"r2""#);
+        let spaced = GOOD.replace(r#""run_id":"r""#, r#""run_id" : "r""#);
+        let escaped = GOOD.replace(r#""conversation_id":"c""#, r#""conversation_id":"\u0063""#);
+        let input = [GOOD, &spaced, &escaped, &other_run, GOOD].join("\n");
+        let events: Vec<Event> = EventLines::new(input.as_bytes())
+            .map(|r| r.unwrap().unwrap())
+            .collect();
+        assert_eq!(events.len(), 5);
+        // Same ids, whichever path parsed them (fast canonical, any order,
+        // escaped): one allocation.
+        for e in &events[1..3] {
+            assert!(std::sync::Arc::ptr_eq(&events[0].run_id, &e.run_id));
+            assert!(std::sync::Arc::ptr_eq(
+                &events[0].conversation_id,
+                &e.conversation_id
+            ));
+        }
+        assert_eq!(&*events[3].run_id, "r2");
+        assert!(std::sync::Arc::ptr_eq(
+            &events[0].conversation_id,
+            &events[3].conversation_id
+        ));
+        assert_eq!(&*events[4].run_id, "r");
+        assert!(!std::sync::Arc::ptr_eq(
+            &events[0].run_id,
+            &events[4].run_id
+        ));
+        for (e, line) in events
+            .iter()
+            .zip([GOOD, &spaced, &escaped, &other_run, GOOD])
+        {
+            assert_eq!(*e, Event::from_json(line).unwrap());
+        }
     }
 
     proptest! {

@@ -14,11 +14,60 @@ use crate::error::ErrorMarker;
 /// serialization gives back the bytes that arrived.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Timestamp {
-    text: Box<str>,
+    text: Text,
     /// Whole seconds since the Unix epoch (UTC), floor-rounded.
     secs: i64,
     /// Nanoseconds within `secs`, `0..1_000_000_000`.
     nanos: u32,
+}
+
+/// The longest text kept inside the [`Timestamp`] itself: milliseconds
+/// with an offset (`2026-08-17T09:00:00.123+02:00`, 29 bytes) and
+/// microseconds in UTC (27) fit. A longer text is allocated.
+const INLINE: usize = 30;
+
+/// A timestamp's text: inline when short (so that parsing and cloning one
+/// allocate nothing), else on the heap.
+#[derive(Clone, PartialEq, Eq)]
+enum Text {
+    /// `len` bytes of `bytes`, the rest zero.
+    Inline { len: u8, bytes: [u8; INLINE] },
+    /// Longer than [`INLINE`] bytes.
+    Heap(Box<str>),
+}
+
+impl Text {
+    #[inline]
+    fn new(text: &str) -> Self {
+        let b = text.as_bytes();
+        match u8::try_from(b.len()) {
+            Ok(len) if b.len() <= INLINE => {
+                let mut bytes = [0u8; INLINE];
+                bytes[..b.len()].copy_from_slice(b);
+                Text::Inline { len, bytes }
+            }
+            _ => Text::Heap(text.into()),
+        }
+    }
+
+    #[inline]
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied from a `str` whole, so valid UTF-8: the check cannot fail.
+            Text::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Text::Heap(s) => s,
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Text::Inline { len, .. } => usize::from(*len),
+            Text::Heap(s) => s.len(),
+        }
+    }
 }
 
 impl Timestamp {
@@ -26,7 +75,7 @@ impl Timestamp {
     pub fn parse(text: &str) -> Result<Self, TimestampError> {
         let (secs, nanos) = parse_rfc3339(text.as_bytes()).ok_or(TimestampError)?;
         Ok(Timestamp {
-            text: text.into(),
+            text: Text::new(text),
             secs,
             nanos,
         })
@@ -57,7 +106,7 @@ impl Timestamp {
         }
         text.push('Z');
         Some(Timestamp {
-            text: text.into(),
+            text: Text::new(&text),
             secs,
             nanos,
         })
@@ -66,7 +115,7 @@ impl Timestamp {
     /// 1970-01-01T00:00:00Z.
     pub fn unix_epoch() -> Self {
         Timestamp {
-            text: "1970-01-01T00:00:00Z".into(),
+            text: Text::new("1970-01-01T00:00:00Z"),
             secs: 0,
             nanos: 0,
         }
@@ -86,7 +135,12 @@ impl Timestamp {
 
     /// The text as it arrived.
     pub fn as_str(&self) -> &str {
-        &self.text
+        self.text.as_str()
+    }
+
+    /// The length of the text in bytes (`as_str().len()`, without reading it).
+    pub fn text_len(&self) -> usize {
+        self.text.len()
     }
 
     /// Whole seconds since the Unix epoch (floor).
@@ -126,13 +180,13 @@ impl Timestamp {
 
 impl fmt::Debug for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Timestamp({})", self.text)
+        write!(f, "Timestamp({})", self.as_str())
     }
 }
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(self.as_str())
     }
 }
 
@@ -143,7 +197,7 @@ pub struct TimestampError;
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -463,6 +517,35 @@ mod tests {
         let t = Timestamp::parse("1969-12-31T23:59:59.5Z").unwrap();
         assert_eq!((t.unix_seconds(), t.subsec_nanos()), (-1, 500_000_000));
         assert_eq!(t.unix_millis(), -500);
+    }
+
+    #[test]
+    fn text_is_kept_exactly_inline_or_not() {
+        // 20 to 40 bytes: across the inline bound (30) both ways.
+        for digits in 0..=14usize {
+            for zone in ["Z", "+02:00"] {
+                let frac = if digits == 0 {
+                    String::new()
+                } else {
+                    format!(".{}", "1234567890123456"[..digits].to_owned())
+                };
+                let text = format!("2026-08-17T09:00:00{frac}{zone}");
+                let t = Timestamp::parse(&text).unwrap();
+                assert_eq!(t.as_str(), text);
+                assert_eq!(t.text_len(), text.len());
+                assert_eq!(t.to_string(), text);
+                assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{text}\""));
+                let copy = t.clone();
+                assert_eq!(copy, t);
+                assert_eq!(copy.as_str(), text);
+                assert_eq!(Timestamp::parse(&text).unwrap(), t);
+            }
+        }
+        let a = Timestamp::parse("2026-08-17T09:00:00Z").unwrap();
+        let b = Timestamp::parse("2026-08-17T09:00:00.000Z").unwrap();
+        // Same instant, other text: not equal (the text is part of it).
+        assert_eq!(a.unix_millis(), b.unix_millis());
+        assert_ne!(a, b);
     }
 
     #[test]

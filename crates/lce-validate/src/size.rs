@@ -413,7 +413,7 @@ fn envelope_size(event: &Event, identity: Option<u64>) -> u64 {
     // by `Timestamp::parse`) never need escaping: their length plus quotes.
     let mut n = FIXED as u64;
     n += event.event_type().as_str().len() as u64 + 2;
-    n += event.timestamp.as_str().len() as u64 + 2;
+    n += event.timestamp.text_len() as u64 + 2;
     n += match identity {
         Some(len) => len,
         None => identity_size(&event.run_id, &event.conversation_id),
@@ -1077,7 +1077,7 @@ mod tests {
             ]),
         ) {
             let timestamp = lce_types::Timestamp::parse(ts).unwrap_or_else(|e| panic!("{e:?}"));
-            let e = Event { run_id, conversation_id, sequence, timestamp, namespace, payload };
+            let e = Event { run_id: run_id.into(), conversation_id: conversation_id.into(), sequence, timestamp, namespace, payload };
             prop_assert!(data_size(&e.payload).is_some(), "{:?} is not sized by hand", e.event_type());
             let exact = e.to_json().len() as u64;
             prop_assert_eq!(canonical_size(&e, None), exact, "{}", e.event_type());

@@ -1,5 +1,7 @@
 //! The streaming validator: one event at a time, constant work per event.
 
+use std::sync::Arc;
+
 use lce_types::{
     Durability, Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload,
     THREAD_DURABILITY_UNCERTAIN,
@@ -155,7 +157,7 @@ pub struct RunValidator {
     opts: ValidatorOptions,
     failed: Option<Violation>,
     /// `run_id` and `conversation_id` of the run, from its first event.
-    identity: Option<(String, String)>,
+    identity: Option<(Arc<str>, Arc<str>)>,
     /// Their JSON size, quotes included (rule 11's byte count, per event).
     identity_size: u64,
     last: Option<(u64, EventType)>,
@@ -332,7 +334,7 @@ impl RunValidator {
             n += ns.agent_id.capacity();
         }
         if let Some((a, b)) = &self.identity {
-            n += a.capacity() + b.capacity();
+            n += a.len() + b.len();
         }
         if let Some(p) = &self.pending {
             n += p.interrupt_id.capacity();
@@ -454,7 +456,9 @@ impl RunValidator {
 
         // X: one run only.
         if let Some((run_id, conversation_id)) = &self.identity {
-            if *run_id != e.run_id {
+            // Events from one parser share the run's ids: the pointer
+            // compare settles it without reading the bytes.
+            if !Arc::ptr_eq(run_id, &e.run_id) && **run_id != *e.run_id {
                 return fail(
                     Rule::RunIdentity,
                     format!(
@@ -464,7 +468,9 @@ impl RunValidator {
                     ),
                 );
             }
-            if *conversation_id != e.conversation_id {
+            if !Arc::ptr_eq(conversation_id, &e.conversation_id)
+                && **conversation_id != *e.conversation_id
+            {
                 return fail(
                     Rule::RunIdentity,
                     format!(
