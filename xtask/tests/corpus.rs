@@ -103,14 +103,14 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
         match &event.payload {
             Payload::TextStarted(s) | Payload::ReasoningStarted(s) => {
                 assert!(
-                    !closed_spans.contains(&s.message_id)
-                        && open_spans.insert(s.message_id.clone()),
+                    !closed_spans.contains(&*s.message_id)
+                        && open_spans.insert(s.message_id.to_string()),
                     "{at}: span started twice"
                 );
             }
             Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
                 assert!(
-                    open_spans.contains(&d.message_id),
+                    open_spans.contains(&*d.message_id),
                     "{at}: delta of a span not open"
                 );
                 assert!(
@@ -121,10 +121,10 @@ fn check_run(bytes: &[u8], expected_events: usize) -> Seen {
             }
             Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
                 assert!(
-                    open_spans.remove(&s.message_id),
+                    open_spans.remove(&*s.message_id),
                     "{at}: finish of a span not open"
                 );
-                closed_spans.insert(s.message_id.clone());
+                closed_spans.insert(s.message_id.to_string());
             }
             Payload::ToolStarted(t) => {
                 assert!(

@@ -177,7 +177,7 @@ impl DaEncoder {
             }),
             Payload::TextStarted(p) => {
                 self.namespace(dst, &ev.namespace, ts)?;
-                self.texts.push(p.message_id.clone());
+                self.texts.push(p.message_id.to_string());
                 da_frame(dst, "TEXT_MESSAGE_START", ts, |w| {
                     w.field_str("messageId", &p.message_id);
                     w.field_str("role", "assistant");
@@ -193,7 +193,7 @@ impl DaEncoder {
                 })
             }
             Payload::TextFinished(p) => {
-                if let Some(pos) = self.texts.iter().position(|id| *id == p.message_id) {
+                if let Some(pos) = self.texts.iter().position(|id| **id == *p.message_id) {
                     self.texts.remove(pos);
                 }
                 da_frame(dst, "TEXT_MESSAGE_END", ts, |w| {

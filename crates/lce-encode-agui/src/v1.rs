@@ -117,7 +117,7 @@ impl V1Encoder {
             }
             Payload::TextStarted(p) => {
                 self.texts.push(Span {
-                    id: p.message_id.clone(),
+                    id: p.message_id.to_string(),
                     sub: sub.map(str::to_owned),
                 });
                 v1_frame(dst, &head("TEXT_MESSAGE_START"), |w| {
@@ -149,7 +149,7 @@ impl V1Encoder {
             }
             Payload::ReasoningStarted(p) => {
                 self.reasonings.push(Span {
-                    id: p.message_id.clone(),
+                    id: p.message_id.to_string(),
                     sub: sub.map(str::to_owned),
                 });
                 v1_frame(dst, &head("REASONING_START"), |w| {

@@ -242,7 +242,7 @@ fn payload() -> impl Strategy<Value = Payload> {
     );
     prop_oneof![
         (text(12), text(60)).prop_map(|(m, d)| Payload::TextDelta(SpanDelta {
-            message_id: m,
+            message_id: m.into(),
             delta: d
         })),
         (text(12), text(60), prop::option::of(text(8))).prop_map(|(t, r, rr)| {

@@ -219,9 +219,10 @@ impl Event {
 }
 
 /// Parses events one line at a time, strictly (D17), like
-/// [`Event::from_slice`], remembering the last run and conversation ids:
-/// an event with the same ids as the one before shares them (an
-/// [`Arc`] clone) instead of allocating its own.
+/// [`Event::from_slice`], remembering the last run and conversation ids and
+/// the last text or reasoning span's message id: an event with the same ids
+/// as the one before shares them (an [`Arc`] clone) instead of allocating
+/// its own.
 ///
 /// This is what [`crate::EventLines`] and the async line decoder use; the
 /// result of every call is the same as [`Event::from_slice`]'s.
@@ -266,12 +267,13 @@ impl EventParser {
     }
 }
 
-/// The last run and conversation ids seen, handed out again while they stay
-/// the same.
+/// The last run, conversation and span message ids seen, handed out again
+/// while they stay the same.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SharedIds {
     run_id: Option<Arc<str>>,
     conversation_id: Option<Arc<str>>,
+    message_id: Option<Arc<str>>,
 }
 
 impl SharedIds {
@@ -285,6 +287,13 @@ impl SharedIds {
     #[inline]
     pub(crate) fn conversation_id(&mut self, id: &str) -> Arc<str> {
         share(&mut self.conversation_id, id)
+    }
+
+    /// `id` as an `Arc`, the last text or reasoning span's message id when
+    /// equal (a span's deltas all carry it).
+    #[inline]
+    pub(crate) fn message_id(&mut self, id: &str) -> Arc<str> {
+        share(&mut self.message_id, id)
     }
 }
 

@@ -558,7 +558,7 @@ fn parse_canonical(c: &mut Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
     c.lit(b",\"namespace\":")?;
     let namespace = string_array(c)?;
     c.lit(b",\"data\":")?;
-    let payload = parse_payload(c, ty)?;
+    let payload = parse_payload(c, ty, ids)?;
     c.eat(b'}')?;
     c.ws();
     if c.i != c.b.len() {
@@ -612,7 +612,7 @@ fn parse_any_order(mut c: Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
             NAMESPACE_BIT => namespace = string_array(&mut c)?,
             _ => {
                 // `data` before `type`: left to the serde path.
-                payload = Some(parse_payload(&mut c, ty?)?);
+                payload = Some(parse_payload(&mut c, ty?, ids)?);
             }
         }
         if !c.next_member()? {
@@ -685,7 +685,7 @@ fn string_array(c: &mut Cursor<'_>) -> Option<Vec<String>> {
     }
 }
 
-fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
+fn parse_payload(c: &mut Cursor<'_>, ty: EventType, ids: &mut SharedIds) -> Option<Payload> {
     if c.peek() != Some(b'{') {
         return None;
     }
@@ -697,7 +697,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
                 b"delta",
             )?;
             let d = SpanDelta {
-                message_id: message_id.into_owned(),
+                message_id: ids.message_id(&message_id),
                 delta: delta.into_owned(),
             };
             if ty == EventType::TextDelta {
@@ -713,7 +713,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
                 return None;
             }
             let s = SpanStarted {
-                message_id: message_id.into_owned(),
+                message_id: ids.message_id(&message_id),
                 role: Role::Assistant,
             };
             if ty == EventType::TextStarted {
@@ -725,7 +725,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType) -> Option<Payload> {
         EventType::TextFinished | EventType::ReasoningFinished => {
             let message_id = c.one_string(b"message_id")?;
             let f = SpanFinished {
-                message_id: message_id.into_owned(),
+                message_id: ids.message_id(&message_id),
             };
             if ty == EventType::TextFinished {
                 Payload::TextFinished(f)

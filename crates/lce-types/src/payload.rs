@@ -4,6 +4,8 @@
 //! rejects unknown members; optional members may be absent or `null`, and are
 //! omitted when serialized.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::opaque::{JsonObject, OpaqueJson};
@@ -229,7 +231,7 @@ pub const THREAD_DURABILITY_UNCERTAIN: &str = "thread_durability_uncertain";
 #[serde(deny_unknown_fields)]
 pub struct SpanStarted {
     /// The span's message id.
-    pub message_id: String,
+    pub message_id: Arc<str>,
     /// The speaker.
     pub role: Role,
 }
@@ -239,7 +241,7 @@ pub struct SpanStarted {
 #[serde(deny_unknown_fields)]
 pub struct SpanDelta {
     /// The span's message id.
-    pub message_id: String,
+    pub message_id: Arc<str>,
     /// The next piece of text (empty deltas are dropped, D7).
     pub delta: String,
 }
@@ -249,7 +251,7 @@ pub struct SpanDelta {
 #[serde(deny_unknown_fields)]
 pub struct SpanFinished {
     /// The span's message id.
-    pub message_id: String,
+    pub message_id: Arc<str>,
 }
 
 /// `tool.started`.

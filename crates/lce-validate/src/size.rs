@@ -863,11 +863,17 @@ mod tests {
 
     /// Every payload type, with arbitrary member values.
     fn payload() -> BoxedStrategy<Payload> {
-        let span_started = (text(), one_of(Role::ALL))
-            .prop_map(|(message_id, role)| SpanStarted { message_id, role });
-        let span_delta =
-            (text(), text()).prop_map(|(message_id, delta)| SpanDelta { message_id, delta });
-        let span_finished = text().prop_map(|message_id| SpanFinished { message_id });
+        let span_started = (text(), one_of(Role::ALL)).prop_map(|(message_id, role)| SpanStarted {
+            message_id: message_id.into(),
+            role,
+        });
+        let span_delta = (text(), text()).prop_map(|(message_id, delta)| SpanDelta {
+            message_id: message_id.into(),
+            delta,
+        });
+        let span_finished = text().prop_map(|message_id| SpanFinished {
+            message_id: message_id.into(),
+        });
         prop_oneof![
             (opt_text(), text(), text(), opt_text()).prop_map(
                 |(message_id, harness_id, adapter_version, provider_run_id)| {

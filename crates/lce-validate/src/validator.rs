@@ -758,7 +758,7 @@ impl RunValidator {
                 } else {
                     &mut self.reasonings
                 };
-                if spans.contains(s.message_id.as_str()) {
+                if spans.contains(&s.message_id) {
                     return fail(
                         Rule::TextSpan,
                         format!(
@@ -789,7 +789,7 @@ impl RunValidator {
                     &mut self.reasonings
                 };
                 let forgot = spans.forgot();
-                let span = spans.get(d.message_id.as_str());
+                let span = spans.get(&d.message_id);
                 Self::span_event(span, forgot, &d.message_id, ns, ty, seq)?;
             }
             Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
@@ -800,7 +800,7 @@ impl RunValidator {
                     &mut self.reasonings
                 };
                 let forgot = spans.forgot();
-                let span = spans.get_mut(s.message_id.as_str());
+                let span = spans.get_mut(&s.message_id);
                 Self::span_event(span.as_deref(), forgot, &s.message_id, ns, ty, seq)?;
                 if let Some(span) = span {
                     span.open = false;

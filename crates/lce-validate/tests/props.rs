@@ -102,7 +102,7 @@ impl Gen {
                 let text = action % 12 == 0;
                 let id = self.fresh(if text { "m" } else { "r" });
                 let s = SpanStarted {
-                    message_id: id.clone(),
+                    message_id: id.clone().into(),
                     role: Role::Assistant,
                 };
                 if text {
@@ -121,7 +121,7 @@ impl Gen {
                 }
                 let (id, ns) = spans[arg as usize % spans.len()].clone();
                 let d = SpanDelta {
-                    message_id: id,
+                    message_id: id.into(),
                     // Now and then an empty delta (D7: dropped, not rejected).
                     delta: if arg % 7 == 0 {
                         String::new()
@@ -149,7 +149,9 @@ impl Gen {
                     return;
                 }
                 let (id, ns) = spans.remove(arg as usize % spans.len());
-                let f = SpanFinished { message_id: id };
+                let f = SpanFinished {
+                    message_id: id.into(),
+                };
                 self.emit(
                     ns,
                     if text {
@@ -330,12 +332,19 @@ impl Gen {
 
     fn close_spans(&mut self) {
         while let Some((id, ns)) = self.texts.pop() {
-            self.emit(ns, Payload::TextFinished(SpanFinished { message_id: id }));
+            self.emit(
+                ns,
+                Payload::TextFinished(SpanFinished {
+                    message_id: id.into(),
+                }),
+            );
         }
         while let Some((id, ns)) = self.reasonings.pop() {
             self.emit(
                 ns,
-                Payload::ReasoningFinished(SpanFinished { message_id: id }),
+                Payload::ReasoningFinished(SpanFinished {
+                    message_id: id.into(),
+                }),
             );
         }
     }
