@@ -285,12 +285,7 @@ impl DaEncoder {
 }
 
 fn string_array(w: &mut JsonWriter<'_>, key: &str, items: &[String]) {
-    w.key(key);
-    w.begin_array();
-    for s in items {
-        w.string(s);
-    }
-    w.end_array();
+    w.field_str_array(key, items);
 }
 
 fn decisions(w: &mut JsonWriter<'_>, a: &ToolApproval) {

@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 
 use crate::WireError;
-use crate::escape::write_quoted;
+use crate::escape::Stage;
 use crate::float::{push_i64, push_u64, write_compact_float, write_py_float};
 
 /// How JSON text is laid out and escaped.
@@ -54,6 +54,26 @@ impl Style {
         match self {
             Style::Python { .. } => b": ",
             Style::Compact => b":",
+        }
+    }
+
+    /// [`item_sep`](Self::item_sep) as a little-endian word and its length.
+    #[inline]
+    fn item_sep_word(self) -> (u64, usize) {
+        match self {
+            Style::Python { .. } => (u64::from_le_bytes(*b", \0\0\0\0\0\0"), 2),
+            Style::Compact => (u64::from(b','), 1),
+        }
+    }
+
+    /// The closing quote of a key and the key separator, as a little-endian
+    /// word and its length; the word's next byte is a quote (a string value
+    /// opens there).
+    #[inline]
+    fn key_end_word(self) -> (u64, usize) {
+        match self {
+            Style::Python { .. } => (u64::from_le_bytes(*b"\": \"\0\0\0\0"), 3),
+            Style::Compact => (u64::from_le_bytes(*b"\":\"\0\0\0\0\0"), 2),
         }
     }
 }
@@ -169,6 +189,28 @@ impl<'a> JsonWriter<'a> {
         }
     }
 
+    /// The separator a new value (or key) needs, as a little-endian word
+    /// and its length (0: none), followed by an opening quote; the state is
+    /// updated as [`pre_value`](Self::pre_value) does.
+    #[inline]
+    fn sep_and_quote(&mut self) -> (u64, usize) {
+        let quote = u64::from(b'"');
+        if self.after_key {
+            self.after_key = false;
+            return (quote, 1);
+        }
+        if self.depth == 0 {
+            return (quote, 1);
+        }
+        if self.get_first(self.depth) {
+            self.set_first(self.depth, false);
+            (quote, 1)
+        } else {
+            let (sep, n) = self.style.item_sep_word();
+            (sep | (quote << (8 * n)), n + 1)
+        }
+    }
+
     fn push_level(&mut self) {
         self.depth += 1;
         if self.depth > INLINE_LEVELS {
@@ -247,16 +289,24 @@ impl<'a> JsonWriter<'a> {
     /// Writes an object key and the key separator; the next call writes its
     /// value.
     pub fn key(&mut self, k: &str) {
-        self.pre_value();
-        write_quoted(self.out, k, self.style.ensure_ascii());
-        self.out.extend_from_slice(self.style.key_sep());
+        let (open, open_len) = self.sep_and_quote();
+        let (close, close_len) = self.style.key_end_word();
+        let mut st = Stage::new();
+        st.put(self.out, open, open_len);
+        st.escaped(self.out, k, self.style.ensure_ascii());
+        st.put(self.out, close, close_len);
+        st.flush(self.out);
         self.after_key = true;
     }
 
     /// Writes a string value.
     pub fn string(&mut self, s: &str) {
-        self.pre_value();
-        write_quoted(self.out, s, self.style.ensure_ascii());
+        let (open, open_len) = self.sep_and_quote();
+        let mut st = Stage::new();
+        st.put(self.out, open, open_len);
+        st.escaped(self.out, s, self.style.ensure_ascii());
+        st.put(self.out, u64::from(b'"'), 1);
+        st.flush(self.out);
     }
 
     /// Writes an unsigned integer value.
@@ -331,8 +381,48 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes `"k": "v"`.
     pub fn field_str(&mut self, k: &str, v: &str) {
-        self.key(k);
-        self.string(v);
+        // One stage for the whole member: a single copy to the output.
+        let (open, open_len) = self.sep_and_quote();
+        let (mid, mid_len) = self.style.key_end_word();
+        let ensure_ascii = self.style.ensure_ascii();
+        let mut st = Stage::new();
+        st.put(self.out, open, open_len);
+        st.escaped(self.out, k, ensure_ascii);
+        st.put(self.out, mid, mid_len + 1);
+        st.escaped(self.out, v, ensure_ascii);
+        st.put(self.out, u64::from(b'"'), 1);
+        st.flush(self.out);
+    }
+
+    /// Writes `"k": ["a", "b", ...]`, an array of strings, as
+    /// [`key`](Self::key), [`begin_array`](Self::begin_array), one
+    /// [`string`](Self::string) per item and [`end_array`](Self::end_array)
+    /// would.
+    pub fn field_str_array<S: AsRef<str>>(&mut self, k: &str, items: &[S]) {
+        let quote = u64::from(b'"');
+        let (open, open_len) = self.sep_and_quote();
+        let (mid, mid_len) = self.style.key_end_word();
+        // The key's end, with `[` where a string value's quote would be.
+        let mid_mask = (1u64 << (8 * mid_len)) - 1;
+        let mid = (mid & mid_mask) | (u64::from(b'[') << (8 * mid_len));
+        let (sep, sep_len) = self.style.item_sep_word();
+        let sep = sep | (quote << (8 * sep_len));
+        let ensure_ascii = self.style.ensure_ascii();
+        let mut st = Stage::new();
+        st.put(self.out, open, open_len);
+        st.escaped(self.out, k, ensure_ascii);
+        st.put(self.out, mid, mid_len + 1);
+        for (i, item) in items.iter().enumerate() {
+            if i == 0 {
+                st.put(self.out, quote, 1);
+            } else {
+                st.put(self.out, sep, sep_len + 1);
+            }
+            st.escaped(self.out, item.as_ref(), ensure_ascii);
+            st.put(self.out, quote, 1);
+        }
+        st.put(self.out, u64::from(b']'), 1);
+        st.flush(self.out);
     }
 
     /// Writes `"k": v` for an unsigned integer.

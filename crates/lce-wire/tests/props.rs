@@ -38,6 +38,58 @@ proptest! {
         }
     }
 
+    /// The one-stage member writers (`field_str`, `field_str_array`) and
+    /// `key` / `string` place separators and quotes as the transcoder does,
+    /// first member or not, at any depth.
+    #[test]
+    fn member_writers_match_opaque(
+        k in "([a-z]{0,10}|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀])*",
+        v in "([a-zA-Z ]{0,20}|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀\u{2028}])*",
+        items in prop::collection::vec("([a-z ]{0,12}|[\"\u{1}é😀])*", 0..4),
+    ) {
+        let q = |s: &str| serde_json::to_string(s).unwrap();
+        let arr = items.iter().map(|i| q(i)).collect::<Vec<_>>().join(",");
+        let json = format!(
+            "{{{k}:{v},\"n\":[{arr}],\"o\":{{{k}:[{arr}],\"z\":{v}}},\
+             \"p\":{{\"e\":[{arr}]}},\"arr\":[{v},{{{k}:{v}}},[{arr}]]}}",
+            k = q(&k),
+            v = q(&v),
+        );
+        for style in STYLES {
+            let mut expected = BytesMut::new();
+            write_opaque(&mut expected, &json, style).unwrap();
+            let mut out = BytesMut::new();
+            let mut w = JsonWriter::new(&mut out, style);
+            w.begin_object();
+            w.field_str(&k, &v);
+            w.field_str_array("n", &items);
+            w.key("o");
+            w.begin_object();
+            w.field_str_array(&k, &items);
+            w.field_str("z", &v);
+            w.end_object();
+            w.key("p");
+            w.begin_object();
+            w.field_str_array("e", &items);
+            w.end_object();
+            w.key("arr");
+            w.begin_array();
+            w.string(&v);
+            w.begin_object();
+            w.key(&k);
+            w.string(&v);
+            w.end_object();
+            w.begin_array();
+            for i in &items {
+                w.string(i);
+            }
+            w.end_array();
+            w.end_array();
+            w.end_object();
+            prop_assert_eq!(&out[..], &expected[..]);
+        }
+    }
+
     #[test]
     fn opaque_strings_match_direct_writes(
         s in "([a-zA-Z0-9 ]{0,20}|[\"\\\\/\u{0}-\u{1f}\u{7f}é€😀])*",
