@@ -4,7 +4,8 @@ use bytes::BytesMut;
 
 use crate::WireError;
 use crate::escape::Stage;
-use crate::float::{push_i64, push_u64, write_compact_float, write_py_float};
+use crate::float::{millis_text, push_i64, push_u64, write_compact_float, write_py_float};
+use crate::key::Key;
 
 /// How JSON text is laid out and escaped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +101,9 @@ pub struct JsonWriter<'a> {
     deep: Vec<bool>,
     /// A key was just written: the next value takes no separator.
     after_key: bool,
+    /// Text was copied in unescaped ([`raw`](Self::raw), opaque input): it
+    /// may hold a raw CR or LF, which nothing else this writer writes does.
+    copied: bool,
 }
 
 /// Saved writer state, to roll back a failed [`JsonWriter::opaque`].
@@ -123,6 +127,7 @@ impl<'a> JsonWriter<'a> {
             first_bits: 0,
             deep: Vec::new(),
             after_key: false,
+            copied: false,
         }
     }
 
@@ -251,6 +256,7 @@ impl<'a> JsonWriter<'a> {
     /// Direct access to the output, for the opaque transcoder.
     #[inline]
     pub(crate) fn out_mut(&mut self) -> &mut BytesMut {
+        self.copied = true;
         self.out
     }
 
@@ -289,14 +295,119 @@ impl<'a> JsonWriter<'a> {
     /// Writes an object key and the key separator; the next call writes its
     /// value.
     pub fn key(&mut self, k: &str) {
-        let (open, open_len) = self.sep_and_quote();
-        let (close, close_len) = self.style.key_end_word();
+        self.key_ref(KeyRef::Text(k));
+    }
+
+    /// [`key`](Self::key) for a key fixed at build time.
+    pub fn key_k(&mut self, k: &Key) {
+        self.key_ref(KeyRef::of(k));
+    }
+
+    #[inline]
+    fn key_ref(&mut self, k: KeyRef<'_>) {
         let mut st = Stage::new();
-        st.put(self.out, open, open_len);
-        st.escaped(self.out, k, self.style.ensure_ascii());
-        st.put(self.out, close, close_len);
+        self.open_member(&mut st, k, false);
         st.flush(self.out);
         self.after_key = true;
+    }
+
+    /// Whether text was copied in without escaping (raw or opaque JSON):
+    /// only then can what this writer wrote hold a raw CR or LF.
+    #[inline]
+    pub(crate) fn copied(&self) -> bool {
+        self.copied
+    }
+
+    /// Stages the separator the member needs, its key and the key separator,
+    /// then with `quote` the opening quote of a string value.
+    #[inline]
+    fn open_member(&mut self, st: &mut Stage, k: KeyRef<'_>, quote: bool) {
+        let open = self.sep_and_quote();
+        self.member_head(st, open, k, quote);
+    }
+
+    /// [`open_member`](Self::open_member) with the separator and opening
+    /// quote (`open`: word and length) already known.
+    #[inline(always)]
+    fn member_head(&mut self, st: &mut Stage, open: (u64, usize), k: KeyRef<'_>, quote: bool) {
+        let (close, close_len) = self.style.key_end_word();
+        st.put(self.out, open.0, open.1);
+        self.put_key(st, k);
+        st.put(self.out, close, close_len + usize::from(quote));
+    }
+
+    /// Stages the text of `k`, escaped.
+    #[inline]
+    fn put_key(&mut self, st: &mut Stage, k: KeyRef<'_>) {
+        match k {
+            KeyRef::Plain(words, len) => put_words(st, self.out, words, len),
+            KeyRef::Text(text) => st.escaped(self.out, text, self.style.ensure_ascii()),
+        }
+    }
+
+    /// Writes the members of a flat object in order, through one stage and
+    /// one copy to the output, as the matching `field_*_k` calls would.
+    ///
+    /// A non-finite [`Member::F64`] gives [`WireError::NonFinite`] and
+    /// nothing is written.
+    pub fn members(&mut self, members: &[Member<'_>]) -> Result<(), WireError> {
+        if members
+            .iter()
+            .any(|m| matches!(m, Member::F64(_, v) if !v.is_finite()))
+        {
+            return Err(WireError::NonFinite);
+        }
+        let quote = u64::from(b'"');
+        // The first member takes whatever separator the position needs;
+        // every later one the item separator.
+        let mut open = self.sep_and_quote();
+        let (sep, sep_len) = self.style.item_sep_word();
+        let next = (sep | (quote << (8 * sep_len)), sep_len + 1);
+        let mut st = Stage::new();
+        for m in members {
+            match *m {
+                Member::Str(k, v) => {
+                    self.member_head(&mut st, open, KeyRef::of(k), true);
+                    st.escaped(self.out, v, self.style.ensure_ascii());
+                    st.put(self.out, quote, 1);
+                }
+                Member::Const(k, v) => {
+                    self.member_head(&mut st, open, KeyRef::of(k), true);
+                    self.put_key(&mut st, KeyRef::of(v));
+                    st.put(self.out, quote, 1);
+                }
+                Member::F64(k, v) => {
+                    self.member_head(&mut st, open, KeyRef::of(k), false);
+                    self.stage_f64(&mut st, v)?;
+                }
+            }
+            open = next;
+        }
+        st.flush(self.out);
+        Ok(())
+    }
+
+    /// Stages the finite float `v`: whole milliseconds as staged words,
+    /// others (after a flush) through the general float writers, which give
+    /// the same text for every value.
+    #[inline]
+    fn stage_f64(&mut self, st: &mut Stage, v: f64) -> Result<(), WireError> {
+        if let Some(text) = millis_text(v) {
+            let ([w0, w1, w2], len) = text.words();
+            st.put(self.out, w0, len.min(8));
+            if len > 8 {
+                st.put(self.out, w1, (len - 8).min(8));
+            }
+            if len > 16 {
+                st.put(self.out, w2, len - 16);
+            }
+            return Ok(());
+        }
+        st.flush(self.out);
+        match self.style {
+            Style::Python { .. } => write_py_float(self.out, v),
+            Style::Compact => write_compact_float(self.out, v),
+        }
     }
 
     /// Writes a string value.
@@ -354,6 +465,7 @@ impl<'a> JsonWriter<'a> {
     /// The caller vouches that `json` is one JSON value in this writer's
     /// style; use [`opaque`](Self::opaque) for text from elsewhere.
     pub fn raw(&mut self, json: &str) {
+        self.copied = true;
         self.pre_value();
         self.out.extend_from_slice(json.as_bytes());
     }
@@ -381,15 +493,20 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes `"k": "v"`.
     pub fn field_str(&mut self, k: &str, v: &str) {
+        self.field_str_ref(KeyRef::Text(k), v);
+    }
+
+    /// [`field_str`](Self::field_str) for a key fixed at build time.
+    pub fn field_str_k(&mut self, k: &Key, v: &str) {
+        self.field_str_ref(KeyRef::of(k), v);
+    }
+
+    #[inline]
+    fn field_str_ref(&mut self, k: KeyRef<'_>, v: &str) {
         // One stage for the whole member: a single copy to the output.
-        let (open, open_len) = self.sep_and_quote();
-        let (mid, mid_len) = self.style.key_end_word();
-        let ensure_ascii = self.style.ensure_ascii();
         let mut st = Stage::new();
-        st.put(self.out, open, open_len);
-        st.escaped(self.out, k, ensure_ascii);
-        st.put(self.out, mid, mid_len + 1);
-        st.escaped(self.out, v, ensure_ascii);
+        self.open_member(&mut st, k, true);
+        st.escaped(self.out, v, self.style.ensure_ascii());
         st.put(self.out, u64::from(b'"'), 1);
         st.flush(self.out);
     }
@@ -451,11 +568,24 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes `"k": <float>`; on error (non-finite) nothing is written.
     pub fn field_f64(&mut self, k: &str, v: f64) -> Result<(), WireError> {
+        self.field_f64_ref(KeyRef::Text(k), v)
+    }
+
+    /// [`field_f64`](Self::field_f64) for a key fixed at build time.
+    pub fn field_f64_k(&mut self, k: &Key, v: f64) -> Result<(), WireError> {
+        self.field_f64_ref(KeyRef::of(k), v)
+    }
+
+    #[inline]
+    fn field_f64_ref(&mut self, k: KeyRef<'_>, v: f64) -> Result<(), WireError> {
         if !v.is_finite() {
             return Err(WireError::NonFinite);
         }
-        self.key(k);
-        self.f64(v)
+        let mut st = Stage::new();
+        self.open_member(&mut st, k, false);
+        let r = self.stage_f64(&mut st, v);
+        st.flush(self.out);
+        r
     }
 
     /// Writes `"k": <raw json>` (see [`raw`](Self::raw)).
@@ -475,4 +605,49 @@ impl<'a> JsonWriter<'a> {
         }
         r
     }
+}
+
+/// A key as [`JsonWriter`] receives it.
+#[derive(Clone, Copy)]
+enum KeyRef<'k> {
+    /// A [`Key`] that needs no escape: its words and length.
+    Plain(&'k [u64; 4], usize),
+    /// Any key, escaped as it is written.
+    Text(&'k str),
+}
+
+impl<'k> KeyRef<'k> {
+    #[inline]
+    fn of(k: &'k Key) -> Self {
+        match k.plain_words() {
+            Some((words, len)) => KeyRef::Plain(words, len),
+            None => KeyRef::Text(k.as_str()),
+        }
+    }
+}
+
+/// Stages the first `len` bytes of `words` (a [`Key`]'s packing).
+#[inline]
+pub(crate) fn put_words(st: &mut Stage, out: &mut BytesMut, words: &[u64; 4], len: usize) {
+    let mut left = len;
+    for &w in words {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(8);
+        st.put(out, w, n);
+        left -= n;
+    }
+}
+
+/// One member of a flat object, for [`JsonWriter::members`].
+#[derive(Clone, Copy, Debug)]
+pub enum Member<'a> {
+    /// `"k": "v"`, as [`JsonWriter::field_str_k`] writes it.
+    Str(&'a Key, &'a str),
+    /// `"k": "v"` with a string value fixed at build time (such as an event
+    /// type): the same bytes as `Str(k, v.as_str())`.
+    Const(&'a Key, &'a Key),
+    /// `"k": <float>`, as [`JsonWriter::field_f64_k`] writes it.
+    F64(&'a Key, f64),
 }
