@@ -5,7 +5,7 @@ use lce_types::{Event, FormField, InterruptRequested, InterruptType, Payload, To
 use lce_wire::hold::{Action, Released, ToolStartHold};
 use lce_wire::{DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display};
 
-use crate::frame::{da_frame, json_text};
+use crate::frame::{da_flat, da_frame, json_text};
 use crate::{AguiOptions, EncodeError};
 
 /// The state of one DA `agui` stream.
@@ -80,9 +80,9 @@ impl DaEncoder {
         if self.announced == ns {
             return Ok(());
         }
-        da_frame(dst, "CUSTOM", ts, |w| {
-            w.field_str("name", "NAMESPACE_CONTEXT");
-            w.key("value");
+        da_frame(dst, k!("CUSTOM"), ts, |w| {
+            w.field_str_k(k!("name"), "NAMESPACE_CONTEXT");
+            w.key_k(k!("value"));
             w.begin_object();
             string_array(w, "namespace", ns);
             w.end_object();
@@ -112,18 +112,10 @@ impl DaEncoder {
         let args = json_text(call.args.json(), Style::PY_ASCII).map_err(wire)?;
         let ts = call.timestamp.unix_seconds_f64();
         self.namespace(dst, &call.namespace, ts).map_err(wire)?;
-        da_frame(dst, "TOOL_CALL_START", ts, |w| {
-            w.field_str("toolCallId", &call.tool_call_id);
-            w.field_str("toolCallName", &call.tool_name);
-            Ok(())
-        })
+        da_flat!(dst, "TOOL_CALL_START", ts, "toolCallId" => &call.tool_call_id, "toolCallName" => &call.tool_name)
         .map_err(wire)?;
-        da_frame(dst, "TOOL_CALL_ARGS", ts, |w| {
-            w.field_str("toolCallId", &call.tool_call_id);
-            w.field_str("delta", &args);
-            Ok(())
-        })
-        .map_err(wire)
+        da_flat!(dst, "TOOL_CALL_ARGS", ts, "toolCallId" => &call.tool_call_id, "delta" => &args)
+            .map_err(wire)
     }
 
     /// `[ns] TOOL_CALL_RESULT` (when `content` is not empty) +
@@ -139,30 +131,15 @@ impl DaEncoder {
         let ts = ev.timestamp.unix_seconds_f64();
         self.namespace(dst, &ev.namespace, ts)?;
         if !content.is_empty() {
-            da_frame(dst, "TOOL_CALL_RESULT", ts, |w| {
-                w.field_str("message_id", message_id);
-                w.field_str("tool_call_id", tool_call_id);
-                w.field_str(
-                    "content",
-                    &truncate_display(content, DA_RESULT_DISPLAY_CHARS),
-                );
-                w.field_str("role", "tool");
-                Ok(())
-            })?;
+            da_flat!(dst, "TOOL_CALL_RESULT", ts, "message_id" => message_id, "tool_call_id" => tool_call_id, "content" => &truncate_display(content, DA_RESULT_DISPLAY_CHARS), "role" => "tool")?;
         }
-        da_frame(dst, "TOOL_CALL_END", ts, |w| {
-            w.field_str("toolCallId", tool_call_id);
-            Ok(())
-        })
+        da_flat!(dst, "TOOL_CALL_END", ts, "toolCallId" => tool_call_id)
     }
 
     /// `TEXT_MESSAGE_END` for every open text, in opening order.
     fn close_texts(&mut self, dst: &mut BytesMut, ts: f64) -> Result<(), WireError> {
         for id in std::mem::take(&mut self.texts) {
-            da_frame(dst, "TEXT_MESSAGE_END", ts, |w| {
-                w.field_str("messageId", &id);
-                Ok(())
-            })?;
+            da_flat!(dst, "TEXT_MESSAGE_END", ts, "messageId" => &id)?;
         }
         Ok(())
     }
@@ -170,36 +147,23 @@ impl DaEncoder {
     fn render(&mut self, ev: &Event, dst: &mut BytesMut) -> Result<(), WireError> {
         let ts = ev.timestamp.unix_seconds_f64();
         match &ev.payload {
-            Payload::RunStarted(_) => da_frame(dst, "RUN_STARTED", ts, |w| {
-                w.field_str("runId", &ev.run_id);
-                w.field_str("threadId", &ev.conversation_id);
-                Ok(())
-            }),
+            Payload::RunStarted(_) => {
+                da_flat!(dst, "RUN_STARTED", ts, "runId" => &ev.run_id, "threadId" => &ev.conversation_id)
+            }
             Payload::TextStarted(p) => {
                 self.namespace(dst, &ev.namespace, ts)?;
                 self.texts.push(p.message_id.to_string());
-                da_frame(dst, "TEXT_MESSAGE_START", ts, |w| {
-                    w.field_str("messageId", &p.message_id);
-                    w.field_str("role", "assistant");
-                    Ok(())
-                })
+                da_flat!(dst, "TEXT_MESSAGE_START", ts, "messageId" => &p.message_id, "role" => "assistant")
             }
             Payload::TextDelta(p) if !p.delta.is_empty() => {
                 self.namespace(dst, &ev.namespace, ts)?;
-                da_frame(dst, "TEXT_MESSAGE_CONTENT", ts, |w| {
-                    w.field_str("messageId", &p.message_id);
-                    w.field_str("delta", &p.delta);
-                    Ok(())
-                })
+                da_flat!(dst, "TEXT_MESSAGE_CONTENT", ts, "messageId" => &p.message_id, "delta" => &p.delta)
             }
             Payload::TextFinished(p) => {
                 if let Some(pos) = self.texts.iter().position(|id| **id == *p.message_id) {
                     self.texts.remove(pos);
                 }
-                da_frame(dst, "TEXT_MESSAGE_END", ts, |w| {
-                    w.field_str("messageId", &p.message_id);
-                    Ok(())
-                })
+                da_flat!(dst, "TEXT_MESSAGE_END", ts, "messageId" => &p.message_id)
             }
             Payload::ToolFinished(p) => {
                 let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
@@ -211,11 +175,11 @@ impl DaEncoder {
                 content.push_str(&p.message);
                 self.tool_end(dst, ev, &p.tool_call_id, &p.tool_call_id, &content)
             }
-            Payload::Warning(p) => da_frame(dst, "CUSTOM", ts, |w| {
-                w.field_str("name", "WARNING");
-                w.key("value");
+            Payload::Warning(p) => da_frame(dst, k!("CUSTOM"), ts, |w| {
+                w.field_str_k(k!("name"), "WARNING");
+                w.key_k(k!("value"));
                 w.begin_object();
-                w.field_str("message", &p.message);
+                w.field_str_k(k!("message"), &p.message);
                 string_array(w, "namespace", &[]);
                 w.end_object();
                 Ok(())
@@ -227,37 +191,32 @@ impl DaEncoder {
             Payload::RunFinished(_) => {
                 self.close_texts(dst, ts)?;
                 self.closed = true;
-                da_frame(dst, "RUN_FINISHED", ts, |w| {
-                    w.field_str("runId", &ev.run_id);
-                    w.field_str("threadId", &ev.conversation_id);
-                    w.field_str("outcome", "success");
-                    Ok(())
-                })
+                da_flat!(dst, "RUN_FINISHED", ts, "runId" => &ev.run_id, "threadId" => &ev.conversation_id, "outcome" => "success")
             }
             Payload::RunInterrupted(p) => {
                 self.close_texts(dst, ts)?;
                 self.closed = true;
                 let held = self.interrupt.take();
                 let agent_name = self.options.agent_name.as_deref();
-                da_frame(dst, "RUN_FINISHED", ts, |w| {
-                    w.field_str("runId", &ev.run_id);
-                    w.field_str("threadId", &ev.conversation_id);
-                    w.field_str("outcome", "interrupt");
-                    w.key("interrupt");
+                da_frame(dst, k!("RUN_FINISHED"), ts, |w| {
+                    w.field_str_k(k!("runId"), &ev.run_id);
+                    w.field_str_k(k!("threadId"), &ev.conversation_id);
+                    w.field_str_k(k!("outcome"), "interrupt");
+                    w.key_k(k!("interrupt"));
                     w.begin_object();
                     match &held {
                         Some(ir) => {
-                            w.field_str("id", &ir.interrupt_id);
-                            w.field_str("reason", ir.interrupt_type.reason().as_str());
-                            w.key("payload");
+                            w.field_str_k(k!("id"), &ir.interrupt_id);
+                            w.field_str_k(k!("reason"), ir.interrupt_type.reason().as_str());
+                            w.key_k(k!("payload"));
                             interrupt_payload(w, ir, agent_name.unwrap_or(&ir.agent_id))?;
                         }
                         None => {
                             // No interrupt.requested was seen (a contract
                             // violation): the id and reason are all we know.
-                            w.field_str("id", &p.interrupt_id);
-                            w.field_str("reason", p.reason.as_str());
-                            w.key("payload");
+                            w.field_str_k(k!("id"), &p.interrupt_id);
+                            w.field_str_k(k!("reason"), p.reason.as_str());
+                            w.key_k(k!("payload"));
                             w.begin_object();
                             w.end_object();
                         }
@@ -268,10 +227,7 @@ impl DaEncoder {
             }
             Payload::RunError(p) => {
                 self.closed = true;
-                da_frame(dst, "RUN_ERROR", ts, |w| {
-                    w.field_str("message", &p.message);
-                    Ok(())
-                })
+                da_flat!(dst, "RUN_ERROR", ts, "message" => &p.message)
             }
             Payload::RunCancelled(_) => {
                 self.closed = true;
@@ -285,16 +241,11 @@ impl DaEncoder {
 }
 
 fn string_array(w: &mut JsonWriter<'_>, key: &str, items: &[String]) {
-    w.key(key);
-    w.begin_array();
-    for s in items {
-        w.string(s);
-    }
-    w.end_array();
+    w.field_str_array(key, items);
 }
 
 fn decisions(w: &mut JsonWriter<'_>, a: &ToolApproval) {
-    w.key("allowed_decisions");
+    w.key_k(k!("allowed_decisions"));
     w.begin_array();
     for d in a.decisions() {
         w.string(d.as_str());
@@ -315,19 +266,19 @@ fn interrupt_payload(
         InterruptType::ToolApproval => {
             let approvals = ir.tool_approvals.as_deref().unwrap_or_default();
             if let Some(first) = approvals.first() {
-                w.field_str("tool_name", &first.tool_name);
+                w.field_str_k(k!("tool_name"), &first.tool_name);
                 w.field_opaque("tool_args", first.tool_args.get())?;
                 decisions(w, first);
             }
-            w.field_str("agent", agent);
+            w.field_str_k(k!("agent"), agent);
             if approvals.len() > 1 {
-                w.key("tool_approvals");
+                w.key_k(k!("tool_approvals"));
                 w.begin_array();
                 for a in approvals {
                     w.begin_object();
-                    w.field_str("tool_name", &a.tool_name);
+                    w.field_str_k(k!("tool_name"), &a.tool_name);
                     w.field_opaque("tool_args", a.tool_args.get())?;
-                    w.field_str("tool_call_id", &a.tool_call_id);
+                    w.field_str_k(k!("tool_call_id"), &a.tool_call_id);
                     decisions(w, a);
                     w.end_object();
                 }
@@ -335,14 +286,14 @@ fn interrupt_payload(
             }
         }
         _ => {
-            w.field_str("prompt", ir.prompt.as_deref().unwrap_or_default());
-            w.key("fields");
+            w.field_str_k(k!("prompt"), ir.prompt.as_deref().unwrap_or_default());
+            w.key_k(k!("fields"));
             w.begin_array();
             for f in ir.fields.as_deref().unwrap_or_default() {
                 form_field(w, f)?;
             }
             w.end_array();
-            w.field_str("agent", agent);
+            w.field_str_k(k!("agent"), agent);
         }
     }
     w.end_object();

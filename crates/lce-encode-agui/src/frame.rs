@@ -1,7 +1,9 @@
 //! Frame helpers: every byte goes through `lce-wire`.
 
 use bytes::BytesMut;
-use lce_wire::{JsonWriter, Style, WireError, write_data_frame, write_event_frame, write_opaque};
+use lce_wire::{
+    JsonWriter, Key, Member, Style, WireError, write_data_frame, write_event_json, write_opaque,
+};
 
 /// Writes one DA `agui` frame: `event: <name>\ndata: {"type": <name>, ...,
 /// "timestamp": <float seconds>}\n\n`, Python `json.dumps` style with
@@ -9,20 +11,53 @@ use lce_wire::{JsonWriter, Style, WireError, write_data_frame, write_event_frame
 /// `timestamp`.
 pub(crate) fn da_frame(
     dst: &mut BytesMut,
-    name: &str,
+    name: &Key,
     unix_seconds: f64,
     body: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
 ) -> Result<(), WireError> {
-    write_event_frame(dst, name, |out| {
-        let mut w = JsonWriter::new(out, Style::PY_UTF8);
+    write_event_json(dst, name, Style::PY_UTF8, |w| {
         w.begin_object();
-        w.field_str("type", name);
-        body(&mut w)?;
-        w.field_f64("timestamp", unix_seconds)?;
+        w.members(&[Member::Const(k!("type"), name)])?;
+        body(w)?;
+        w.members(&[Member::F64(k!("timestamp"), unix_seconds)])?;
         w.end_object();
         Ok(())
     })
 }
+
+/// Writes a DA `agui` frame whose members are `type`, then `members` (all
+/// strings), then `timestamp`: the bytes [`da_frame`] would write, the whole
+/// object through one [`JsonWriter::members`] call.
+pub(crate) fn flat_frame(
+    dst: &mut BytesMut,
+    name: &Key,
+    members: &[Member<'_>],
+) -> Result<(), WireError> {
+    write_event_json(dst, name, Style::PY_UTF8, |w| {
+        w.begin_object();
+        w.members(members)?;
+        w.end_object();
+        Ok(())
+    })
+}
+
+/// `da_flat!(dst, "NAME", ts, "key" => value, ...)`: [`flat_frame`] with the
+/// `type` and `timestamp` members around the given string members.
+macro_rules! da_flat {
+    ($dst:expr, $name:literal, $ts:expr, $($k:literal => $v:expr),* $(,)?) => {{
+        let name = k!($name);
+        $crate::frame::flat_frame(
+            $dst,
+            name,
+            &[
+                lce_wire::Member::Const(k!("type"), name),
+                $(lce_wire::Member::Str(k!($k), $v),)*
+                lce_wire::Member::F64(k!("timestamp"), $ts),
+            ],
+        )
+    }};
+}
+pub(crate) use da_flat;
 
 /// The members an AG-UI 1.0 event carries before its own fields.
 pub(crate) struct V1Head<'a> {
@@ -47,22 +82,22 @@ pub(crate) fn v1_frame(
     write_data_frame(dst, |out| {
         let mut w = JsonWriter::new(out, Style::Compact);
         w.begin_object();
-        w.field_str("type", head.ty);
+        w.field_str_k(k!("type"), head.ty);
         w.field_i64("timestamp", head.millis);
         if let Some(code) = head.error_code {
-            w.key("metadata");
+            w.key_k(k!("metadata"));
             w.begin_object();
-            w.key("lce");
+            w.key_k(k!("lce"));
             w.begin_object();
-            w.key("error");
+            w.key_k(k!("error"));
             w.begin_object();
-            w.field_str("code", code);
+            w.field_str_k(k!("code"), code);
             w.end_object();
             w.end_object();
             w.end_object();
         }
         if let Some(sub) = head.subagent {
-            w.field_str("subagentRunId", sub);
+            w.field_str_k(k!("subagentRunId"), sub);
         }
         body(&mut w)?;
         w.end_object();

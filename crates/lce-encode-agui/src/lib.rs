@@ -50,6 +50,13 @@
 //! assert_eq!(&out[..], &b"data: {\"type\":\"RUN_STARTED\",\"timestamp\":1786924800000,\"threadId\":\"conv-1\",\"runId\":\"run-1\",\"protocolVersion\":\"1.0\"}\n\n"[..]);
 //! ```
 
+/// A [`lce_wire::Key`] built at compile time, as a `&'static` reference.
+macro_rules! k {
+    ($text:literal) => {
+        &const { lce_wire::Key::new($text) }
+    };
+}
+
 mod da;
 mod frame;
 mod v1;

@@ -344,12 +344,7 @@ fn frame(
 }
 
 fn namespace(w: &mut JsonWriter<'_>, ns: &[String]) {
-    w.key("namespace");
-    w.begin_array();
-    for element in ns {
-        w.string(element);
-    }
-    w.end_array();
+    w.field_str_array("namespace", ns);
 }
 
 fn write_tool_start(dst: &mut BytesMut, call: &Released, seq: u64) -> Result<(), EncodeError> {

@@ -128,23 +128,21 @@ fn not_printable(x: u64) -> u64 {
 
 /// `true` when every byte of `b` is printable ASCII (`0x20..=0x7E`): the
 /// common case for identifiers and names, where nothing is forbidden. One
-/// branch per string: the blocks' flags are or-ed together (the last,
-/// partial block read as the last eight bytes).
+/// branch per string: the blocks' flags are or-ed together, the last
+/// (partial or whole) block read as the last eight bytes. Identifiers of 9
+/// to 16 bytes (the usual run, conversation and message ids) are two loads
+/// and no loop.
 #[inline]
 fn printable_ascii_only(b: &[u8]) -> bool {
     let n = b.len();
     let Some(last) = n.checked_sub(8) else {
         return b.iter().all(|c| (0x20..0x7F).contains(c));
     };
-    let mut blocks = b.chunks_exact(8);
-    let mut acc = 0;
-    for block in &mut blocks {
-        if let Ok(w) = <[u8; 8]>::try_from(block) {
-            acc |= not_printable(u64::from_le_bytes(w));
-        }
-    }
-    if !blocks.remainder().is_empty() {
-        acc |= not_printable(word(b, last));
+    let mut acc = not_printable(word(b, 0)) | not_printable(word(b, last));
+    let mut i = 8;
+    while i < last {
+        acc |= not_printable(word(b, i));
+        i += 8;
     }
     acc == 0
 }
@@ -222,15 +220,130 @@ fn scan_closely(
     first_hit(b, n.saturating_sub(8), m, hit)
 }
 
+/// `true` when a character of [`is_replaced_in_display`] starts in one of
+/// the first 14 lanes of `block`, or in any lane when the block ends the
+/// string (valid UTF-8 then has each sequence whole in the block); never
+/// `true` for a block without one. A plain loop over a fixed-size block
+/// with no branch inside, each lane looking at itself and the next two
+/// bytes of the block, which the compiler turns into a few vector
+/// instructions (SSE2 on x86-64, portable elsewhere). Out of line, so that
+/// it keeps that form.
+#[inline(never)]
+fn display_block_hit(block: &[u8; 16]) -> bool {
+    // First the bytes that can start one: C0 but `\t \n \r`, DEL, and the
+    // lead bytes `0xC2` and `0xE2` (`c & 0xDF == 0xC2`). Most text has none.
+    let suspects = block.iter().fold(0u8, |any, &c| {
+        any | (u8::from(c < 0x20)
+            & u8::from(c != b'\t')
+            & u8::from(c != b'\n')
+            & u8::from(c != b'\r'))
+            | u8::from(c == 0x7F)
+            | u8::from(c & 0xDF == 0xC2)
+    });
+    if suspects == 0 {
+        return false;
+    }
+    // The block shifted down by one and two lanes, zero-filled.
+    let x = u128::from_le_bytes(*block);
+    let next1 = (x >> 8).to_le_bytes();
+    let next2 = (x >> 16).to_le_bytes();
+    let hits = block
+        .iter()
+        .zip(next1)
+        .zip(next2)
+        .fold(0u8, |any, ((&c, c1), c2)| {
+            // C0 but `\t \n \r`, and DEL.
+            let control = (u8::from(c < 0x20)
+                & u8::from(c != b'\t')
+                & u8::from(c != b'\n')
+                & u8::from(c != b'\r'))
+                | u8::from(c == 0x7F);
+            // C1: `0xC2 0x80..=0x9F`.
+            let c1_control = u8::from(c == 0xC2) & u8::from(c1 & 0xE0 == 0x80);
+            // Bidi: `0xE2 0x80 0xAA..=0xAE`, `0xE2 0x81 0xA6..=0xA9`.
+            let bidi = u8::from(c == 0xE2)
+                & ((u8::from(c1 == 0x80) & u8::from(c2.wrapping_sub(0xAA) < 5))
+                    | (u8::from(c1 == 0x81) & u8::from(c2.wrapping_sub(0xA6) < 4)));
+            any | control | c1_control | bidi
+        });
+    hits != 0
+}
+
+/// Copies `N` bytes of `b` from `i` to `w` at `i` (nothing when out of
+/// range): a fixed-size move.
+#[inline(always)]
+fn put<const N: usize>(w: &mut [u8; 16], b: &[u8], i: usize) {
+    let end = i.wrapping_add(N);
+    if let (Some(d), Some(s)) = (w.get_mut(i..end), b.get(i..end)) {
+        d.copy_from_slice(s);
+    }
+}
+
+/// A string of under 16 bytes as a block, padded with `a` (which no scan
+/// looks at): two overlapping fixed-size moves (or up to three bytes).
+#[inline(always)]
+fn short_block(b: &[u8]) -> [u8; 16] {
+    let n = b.len();
+    let mut w = [b'a'; 16];
+    if n >= 8 {
+        put::<8>(&mut w, b, 0);
+        put::<8>(&mut w, b, n - 8);
+    } else if n >= 4 {
+        put::<4>(&mut w, b, 0);
+        put::<4>(&mut w, b, n - 4);
+    } else {
+        for (d, s) in w.iter_mut().zip(b) {
+            *d = *s;
+        }
+    }
+    w
+}
+
+/// `true` when `b` (valid UTF-8) may hold a character of
+/// [`is_replaced_in_display`]: exactly when it does. Blocks of 16 bytes 14
+/// apart (a sequence starting in the last two lanes of a block is looked at
+/// again whole in the next), the last block the string's last 16 bytes.
+#[inline]
+fn any_replaced_in_display(b: &[u8]) -> bool {
+    let n = b.len();
+    let Some(last) = n.checked_sub(16) else {
+        return display_block_hit(&short_block(b));
+    };
+    let block = |i: usize| {
+        b.get(i..i.wrapping_add(16))
+            .and_then(|w| <&[u8; 16]>::try_from(w).ok())
+    };
+    let mut i = 0;
+    while i < last {
+        if block(i).is_some_and(display_block_hit) {
+            return true;
+        }
+        i += 14;
+    }
+    block(last).is_some_and(display_block_hit)
+}
+
 /// The byte index of the first character of [`is_replaced_in_display`] in
 /// `s`, if any; the same as `s.find(is_replaced_in_display)`, by a byte scan.
+/// The common case, none, is [`any_replaced_in_display`]'s 16-byte blocks;
+/// when there is one, [`find_replaced_in_display_words`] finds where.
+pub fn find_replaced_in_display(s: &str) -> Option<usize> {
+    if !any_replaced_in_display(s.as_bytes()) {
+        return None;
+    }
+    find_replaced_in_display_words(s)
+}
+
+/// [`find_replaced_in_display`] eight bytes at a time: the byte index of the
+/// first character of [`is_replaced_in_display`] in `s`, if any; the same as `s.find(is_replaced_in_display)`, by a byte scan.
 /// Eight bytes at a time, only the bytes that are a C0 control, DEL, or one
 /// of the lead bytes `0xC2` (C1: `0xC2 0x80..=0x9F`) and `0xE2` (bidi:
 /// `0xE2 0x80 0xAA..=0xAE`, `0xE2 0x81 0xA6..=0xA9`) are looked at closely:
 /// other text, ASCII or not, passes at a few instructions per block. In
 /// valid UTF-8 `0xC2` and `0xE2` are only lead bytes, so the index is a
 /// character boundary.
-pub fn find_replaced_in_display(s: &str) -> Option<usize> {
+#[inline(never)]
+fn find_replaced_in_display_words(s: &str) -> Option<usize> {
     scan(s.as_bytes(), display_suspects, |b, i| match b.get(i) {
         Some(b'\t' | b'\n' | b'\r') | None => false,
         Some(0..=0x1F | 0x7F) => true,
@@ -440,6 +553,69 @@ mod tests {
             }
         }
         assert!(printable_ascii_only(b""));
+    }
+
+    proptest! {
+        #[test]
+        fn printable_ascii_only_matches_the_byte_test(
+            b in proptest::collection::vec(prop_oneof![
+                8 => 0x20u8..0x7F,
+                1 => any::<u8>(),
+                1 => prop::sample::select(vec![0x00u8, 0x1F, 0x20, 0x7E, 0x7F, 0x80, 0xFF]),
+            ], 0..41),
+        ) {
+            prop_assert_eq!(
+                printable_ascii_only(&b),
+                b.iter().all(|c| (0x20..=0x7E).contains(c))
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn block_scan_matches_the_char_scan(s in interesting(), t in interesting()) {
+            // Also longer strings, so that sequences fall across blocks.
+            let long = format!("{s}{t}{s}");
+            for s in [&s, &t, &long] {
+                prop_assert_eq!(
+                    any_replaced_in_display(s.as_bytes()),
+                    s.chars().any(is_replaced_in_display)
+                );
+                prop_assert_eq!(find_replaced_in_display(s), s.find(is_replaced_in_display));
+            }
+        }
+    }
+
+    #[test]
+    fn block_scan_every_position() {
+        // Each multi-byte character next to the classes (and a few that are
+        // replaced) at every byte position of strings up to 48 bytes, among
+        // ASCII or among other sequences with the same lead bytes.
+        let cs = [
+            '\u{0}', '\t', '\n', '\r', '\u{1f}', '\u{7f}', '\u{80}', '\u{9f}', '\u{a0}', '°',
+            '\u{2029}', '\u{202a}', '\u{202e}', '\u{202f}', '\u{2065}', '\u{2066}', '\u{2069}',
+            '\u{206a}', '✓', 'é', '😀',
+        ];
+        for fill in ["a", "°", "✓"] {
+            for c in cs {
+                for pre in 0..=40usize {
+                    for post in [0usize, 1, 2, 3, 7] {
+                        let s = format!("{}{c}{}", "z".repeat(pre), fill.repeat(post));
+                        assert_eq!(
+                            any_replaced_in_display(s.as_bytes()),
+                            s.chars().any(is_replaced_in_display),
+                            "{s:?}"
+                        );
+                        let s = format!("{}{c}", fill.repeat(pre / 2));
+                        assert_eq!(
+                            any_replaced_in_display(s.as_bytes()),
+                            s.chars().any(is_replaced_in_display),
+                            "{s:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -425,86 +425,108 @@ fn envelope_size(event: &Event, identity: Option<u64>) -> u64 {
     n
 }
 
-/// `0x01` in every byte of a `u64`.
-const LO: u64 = 0x0101_0101_0101_0101;
-/// `0x80` in every byte of a `u64`.
-const HI: u64 = 0x8080_8080_8080_8080;
+/// The lane numbers of a 16-byte block.
+const LANES: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
 
-/// `true` when one of the eight bytes of `x` is a C0 control, `"` or `\`
-/// (the bytes `serde_json` escapes). Exact: the SWAR "has byte less than"
-/// and "has zero byte" tests have no false negatives; a false positive
-/// would only cost a closer look.
-#[inline]
-fn any_escaped(x: u64) -> bool {
-    let control = x.wrapping_sub(LO * 0x20) & !x;
-    let q = x ^ (LO * u64::from(b'"'));
-    let quote = q.wrapping_sub(LO) & !q;
-    let b = x ^ (LO * u64::from(b'\\'));
-    let backslash = b.wrapping_sub(LO) & !b;
-    (control | quote | backslash) & HI != 0
-}
-
-/// The eight bytes at `i` as a `u64`; `0` (a block looked at closely) if
-/// there are not eight.
-#[inline]
-fn word(b: &[u8], i: usize) -> u64 {
-    b.get(i..i.wrapping_add(8))
-        .and_then(|w| <[u8; 8]>::try_from(w).ok())
-        .map_or(0, u64::from_le_bytes)
-}
-
-/// A string shorter than eight bytes as a `u64`, padded with `a` (never
-/// escaped).
-#[inline]
-fn padded(b: &[u8]) -> u64 {
-    let mut x = LO * u64::from(b'a');
-    for (k, &c) in b.iter().enumerate().take(8) {
-        let shift = 8 * k;
-        x = (x & !(0xFF << shift)) | (u64::from(c) << shift);
+/// The escape bytes `serde_json` adds to the bytes of `block` from lane
+/// `from` on: [`escape_extra`] summed over them. Written as plain loops
+/// over a fixed-size block with no branch inside, which the compiler turns
+/// into a few vector instructions (SSE2 on x86-64, portable elsewhere): a
+/// first test for any byte to escape, then, only when there is one, the
+/// count (at most `5 * 16`, so it fits a byte). Out of line: inlined in a
+/// loop, the compiler widens the sum and loses the vector form.
+#[inline(never)]
+fn block16_escapes(block: &[u8; 16], from: u8) -> u8 {
+    let any = block.iter().fold(0u8, |any, &c| {
+        any | u8::from(c < 0x20) | u8::from(c == b'"') | u8::from(c == b'\\')
+    });
+    if any == 0 {
+        return 0;
     }
-    x
+    block.iter().zip(LANES).fold(0u8, |sum, (&c, lane)| {
+        let quote = u8::from(c == b'"') | u8::from(c == b'\\');
+        let control = u8::from(c < 0x20);
+        // `\b \t \n \f \r` (8, 9, 10, 12, 13) take one more byte, other
+        // controls five (`\u00XX`).
+        let short = u8::from(c.wrapping_sub(8) < 6) & u8::from(c != 11);
+        let extra = (quote | control) + ((control & !short) << 2);
+        let keep = u8::from(lane >= from).wrapping_neg();
+        sum.wrapping_add(extra & keep)
+    })
+}
+
+/// Copies `N` bytes of `b` from `i` to `w` at `i` (nothing when out of
+/// range): a fixed-size move.
+#[inline(always)]
+fn put<const N: usize>(w: &mut [u8; 16], b: &[u8], i: usize) {
+    let end = i.wrapping_add(N);
+    if let (Some(d), Some(s)) = (w.get_mut(i..end), b.get(i..end)) {
+        d.copy_from_slice(s);
+    }
+}
+
+/// A string of under 16 bytes as a block, padded with `a` (never escaped):
+/// two overlapping fixed-size moves (or up to three bytes), no call.
+#[inline(always)]
+fn short_block(b: &[u8]) -> [u8; 16] {
+    let n = b.len();
+    let mut w = [b'a'; 16];
+    if n >= 8 {
+        put::<8>(&mut w, b, 0);
+        put::<8>(&mut w, b, n - 8);
+    } else if n >= 4 {
+        put::<4>(&mut w, b, 0);
+        put::<4>(&mut w, b, n - 4);
+    } else {
+        for (d, s) in w.iter_mut().zip(b) {
+            *d = *s;
+        }
+    }
+    w
 }
 
 /// The length of `s` as a JSON string written by `serde_json` (quotes
 /// included): `"` and `\` and the short control escapes take 2 bytes, other
-/// C0 controls 6 (`\u00XX`), everything else is written as is. Blocks of
-/// eight bytes with nothing to escape (the common case) are counted whole,
-/// in a loop that needs no saved registers; from the first block with
-/// something to escape on, [`str_len_escaped`] counts. The last partial
-/// block is tested as the string's last eight bytes (or padded, when the
-/// string is shorter).
+/// C0 controls 6 (`\u00XX`), everything else is written as is. Sixteen
+/// bytes at a time ([`block16_escapes`]), the last partial block read as the
+/// string's last sixteen bytes with the lanes already counted left out (or
+/// padded, when the string is shorter).
 ///
-/// A string of [`LONG`] bytes or more (tool results, argument fragments,
-/// long deltas) is counted by [`escapes_long`] instead.
+/// A string of [`LONG_FROM`] bytes or more (tool results, long argument
+/// fragments) is counted by [`escapes_long`] instead.
 #[inline]
 pub(crate) fn str_len(s: &str) -> u64 {
     let b = s.as_bytes();
     let n = b.len();
     let len = 2 + n as u64;
-    if n >= LONG {
+    if n >= LONG_FROM {
         return len + escapes_long(b);
     }
-    let mut blocks = b.chunks_exact(8);
+    let Some(last) = n.checked_sub(16) else {
+        return len + u64::from(block16_escapes(&short_block(b), 0));
+    };
+    let block = |i: usize| {
+        b.get(i..i.wrapping_add(16))
+            .and_then(|w| <&[u8; 16]>::try_from(w).ok())
+    };
+    let mut extra = 0;
     let mut i = 0;
-    for block in &mut blocks {
-        if let Ok(w) = <[u8; 8]>::try_from(block) {
-            if any_escaped(u64::from_le_bytes(w)) {
-                return len + str_len_escaped(b, i);
-            }
+    while i < last {
+        if let Some(w) = block(i) {
+            extra += u64::from(block16_escapes(w, 0));
         }
-        i += 8;
+        i += 16;
     }
-    if i < n {
-        let x = match n.checked_sub(8) {
-            Some(last) => word(b, last),
-            None => padded(b),
-        };
-        if any_escaped(x) {
-            return len + str_len_escaped(b, i);
-        }
+    // The last sixteen bytes: the first `i - last` were counted above.
+    if let Some(w) = block(last) {
+        extra += u64::from(block16_escapes(w, (i - last) as u8));
     }
-    len
+    len + extra
 }
+
+/// The length from which [`str_len`] counts with [`escapes_long`]: below
+/// it, its eight-byte words cost fewer instructions than the blocks.
+const LONG_FROM: usize = 64;
 
 /// The length from which [`str_len`] scans a string [`LONG`] bytes at a
 /// time.
@@ -571,34 +593,6 @@ fn block_escapes(block: &[u8; LONG]) -> u64 {
         };
         sum.wrapping_add(quote + control)
     }))
-}
-
-/// The escape bytes `serde_json` adds to `b[i..]` (`i` a multiple of 8),
-/// block by block like [`str_len`], the last partial block byte by byte.
-#[inline(never)]
-fn str_len_escaped(b: &[u8], mut i: usize) -> u64 {
-    let n = b.len();
-    let mut len = 0;
-    while i + 8 <= n {
-        if any_escaped(word(b, i)) {
-            len += extra(b, i, i + 8);
-        }
-        i += 8;
-    }
-    if i < n && any_escaped(word(b, n.saturating_sub(8))) {
-        len += extra(b, i, n);
-    }
-    len
-}
-
-/// The escape bytes `serde_json` adds to `b[from..to]`.
-#[inline]
-fn extra(b: &[u8], from: usize, to: usize) -> u64 {
-    b.get(from..to)
-        .unwrap_or_default()
-        .iter()
-        .map(|&c| escape_extra(c))
-        .sum()
 }
 
 /// The bytes `serde_json` adds when it writes the byte `c` in a string.
@@ -673,6 +667,50 @@ mod tests {
             for s in [&s, &t, &long, &sparse] {
                 let json = serde_json::to_string(s).unwrap_or_default();
                 prop_assert_eq!(str_len(s), json.len() as u64);
+            }
+        }
+    }
+
+    /// The plain byte-by-byte count [`str_len`]'s blocks replace.
+    fn str_len_by_bytes(s: &str) -> u64 {
+        2 + s.len() as u64 + s.bytes().map(escape_extra).sum::<u64>()
+    }
+
+    proptest! {
+        #[test]
+        fn str_len_matches_the_byte_count(
+            s in proptest::collection::vec(prop_oneof![
+                any::<char>(),
+                prop::sample::select(vec![
+                    '\0', '\u{7}', '\u{8}', '\t', '\n', '\u{b}', '\u{c}', '\r', '\u{e}',
+                    '\u{1f}', ' ', '"', '\\', '~', '\u{7f}', '\u{80}', '\u{9f}', '\u{a2}',
+                    '\u{208}', '\u{2028}', '\u{202e}', 'é', '😀', 'a',
+                ]),
+            ], 0..40).prop_map(|v| v.into_iter().collect::<String>()),
+        ) {
+            prop_assert_eq!(str_len(&s), str_len_by_bytes(&s));
+        }
+    }
+
+    #[test]
+    fn block16_escapes_every_byte_every_lane() {
+        for from in 0..=16u8 {
+            for lane in 0..16usize {
+                for v in 0..=255u8 {
+                    let mut block = [b'!'; 16];
+                    block[lane] = v;
+                    block[(lane + 5) % 16] = b'"';
+                    let want: u64 = block
+                        .iter()
+                        .skip(usize::from(from))
+                        .map(|&c| escape_extra(c))
+                        .sum();
+                    assert_eq!(
+                        u64::from(block16_escapes(&block, from)),
+                        want,
+                        "{from} {lane} {v:#x}"
+                    );
+                }
             }
         }
     }

@@ -428,7 +428,13 @@ impl RunValidator {
         if bytes > self.opts.limits.bytes_per_run {
             return false;
         }
-        self.last = Some((seq, e.event_type()));
+        // The payload's type, known from the match above (no call).
+        let ty = if text {
+            EventType::TextDelta
+        } else {
+            EventType::ReasoningDelta
+        };
+        self.last = Some((seq, ty));
         self.events = events;
         self.bytes = bytes;
         true

@@ -82,12 +82,16 @@ fn millis(v: f64) -> Option<u64> {
     if !(1.0..1e12).contains(&a) {
         return None;
     }
-    let m = (a * 1000.0).round();
-    if m / 1000.0 != a {
+    // The nearest integer to `a * 1000` (< 10^15 < 2^50, so adding 0.5 is
+    // exact and truncation rounds half up; `f64::round` is a libm call on
+    // baseline x86-64). Only the exact check below decides.
+    let m = (a * 1000.0 + 0.5) as u64;
+    // 1000 <= m < 10^15 < 2^53: exact as a float, and the division is the
+    // correctly rounded quotient, the double nearest `m / 1000`.
+    if m as f64 / 1000.0 != a {
         return None;
     }
-    // 1000 <= m < 10^15 < 2^53: exact as an integer.
-    Some(m as u64)
+    Some(m)
 }
 
 /// [`decompose`] through `core::fmt`, for any finite value.
@@ -272,51 +276,123 @@ fn push_decimal(out: &mut BytesMut, d: &Decimal, style: Style) {
     }
 }
 
-/// Writes a value [`millis`] accepts straight from its integer
-/// count of milliseconds: the integer part, `.`, the decimals without
-/// trailing zeros (`.0` for none). Both styles write such values (1 <= |v| <
-/// 10^12) in fixed form. `false`, nothing written, for any other value.
-fn push_millis(out: &mut BytesMut, v: f64) -> bool {
-    let Some(m) = millis(v) else {
-        return false;
-    };
-    // Laid out right to left in one buffer, then copied once: `-`, at most
-    // 12 integer digits, `.`, at most 3 decimals.
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut put = |b: u8| {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b;
-        }
-    };
-    let (mut int, mut frac) = (m / 1000, m % 1000);
-    if frac == 0 {
-        put(b'0');
-    } else {
-        let mut keep = false;
-        for _ in 0..3 {
-            let d = (frac % 10) as u8;
-            frac /= 10;
-            keep |= d != 0;
-            if keep {
-                put(b'0' + d);
-            }
-        }
+/// Two decimal digits for every value 0..100.
+static DIGIT_PAIRS: [[u8; 2]; 100] = build_digit_pairs();
+
+const fn build_digit_pairs() -> [[u8; 2]; 100] {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
     }
-    put(b'.');
-    loop {
-        put(b'0' + (int % 10) as u8);
-        int /= 10;
-        if int == 0 {
-            break;
+    t
+}
+
+/// Where the integer digits of a [`MillisText`] end (the `.` goes here).
+const MILLIS_POINT: usize = 16;
+
+/// The text of a value [`millis`] accepts, laid out in a fixed buffer: at
+/// most 17 bytes (`-`, 12 integer digits, `.`, 3 decimals) from `start`,
+/// with at least 24 bytes of buffer from `start` on, so that three whole
+/// words can always be read there.
+pub(crate) struct MillisText {
+    buf: [u8; 40],
+    start: usize,
+    end: usize,
+}
+
+impl MillisText {
+    /// The text.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.buf.get(self.start..self.end).unwrap_or(&[])
+    }
+
+    /// The text as up to three little-endian words (garbage past the end)
+    /// and its length.
+    #[inline]
+    pub(crate) fn words(&self) -> ([u64; 3], usize) {
+        let word = |k: usize| {
+            let mut w = [0u8; 8];
+            if let Some(src) = self.buf.get(self.start + 8 * k..self.start + 8 * k + 8) {
+                w.copy_from_slice(src);
+            }
+            u64::from_le_bytes(w)
+        };
+        ([word(0), word(1), word(2)], self.end - self.start)
+    }
+}
+
+/// Lays out a value [`millis`] accepts straight from its integer count of
+/// milliseconds: the integer part, `.`, the decimals without trailing
+/// zeros (`.0` for none). Both styles write such values (1 <= |v| < 10^12)
+/// in fixed form. `None` for any other value.
+#[inline]
+pub(crate) fn millis_text(v: f64) -> Option<MillisText> {
+    let m = millis(v)?;
+    let mut t = MillisText {
+        buf: [b'0'; 40],
+        start: MILLIS_POINT,
+        end: MILLIS_POINT + 2,
+    };
+    let buf = &mut t.buf;
+    let mut pair_at = |at: usize, p: u64| {
+        if let (Some(slot), Some(pair)) = (buf.get_mut(at..at + 2), DIGIT_PAIRS.get(p as usize)) {
+            slot.copy_from_slice(pair);
         }
+    };
+    // Decimals: `d1 d2 d3`, trailing zeros dropped, `0` for none (the
+    // buffer is all zeros already).
+    let frac = m % 1000;
+    pair_at(MILLIS_POINT + 1, frac / 10);
+    pair_at(MILLIS_POINT + 2, frac % 100);
+    t.end = MILLIS_POINT
+        + if frac % 100 == 0 {
+            2
+        } else if frac % 10 == 0 {
+            3
+        } else {
+            4
+        };
+    // Integer digits, two at a time, right to left (at least one: m >= 1000).
+    let mut int = m / 1000;
+    let mut i = MILLIS_POINT;
+    while int >= 100 {
+        i -= 2;
+        pair_at(i, int % 100);
+        int /= 100;
+    }
+    if int >= 10 {
+        i -= 2;
+        pair_at(i, int);
+    } else {
+        i -= 1;
+        pair_at(i - 1, int);
+    }
+    if let Some(dot) = t.buf.get_mut(MILLIS_POINT) {
+        *dot = b'.';
     }
     if v.is_sign_negative() {
-        put(b'-');
+        i -= 1;
+        if let Some(sign) = t.buf.get_mut(i) {
+            *sign = b'-';
+        }
     }
-    out.extend_from_slice(buf.get(i..).unwrap_or(&[]));
-    true
+    t.start = i;
+    Some(t)
+}
+
+/// Writes a value [`millis`] accepts (see [`millis_text`]); `false`,
+/// nothing written, for any other value.
+fn push_millis(out: &mut BytesMut, v: f64) -> bool {
+    match millis_text(v) {
+        Some(t) => {
+            out.extend_from_slice(t.bytes());
+            true
+        }
+        None => false,
+    }
 }
 
 /// Writes `v` exactly as `serde_json` 1.0.154 (the workspace's locked
@@ -400,6 +476,29 @@ mod tests {
             let v = ms as f64 / 1000.0;
             let w = f64::from_bits(v.to_bits().wrapping_add_signed(ulps));
             check(w)?;
+        }
+    }
+
+    /// Every millisecond around the edges where the text changes length or
+    /// form: each power of ten of seconds up to 10^12 (where the fast path
+    /// stops), the ends of years 1970 and 9999 and of the 32-bit second
+    /// range, both signs; `.0`, one, two and three decimals all occur.
+    #[test]
+    fn millis_edges_match_format() {
+        let mut centres: Vec<u64> = (0..=12).map(|k| 10u64.pow(k) * 1000).collect();
+        centres.extend([
+            31_536_000_000,      // 1971-01-01
+            253_402_300_800_000, // 10000-01-01
+            2_147_483_648_000,   // 2^31 s
+            4_294_967_296_000,   // 2^32 s
+            1_786_957_200_000,   // the corpus' epoch
+        ]);
+        for c in centres {
+            for ms in c.saturating_sub(3000).max(1000)..c + 3000 {
+                let v = ms as f64 / 1000.0;
+                check(v).unwrap_or_else(|e| panic!("{v}: {e}"));
+                check(-v).unwrap_or_else(|e| panic!("{v}: {e}"));
+            }
         }
     }
 

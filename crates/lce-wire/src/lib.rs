@@ -25,6 +25,7 @@ mod error;
 mod escape;
 mod float;
 pub mod hold;
+mod key;
 mod opaque;
 pub mod sse;
 mod truncate;
@@ -32,9 +33,10 @@ mod writer;
 
 pub use error::{EncodeError, WireError};
 pub use float::{write_compact_float, write_py_float};
-pub use sse::{write_comment, write_data_frame, write_event_frame};
+pub use key::Key;
+pub use sse::{write_comment, write_data_frame, write_event_frame, write_event_json};
 pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
-pub use writer::{JsonWriter, Style};
+pub use writer::{JsonWriter, Member, Style};
 
 /// Deepest nesting [`JsonWriter::opaque`] accepts; deeper input gives
 /// [`WireError::TooDeep`].

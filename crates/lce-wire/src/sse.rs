@@ -5,7 +5,9 @@
 
 use bytes::BytesMut;
 
-use crate::WireError;
+use crate::escape::Stage;
+use crate::writer::put_words;
+use crate::{JsonWriter, Key, Style, WireError};
 
 /// Whether `s` holds a CR or LF byte.
 #[inline]
@@ -51,6 +53,45 @@ pub fn write_event_frame(
     let r = data_part(out, data);
     if r.is_err() {
         out.truncate(start);
+    }
+    r
+}
+
+/// [`write_event_frame`] with the JSON written by `data` through a
+/// [`JsonWriter`] in `style`, and an event name fixed at build time: the
+/// same bytes, and the same errors.
+///
+/// The JSON is scanned for a raw CR or LF only when `data` copied text in
+/// unescaped ([`JsonWriter::raw`], opaque JSON): everything else the writer
+/// writes escapes control chars, and a [`Key`] that needs no escape holds
+/// none.
+pub fn write_event_json(
+    out: &mut BytesMut,
+    event: &Key,
+    style: Style,
+    data: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    let Some((words, len)) = event.plain_words() else {
+        return write_event_frame(out, event.as_str(), |out| {
+            data(&mut JsonWriter::new(out, style))
+        });
+    };
+    let start = out.len();
+    out.reserve(len + 128);
+    let mut st = Stage::new();
+    st.put(out, u64::from_le_bytes(*b"event: \0"), 7);
+    put_words(&mut st, out, words, len);
+    st.put(out, u64::from_le_bytes(*b"\ndata: \0"), 7);
+    st.flush(out);
+    let json_start = out.len();
+    let mut w = JsonWriter::new(out, style);
+    let mut r = data(&mut w);
+    if r.is_ok() && w.copied() && out.get(json_start..).is_none_or(has_newline) {
+        r = Err(WireError::InjectedNewline);
+    }
+    match r {
+        Ok(()) => out.extend_from_slice(b"\n\n"),
+        Err(_) => out.truncate(start),
     }
     r
 }

@@ -3,8 +3,9 @@
 use bytes::BytesMut;
 
 use crate::WireError;
-use crate::escape::write_quoted;
-use crate::float::{push_i64, push_u64, write_compact_float, write_py_float};
+use crate::escape::Stage;
+use crate::float::{millis_text, push_i64, push_u64, write_compact_float, write_py_float};
+use crate::key::Key;
 
 /// How JSON text is laid out and escaped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +57,26 @@ impl Style {
             Style::Compact => b":",
         }
     }
+
+    /// [`item_sep`](Self::item_sep) as a little-endian word and its length.
+    #[inline]
+    fn item_sep_word(self) -> (u64, usize) {
+        match self {
+            Style::Python { .. } => (u64::from_le_bytes(*b", \0\0\0\0\0\0"), 2),
+            Style::Compact => (u64::from(b','), 1),
+        }
+    }
+
+    /// The closing quote of a key and the key separator, as a little-endian
+    /// word and its length; the word's next byte is a quote (a string value
+    /// opens there).
+    #[inline]
+    fn key_end_word(self) -> (u64, usize) {
+        match self {
+            Style::Python { .. } => (u64::from_le_bytes(*b"\": \"\0\0\0\0"), 3),
+            Style::Compact => (u64::from_le_bytes(*b"\":\"\0\0\0\0\0"), 2),
+        }
+    }
 }
 
 /// Number of nesting levels whose "first element" flag lives inline.
@@ -80,6 +101,9 @@ pub struct JsonWriter<'a> {
     deep: Vec<bool>,
     /// A key was just written: the next value takes no separator.
     after_key: bool,
+    /// Text was copied in unescaped ([`raw`](Self::raw), opaque input): it
+    /// may hold a raw CR or LF, which nothing else this writer writes does.
+    copied: bool,
 }
 
 /// Saved writer state, to roll back a failed [`JsonWriter::opaque`].
@@ -103,6 +127,7 @@ impl<'a> JsonWriter<'a> {
             first_bits: 0,
             deep: Vec::new(),
             after_key: false,
+            copied: false,
         }
     }
 
@@ -169,6 +194,28 @@ impl<'a> JsonWriter<'a> {
         }
     }
 
+    /// The separator a new value (or key) needs, as a little-endian word
+    /// and its length (0: none), followed by an opening quote; the state is
+    /// updated as [`pre_value`](Self::pre_value) does.
+    #[inline]
+    fn sep_and_quote(&mut self) -> (u64, usize) {
+        let quote = u64::from(b'"');
+        if self.after_key {
+            self.after_key = false;
+            return (quote, 1);
+        }
+        if self.depth == 0 {
+            return (quote, 1);
+        }
+        if self.get_first(self.depth) {
+            self.set_first(self.depth, false);
+            (quote, 1)
+        } else {
+            let (sep, n) = self.style.item_sep_word();
+            (sep | (quote << (8 * n)), n + 1)
+        }
+    }
+
     fn push_level(&mut self) {
         self.depth += 1;
         if self.depth > INLINE_LEVELS {
@@ -209,6 +256,7 @@ impl<'a> JsonWriter<'a> {
     /// Direct access to the output, for the opaque transcoder.
     #[inline]
     pub(crate) fn out_mut(&mut self) -> &mut BytesMut {
+        self.copied = true;
         self.out
     }
 
@@ -247,16 +295,129 @@ impl<'a> JsonWriter<'a> {
     /// Writes an object key and the key separator; the next call writes its
     /// value.
     pub fn key(&mut self, k: &str) {
-        self.pre_value();
-        write_quoted(self.out, k, self.style.ensure_ascii());
-        self.out.extend_from_slice(self.style.key_sep());
+        self.key_ref(KeyRef::Text(k));
+    }
+
+    /// [`key`](Self::key) for a key fixed at build time.
+    pub fn key_k(&mut self, k: &Key) {
+        self.key_ref(KeyRef::of(k));
+    }
+
+    #[inline]
+    fn key_ref(&mut self, k: KeyRef<'_>) {
+        let mut st = Stage::new();
+        self.open_member(&mut st, k, false);
+        st.flush(self.out);
         self.after_key = true;
+    }
+
+    /// Whether text was copied in without escaping (raw or opaque JSON):
+    /// only then can what this writer wrote hold a raw CR or LF.
+    #[inline]
+    pub(crate) fn copied(&self) -> bool {
+        self.copied
+    }
+
+    /// Stages the separator the member needs, its key and the key separator,
+    /// then with `quote` the opening quote of a string value.
+    #[inline]
+    fn open_member(&mut self, st: &mut Stage, k: KeyRef<'_>, quote: bool) {
+        let open = self.sep_and_quote();
+        self.member_head(st, open, k, quote);
+    }
+
+    /// [`open_member`](Self::open_member) with the separator and opening
+    /// quote (`open`: word and length) already known.
+    #[inline(always)]
+    fn member_head(&mut self, st: &mut Stage, open: (u64, usize), k: KeyRef<'_>, quote: bool) {
+        let (close, close_len) = self.style.key_end_word();
+        st.put(self.out, open.0, open.1);
+        self.put_key(st, k);
+        st.put(self.out, close, close_len + usize::from(quote));
+    }
+
+    /// Stages the text of `k`, escaped.
+    #[inline]
+    fn put_key(&mut self, st: &mut Stage, k: KeyRef<'_>) {
+        match k {
+            KeyRef::Plain(words, len) => put_words(st, self.out, words, len),
+            KeyRef::Text(text) => st.escaped(self.out, text, self.style.ensure_ascii()),
+        }
+    }
+
+    /// Writes the members of a flat object in order, through one stage and
+    /// one copy to the output, as the matching `field_*_k` calls would.
+    ///
+    /// A non-finite [`Member::F64`] gives [`WireError::NonFinite`] and
+    /// nothing is written.
+    pub fn members(&mut self, members: &[Member<'_>]) -> Result<(), WireError> {
+        if members
+            .iter()
+            .any(|m| matches!(m, Member::F64(_, v) if !v.is_finite()))
+        {
+            return Err(WireError::NonFinite);
+        }
+        let quote = u64::from(b'"');
+        // The first member takes whatever separator the position needs;
+        // every later one the item separator.
+        let mut open = self.sep_and_quote();
+        let (sep, sep_len) = self.style.item_sep_word();
+        let next = (sep | (quote << (8 * sep_len)), sep_len + 1);
+        let mut st = Stage::new();
+        for m in members {
+            match *m {
+                Member::Str(k, v) => {
+                    self.member_head(&mut st, open, KeyRef::of(k), true);
+                    st.escaped(self.out, v, self.style.ensure_ascii());
+                    st.put(self.out, quote, 1);
+                }
+                Member::Const(k, v) => {
+                    self.member_head(&mut st, open, KeyRef::of(k), true);
+                    self.put_key(&mut st, KeyRef::of(v));
+                    st.put(self.out, quote, 1);
+                }
+                Member::F64(k, v) => {
+                    self.member_head(&mut st, open, KeyRef::of(k), false);
+                    self.stage_f64(&mut st, v)?;
+                }
+            }
+            open = next;
+        }
+        st.flush(self.out);
+        Ok(())
+    }
+
+    /// Stages the finite float `v`: whole milliseconds as staged words,
+    /// others (after a flush) through the general float writers, which give
+    /// the same text for every value.
+    #[inline]
+    fn stage_f64(&mut self, st: &mut Stage, v: f64) -> Result<(), WireError> {
+        if let Some(text) = millis_text(v) {
+            let ([w0, w1, w2], len) = text.words();
+            st.put(self.out, w0, len.min(8));
+            if len > 8 {
+                st.put(self.out, w1, (len - 8).min(8));
+            }
+            if len > 16 {
+                st.put(self.out, w2, len - 16);
+            }
+            return Ok(());
+        }
+        st.flush(self.out);
+        match self.style {
+            Style::Python { .. } => write_py_float(self.out, v),
+            Style::Compact => write_compact_float(self.out, v),
+        }
     }
 
     /// Writes a string value.
     pub fn string(&mut self, s: &str) {
-        self.pre_value();
-        write_quoted(self.out, s, self.style.ensure_ascii());
+        let (open, open_len) = self.sep_and_quote();
+        let mut st = Stage::new();
+        st.put(self.out, open, open_len);
+        st.escaped(self.out, s, self.style.ensure_ascii());
+        st.put(self.out, u64::from(b'"'), 1);
+        st.flush(self.out);
     }
 
     /// Writes an unsigned integer value.
@@ -304,6 +465,7 @@ impl<'a> JsonWriter<'a> {
     /// The caller vouches that `json` is one JSON value in this writer's
     /// style; use [`opaque`](Self::opaque) for text from elsewhere.
     pub fn raw(&mut self, json: &str) {
+        self.copied = true;
         self.pre_value();
         self.out.extend_from_slice(json.as_bytes());
     }
@@ -331,8 +493,53 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes `"k": "v"`.
     pub fn field_str(&mut self, k: &str, v: &str) {
-        self.key(k);
-        self.string(v);
+        self.field_str_ref(KeyRef::Text(k), v);
+    }
+
+    /// [`field_str`](Self::field_str) for a key fixed at build time.
+    pub fn field_str_k(&mut self, k: &Key, v: &str) {
+        self.field_str_ref(KeyRef::of(k), v);
+    }
+
+    #[inline]
+    fn field_str_ref(&mut self, k: KeyRef<'_>, v: &str) {
+        // One stage for the whole member: a single copy to the output.
+        let mut st = Stage::new();
+        self.open_member(&mut st, k, true);
+        st.escaped(self.out, v, self.style.ensure_ascii());
+        st.put(self.out, u64::from(b'"'), 1);
+        st.flush(self.out);
+    }
+
+    /// Writes `"k": ["a", "b", ...]`, an array of strings, as
+    /// [`key`](Self::key), [`begin_array`](Self::begin_array), one
+    /// [`string`](Self::string) per item and [`end_array`](Self::end_array)
+    /// would.
+    pub fn field_str_array<S: AsRef<str>>(&mut self, k: &str, items: &[S]) {
+        let quote = u64::from(b'"');
+        let (open, open_len) = self.sep_and_quote();
+        let (mid, mid_len) = self.style.key_end_word();
+        // The key's end, with `[` where a string value's quote would be.
+        let mid_mask = (1u64 << (8 * mid_len)) - 1;
+        let mid = (mid & mid_mask) | (u64::from(b'[') << (8 * mid_len));
+        let (sep, sep_len) = self.style.item_sep_word();
+        let sep = sep | (quote << (8 * sep_len));
+        let ensure_ascii = self.style.ensure_ascii();
+        let mut st = Stage::new();
+        st.put(self.out, open, open_len);
+        st.escaped(self.out, k, ensure_ascii);
+        st.put(self.out, mid, mid_len + 1);
+        for (i, item) in items.iter().enumerate() {
+            if i == 0 {
+                st.put(self.out, quote, 1);
+            } else {
+                st.put(self.out, sep, sep_len + 1);
+            }
+            st.escaped(self.out, item.as_ref(), ensure_ascii);
+            st.put(self.out, quote, 1);
+        }
+        st.put(self.out, u64::from(b']'), 1);
+        st.flush(self.out);
     }
 
     /// Writes `"k": v` for an unsigned integer.
@@ -361,11 +568,24 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes `"k": <float>`; on error (non-finite) nothing is written.
     pub fn field_f64(&mut self, k: &str, v: f64) -> Result<(), WireError> {
+        self.field_f64_ref(KeyRef::Text(k), v)
+    }
+
+    /// [`field_f64`](Self::field_f64) for a key fixed at build time.
+    pub fn field_f64_k(&mut self, k: &Key, v: f64) -> Result<(), WireError> {
+        self.field_f64_ref(KeyRef::of(k), v)
+    }
+
+    #[inline]
+    fn field_f64_ref(&mut self, k: KeyRef<'_>, v: f64) -> Result<(), WireError> {
         if !v.is_finite() {
             return Err(WireError::NonFinite);
         }
-        self.key(k);
-        self.f64(v)
+        let mut st = Stage::new();
+        self.open_member(&mut st, k, false);
+        let r = self.stage_f64(&mut st, v);
+        st.flush(self.out);
+        r
     }
 
     /// Writes `"k": <raw json>` (see [`raw`](Self::raw)).
@@ -385,4 +605,49 @@ impl<'a> JsonWriter<'a> {
         }
         r
     }
+}
+
+/// A key as [`JsonWriter`] receives it.
+#[derive(Clone, Copy)]
+enum KeyRef<'k> {
+    /// A [`Key`] that needs no escape: its words and length.
+    Plain(&'k [u64; 4], usize),
+    /// Any key, escaped as it is written.
+    Text(&'k str),
+}
+
+impl<'k> KeyRef<'k> {
+    #[inline]
+    fn of(k: &'k Key) -> Self {
+        match k.plain_words() {
+            Some((words, len)) => KeyRef::Plain(words, len),
+            None => KeyRef::Text(k.as_str()),
+        }
+    }
+}
+
+/// Stages the first `len` bytes of `words` (a [`Key`]'s packing).
+#[inline]
+pub(crate) fn put_words(st: &mut Stage, out: &mut BytesMut, words: &[u64; 4], len: usize) {
+    let mut left = len;
+    for &w in words {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(8);
+        st.put(out, w, n);
+        left -= n;
+    }
+}
+
+/// One member of a flat object, for [`JsonWriter::members`].
+#[derive(Clone, Copy, Debug)]
+pub enum Member<'a> {
+    /// `"k": "v"`, as [`JsonWriter::field_str_k`] writes it.
+    Str(&'a Key, &'a str),
+    /// `"k": "v"` with a string value fixed at build time (such as an event
+    /// type): the same bytes as `Str(k, v.as_str())`.
+    Const(&'a Key, &'a Key),
+    /// `"k": <float>`, as [`JsonWriter::field_f64_k`] writes it.
+    F64(&'a Key, f64),
 }

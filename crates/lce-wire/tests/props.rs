@@ -38,6 +38,58 @@ proptest! {
         }
     }
 
+    /// The one-stage member writers (`field_str`, `field_str_array`) and
+    /// `key` / `string` place separators and quotes as the transcoder does,
+    /// first member or not, at any depth.
+    #[test]
+    fn member_writers_match_opaque(
+        k in "([a-z]{0,10}|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀])*",
+        v in "([a-zA-Z ]{0,20}|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀\u{2028}])*",
+        items in prop::collection::vec("([a-z ]{0,12}|[\"\u{1}é😀])*", 0..4),
+    ) {
+        let q = |s: &str| serde_json::to_string(s).unwrap();
+        let arr = items.iter().map(|i| q(i)).collect::<Vec<_>>().join(",");
+        let json = format!(
+            "{{{k}:{v},\"n\":[{arr}],\"o\":{{{k}:[{arr}],\"z\":{v}}},\
+             \"p\":{{\"e\":[{arr}]}},\"arr\":[{v},{{{k}:{v}}},[{arr}]]}}",
+            k = q(&k),
+            v = q(&v),
+        );
+        for style in STYLES {
+            let mut expected = BytesMut::new();
+            write_opaque(&mut expected, &json, style).unwrap();
+            let mut out = BytesMut::new();
+            let mut w = JsonWriter::new(&mut out, style);
+            w.begin_object();
+            w.field_str(&k, &v);
+            w.field_str_array("n", &items);
+            w.key("o");
+            w.begin_object();
+            w.field_str_array(&k, &items);
+            w.field_str("z", &v);
+            w.end_object();
+            w.key("p");
+            w.begin_object();
+            w.field_str_array("e", &items);
+            w.end_object();
+            w.key("arr");
+            w.begin_array();
+            w.string(&v);
+            w.begin_object();
+            w.key(&k);
+            w.string(&v);
+            w.end_object();
+            w.begin_array();
+            for i in &items {
+                w.string(i);
+            }
+            w.end_array();
+            w.end_array();
+            w.end_object();
+            prop_assert_eq!(&out[..], &expected[..]);
+        }
+    }
+
     #[test]
     fn opaque_strings_match_direct_writes(
         s in "([a-zA-Z0-9 ]{0,20}|[\"\\\\/\u{0}-\u{1f}\u{7f}é€😀])*",
@@ -100,4 +152,140 @@ proptest! {
             prop_assert_eq!(t.as_ref(), expected.as_str());
         }
     }
+}
+
+/// Keys as `Key::new` sees them: plain ASCII, and every kind that must fall
+/// back to the escaping path.
+fn leak_key(s: String) -> lce_wire::Key {
+    lce_wire::Key::new(Box::leak(s.into_boxed_str()))
+}
+
+fn any_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z_]{0,33}",
+        "[ -~]{0,40}",
+        any::<String>(),
+        "[a-z\"\\\\\n\u{7f}é😀]{0,6}",
+    ]
+}
+
+/// A float member value: whole milliseconds (the staged fast path) or any
+/// finite float (the general writers).
+fn any_float() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        (1000u64..1_000_000_000_000_000, any::<bool>()).prop_map(|(ms, neg)| {
+            let v = ms as f64 / 1000.0;
+            if neg { -v } else { v }
+        }),
+        any::<f64>().prop_filter("finite", |v| v.is_finite()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `Key` writers, `members` and `write_event_json` give the bytes of the
+    /// general `&str` writers and `write_event_frame`.
+    #[test]
+    fn key_writers_and_members_match_general_path(
+        keys in prop::collection::vec(any_key(), 4),
+        values in prop::collection::vec(any::<String>(), 2),
+        float in any_float(),
+        name in prop_oneof!["[A-Z_]{1,30}".boxed(), any::<String>().boxed()],
+        nested: bool,
+    ) {
+        let k: Vec<lce_wire::Key> = keys.iter().cloned().map(leak_key).collect();
+        let name_key = leak_key(name.clone());
+        for style in STYLES {
+            let general = |out: &mut BytesMut| -> Result<(), lce_wire::WireError> {
+                let mut w = JsonWriter::new(out, style);
+                w.begin_object();
+                if nested {
+                    w.field_str("x", "y");
+                }
+                w.field_str(&keys[0], &name);
+                w.field_str(&keys[1], &values[0]);
+                w.key(&keys[2]);
+                w.string(&values[1]);
+                w.field_f64(&keys[3], float)?;
+                w.end_object();
+                Ok(())
+            };
+            let mut want = BytesMut::new();
+            let rw = lce_wire::write_event_frame(&mut want, &name, general);
+
+            let mut got = BytesMut::new();
+            let rg = lce_wire::write_event_json(&mut got, &name_key, style, |w| {
+                w.begin_object();
+                if nested {
+                    w.field_str("x", "y");
+                }
+                w.members(&[
+                    lce_wire::Member::Const(&k[0], &name_key),
+                    lce_wire::Member::Str(&k[1], &values[0]),
+                ])?;
+                w.key_k(&k[2]);
+                w.string(&values[1]);
+                w.members(&[lce_wire::Member::F64(&k[3], float)])?;
+                w.end_object();
+                Ok(())
+            });
+            prop_assert_eq!(rg.is_ok(), rw.is_ok());
+            prop_assert_eq!(&got[..], &want[..]);
+
+            // The single-member `_k` writers.
+            let mut a = BytesMut::new();
+            let mut w = JsonWriter::new(&mut a, style);
+            w.begin_object();
+            w.field_str_k(&k[1], &values[0]);
+            w.field_f64_k(&k[3], float).unwrap();
+            w.end_object();
+            let mut b = BytesMut::new();
+            let mut w = JsonWriter::new(&mut b, style);
+            w.begin_object();
+            w.field_str(&keys[1], &values[0]);
+            w.field_f64(&keys[3], float).unwrap();
+            w.end_object();
+            prop_assert_eq!(&a[..], &b[..]);
+        }
+    }
+}
+
+/// `write_event_json` still refuses raw newlines copied in unescaped, and
+/// writes nothing for a non-finite member.
+#[test]
+fn event_json_refuses_raw_newlines_and_non_finite() {
+    const NAME: lce_wire::Key = lce_wire::Key::new("X");
+    const K: lce_wire::Key = lce_wire::Key::new("k");
+    let mut out = BytesMut::from(&b"keep"[..]);
+    let r = lce_wire::write_event_json(&mut out, &NAME, Style::PY_UTF8, |w| {
+        w.begin_object();
+        w.field_raw("r", "[1,\n2]");
+        w.end_object();
+        Ok(())
+    });
+    assert!(r.is_err());
+    let r = lce_wire::write_event_json(&mut out, &NAME, Style::PY_UTF8, |w| {
+        w.begin_object();
+        w.members(&[
+            lce_wire::Member::Str(&K, "v"),
+            lce_wire::Member::F64(&K, f64::NAN),
+        ])
+    });
+    assert!(r.is_err());
+    assert_eq!(&out[..], b"keep");
+    let r = lce_wire::write_event_json(&mut out, &NAME, Style::PY_UTF8, |w| {
+        w.begin_object();
+        w.members(&[
+            lce_wire::Member::Str(&K, "a\nb"),
+            lce_wire::Member::F64(&K, 1.5),
+        ])?;
+        w.end_object();
+        Ok(())
+    });
+    assert!(r.is_ok());
+    assert_eq!(
+        &out[..],
+        b"keepevent: X\ndata: {\"k\": \"a\\nb\", \"k\": 1.5}\n\n"
+    );
 }
