@@ -271,42 +271,78 @@ impl EventParser {
 /// while they stay the same.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SharedIds {
-    run_id: Option<Arc<str>>,
-    conversation_id: Option<Arc<str>>,
-    message_id: Option<Arc<str>>,
+    pub(crate) run_id: LastId,
+    pub(crate) conversation_id: LastId,
+    pub(crate) message_id: LastId,
 }
 
 impl SharedIds {
     /// `id` as an `Arc`, the last run id's when equal.
     #[inline]
     pub(crate) fn run_id(&mut self, id: &str) -> Arc<str> {
-        share(&mut self.run_id, id)
+        self.run_id.share(id)
     }
 
     /// `id` as an `Arc`, the last conversation id's when equal.
     #[inline]
     pub(crate) fn conversation_id(&mut self, id: &str) -> Arc<str> {
-        share(&mut self.conversation_id, id)
+        self.conversation_id.share(id)
     }
 
     /// `id` as an `Arc`, the last text or reasoning span's message id when
     /// equal (a span's deltas all carry it).
     #[inline]
     pub(crate) fn message_id(&mut self, id: &str) -> Arc<str> {
-        share(&mut self.message_id, id)
+        self.message_id.share(id)
     }
 }
 
-#[inline]
-fn share(last: &mut Option<Arc<str>>, id: &str) -> Arc<str> {
-    if let Some(prev) = last {
-        if **prev == *id {
-            return Arc::clone(prev);
+/// One remembered id.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LastId {
+    id: Option<Arc<str>>,
+    /// The id as a JSON string literal (`"` id `"`), when writing it needs
+    /// no escape: then the same bytes in a line are exactly this id, and
+    /// the fast path can compare them without scanning the string.
+    literal: Option<Box<[u8]>>,
+}
+
+impl LastId {
+    /// `id` as an `Arc`: the remembered one when equal, else a new one,
+    /// remembered.
+    #[inline]
+    pub(crate) fn share(&mut self, id: &str) -> Arc<str> {
+        if let Some(prev) = &self.id {
+            if **prev == *id {
+                return Arc::clone(prev);
+            }
         }
+        self.remember(id)
     }
-    let new: Arc<str> = Arc::from(id);
-    *last = Some(Arc::clone(&new));
-    new
+
+    #[cold]
+    fn remember(&mut self, id: &str) -> Arc<str> {
+        let new: Arc<str> = Arc::from(id);
+        self.id = Some(Arc::clone(&new));
+        let plain = id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+        self.literal = plain.then(|| {
+            let mut l = Vec::with_capacity(id.len() + 2);
+            l.push(b'"');
+            l.extend_from_slice(id.as_bytes());
+            l.push(b'"');
+            l.into_boxed_slice()
+        });
+        new
+    }
+
+    /// The remembered id, when `bytes` starts with it as a string literal
+    /// without escapes; and the literal's length.
+    #[inline]
+    pub(crate) fn at_start_of(&self, bytes: &[u8]) -> Option<(Arc<str>, usize)> {
+        let literal = self.literal.as_deref()?;
+        let id = self.id.as_ref()?;
+        (bytes.get(..literal.len())? == literal).then(|| (Arc::clone(id), literal.len()))
+    }
 }
 
 impl Serialize for Event {

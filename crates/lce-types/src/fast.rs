@@ -22,7 +22,11 @@
 
 use std::borrow::Cow;
 
-use crate::event::{Event, EventType, MAX_SEQUENCE, Payload, SharedIds, VERSION, check_payload};
+use std::sync::Arc;
+
+use crate::event::{
+    Event, EventType, LastId, MAX_SEQUENCE, Payload, SharedIds, VERSION, check_payload,
+};
 use crate::opaque::JsonObject;
 use crate::payload::{
     ProviderMetadata, Role, SpanDelta, SpanFinished, SpanStarted, ToolArgumentsDelta, ToolError,
@@ -546,15 +550,23 @@ pub(crate) fn parse(text: &str, ids: &mut SharedIds) -> Option<Event> {
 #[inline]
 fn parse_canonical(c: &mut Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
     c.lit(b"{\"version\":1,\"type\":")?;
-    let ty = EventType::from_name(&c.string()?)?;
+    // Most lines are text deltas: their type is one fixed-size compare.
+    let ty = if c.lit(b"\"text.delta\"").is_some() {
+        EventType::TextDelta
+    } else {
+        EventType::from_name(&c.string()?)?
+    };
     c.lit(b",\"run_id\":")?;
-    let run_id = ids.run_id(&identifier(c)?);
+    let run_id = shared_id(c, &mut ids.run_id, true)?;
     c.lit(b",\"conversation_id\":")?;
-    let conversation_id = ids.conversation_id(&identifier(c)?);
+    let conversation_id = shared_id(c, &mut ids.conversation_id, true)?;
     c.lit(b",\"sequence\":")?;
     let sequence = c.uint()?;
     c.lit(b",\"timestamp\":")?;
-    let timestamp = Timestamp::parse(&c.string()?).ok()?;
+    let timestamp = match timestamp_ms_utc(c) {
+        Some(t) => t,
+        None => Timestamp::parse(&c.string()?).ok()?,
+    };
     c.lit(b",\"namespace\":")?;
     let namespace = string_array(c)?;
     c.lit(b",\"data\":")?;
@@ -603,9 +615,9 @@ fn parse_any_order(mut c: Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
                 }
             }
             TYPE_BIT => ty = Some(EventType::from_name(&c.string()?)?),
-            RUN_ID_BIT => run_id = Some(ids.run_id(&identifier(&mut c)?)),
+            RUN_ID_BIT => run_id = Some(shared_id(&mut c, &mut ids.run_id, true)?),
             CONVERSATION_ID_BIT => {
-                conversation_id = Some(ids.conversation_id(&identifier(&mut c)?));
+                conversation_id = Some(shared_id(&mut c, &mut ids.conversation_id, true)?);
             }
             SEQUENCE_BIT => sequence = c.uint()?,
             TIMESTAMP_BIT => timestamp = Some(Timestamp::parse(&c.string()?).ok()?),
@@ -652,6 +664,40 @@ fn envelope_key(c: &mut Cursor<'_>) -> Option<u8> {
     found.then_some(bit)
 }
 
+/// The id string at the cursor, shared with `last` (see [`SharedIds`]):
+/// when the line repeats the remembered id's literal byte for byte, no scan
+/// at all; `nonempty` for the envelope ids.
+#[inline]
+fn shared_id(c: &mut Cursor<'_>, last: &mut LastId, nonempty: bool) -> Option<Arc<str>> {
+    if let Some((id, n)) = last.at_start_of(c.b.get(c.i..)?) {
+        if !(nonempty && id.is_empty()) {
+            c.i += n;
+            return Some(id);
+        }
+    }
+    let s = if nonempty {
+        identifier(c)?
+    } else {
+        c.string()?
+    };
+    Some(last.share(&s))
+}
+
+/// A timestamp written like `"2026-08-17T09:00:00.010Z"` (24 bytes: what
+/// most producers write), read without scanning for its end; `None`, with
+/// the cursor unmoved, for anything else. The 24 bytes are only accepted
+/// when they parse as a date-time, whose characters never need escaping,
+/// so they are the whole string.
+#[inline]
+fn timestamp_ms_utc(c: &mut Cursor<'_>) -> Option<Timestamp> {
+    if c.peek() != Some(b'"') || c.b.get(c.i + 25) != Some(&b'"') {
+        return None;
+    }
+    let t = Timestamp::parse(c.text.get(c.i + 1..c.i + 25)?).ok()?;
+    c.i += 26;
+    Some(t)
+}
+
 /// A non-empty string (an envelope id), borrowed when it has no escapes.
 fn identifier<'a>(c: &mut Cursor<'a>) -> Option<Cow<'a, str>> {
     let s = c.string()?;
@@ -685,19 +731,39 @@ fn string_array(c: &mut Cursor<'_>) -> Option<Vec<String>> {
     }
 }
 
+/// `{"message_id":"..","delta":".."}` spelt compactly in this order (the
+/// usual delta), the id shared with `last`. On `None` the cursor is
+/// anywhere: the caller resets it.
+#[inline]
+fn span_delta_compact<'a>(
+    c: &mut Cursor<'a>,
+    last: &mut LastId,
+) -> Option<(Arc<str>, Cow<'a, str>)> {
+    c.lit(b"{\"message_id\":")?;
+    let message_id = shared_id(c, last, false)?;
+    c.lit(b",\"delta\":")?;
+    let delta = c.string()?;
+    c.eat(b'}')?;
+    Some((message_id, delta))
+}
+
 fn parse_payload(c: &mut Cursor<'_>, ty: EventType, ids: &mut SharedIds) -> Option<Payload> {
     if c.peek() != Some(b'{') {
         return None;
     }
     Some(match ty {
         EventType::TextDelta | EventType::ReasoningDelta => {
-            let (message_id, delta) = c.two_strings_either(
-                (b"{\"message_id\":", b",\"delta\":"),
-                b"message_id",
-                b"delta",
-            )?;
+            let start = c.i;
+            let (message_id, delta) = match span_delta_compact(c, &mut ids.message_id) {
+                Some(v) => v,
+                None => {
+                    c.i = start;
+                    let (message_id, delta) = c.two_strings(b"message_id", b"delta")?;
+                    (ids.message_id(&message_id), delta)
+                }
+            };
             let d = SpanDelta {
-                message_id: ids.message_id(&message_id),
+                message_id,
                 delta: delta.into_owned(),
             };
             if ty == EventType::TextDelta {
@@ -893,6 +959,24 @@ mod tests {
                 Ok(true)
             }
         }
+    }
+
+    /// Like [`agrees`], after a line with the ids `r`, `c` and `m` (the
+    /// test lines' own) was parsed, so the remembered ids' literals are
+    /// compared against the line instead of scanned.
+    fn agrees_warm(line: &str) -> Result<(), TestCaseError> {
+        let warm_up = canonical("text.delta", r#"{"message_id":"m","delta":"d"}"#);
+        let slow = Event::from_json_serde(line, &mut SharedIds::default());
+        let mut ids = SharedIds::default();
+        prop_assert!(parse(&warm_up, &mut ids).is_some());
+        if let Some(fast) = parse(line, &mut ids) {
+            prop_assert_eq!(Ok(&fast), slow.as_ref(), "{}", line);
+        }
+        // The public parser, errors included, as a fresh parse.
+        let mut parser = crate::EventParser::new();
+        prop_assert!(parser.parse_json(&warm_up).is_ok());
+        prop_assert_eq!(parser.parse_json(line), Event::from_json(line), "{}", line);
+        Ok(())
     }
 
     const MEMBERS: &[(&str, &str)] = &[
@@ -1210,6 +1294,28 @@ mod tests {
             crate::test_util::apply_edits(&mut bytes, edits);
             if let Ok(l) = String::from_utf8(bytes) {
                 agrees(&l)?;
+            }
+        }
+
+        #[test]
+        fn mutated_lines_agree_after_a_warm_up(
+            payload in 0..PAYLOADS.len(),
+            ms_utc in any::<bool>(),
+            edits in proptest::collection::vec((any::<usize>(), 0..3u8, prop::sample::select(vec![
+                b'"', b'\\', b'{', b'}', b',', b':', b' ', b'0', b'9', b'-', b'.', b'Z', b'T',
+                b'r', b'c', b'm', b'd', b'u', 0u8, 0x1f, 0x7f,
+            ])), 1..4),
+        ) {
+            let (ty, data) = PAYLOADS[payload];
+            let mut base = canonical(ty, data);
+            if ms_utc {
+                // The 24-byte timestamp read without a scan.
+                base = base.replace("2026-08-17T00:00:00.5+02:00", "2026-08-17T00:00:00.500Z");
+            }
+            let mut bytes = base.into_bytes();
+            crate::test_util::apply_edits(&mut bytes, edits);
+            if let Ok(l) = String::from_utf8(bytes) {
+                agrees_warm(&l)?;
             }
         }
 
