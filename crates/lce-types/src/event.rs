@@ -249,18 +249,22 @@ impl EventParser {
 
     /// Parses one canonical event from bytes (see [`Event::from_slice`]).
     pub fn parse_slice(&mut self, bytes: &[u8]) -> Result<Event, ParseError> {
+        // Only acceptance is decided by the fast path, which checks UTF-8
+        // string by string; anything else (errors included) is left to the
+        // UTF-8 check of the whole line and the serde path, unchanged.
+        if let Some(event) = crate::fast::parse(bytes, &mut self.ids) {
+            return Ok(event);
+        }
         let text = std::str::from_utf8(bytes).map_err(|e| {
             ParseError::new(ParseErrorKind::InvalidUtf8, "$", "input is not valid UTF-8")
                 .at_offset(e.valid_up_to())
         })?;
-        self.parse_json(text)
+        Event::from_json_serde(text, &mut self.ids)
     }
 
     /// Parses one canonical event from a JSON text (see [`Event::from_json`]).
     pub fn parse_json(&mut self, text: &str) -> Result<Event, ParseError> {
-        // Only acceptance is decided by the fast path; anything else (errors
-        // included) is left to the serde path, unchanged.
-        if let Some(event) = crate::fast::parse(text, &mut self.ids) {
+        if let Some(event) = crate::fast::parse(text.as_bytes(), &mut self.ids) {
             return Ok(event);
         }
         Event::from_json_serde(text, &mut self.ids)

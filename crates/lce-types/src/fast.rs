@@ -49,13 +49,24 @@ static STRING_SPECIAL: [bool; 256] = {
 };
 
 /// A position in the line being parsed.
+///
+/// The line is bytes not yet known to be UTF-8: outside strings the parser
+/// accepts only ASCII it expects, and each string is checked as it is
+/// taken ([`Cursor::utf8`]), so the whole line is never validated apart
+/// (ids matched against a remembered literal are not checked at all: the
+/// literal is valid text).
 pub(crate) struct Cursor<'a> {
-    text: &'a str,
     b: &'a [u8],
     i: usize,
 }
 
 impl<'a> Cursor<'a> {
+    /// `b[start..end]` as text, if valid UTF-8.
+    #[inline]
+    fn utf8(&self, start: usize, end: usize) -> Option<&'a str> {
+        std::str::from_utf8(self.b.get(start..end)?).ok()
+    }
+
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -132,8 +143,7 @@ impl<'a> Cursor<'a> {
         let end = self.special_from(start)?;
         if self.b[end] == b'"' {
             self.i = end + 1;
-            // `start` and `end` are next to ASCII quotes: char boundaries.
-            return self.text.get(start..end).map(Cow::Borrowed);
+            return self.utf8(start, end).map(Cow::Borrowed);
         }
         self.string_escaped(start, end).map(Cow::Owned)
     }
@@ -148,7 +158,7 @@ impl<'a> Cursor<'a> {
         let mut out = String::with_capacity((self.b.len() - start).min(at - start + 4096));
         let mut run = start;
         loop {
-            out.push_str(self.text.get(run..at)?);
+            out.push_str(self.utf8(run, at)?);
             match self.b[at] {
                 b'"' => {
                     self.i = at + 1;
@@ -399,7 +409,7 @@ impl<'a> Cursor<'a> {
     fn json_object(&mut self) -> Option<JsonObject> {
         let start = self.i;
         let end = crate::opaque::scan_valid(self.b, start)?;
-        let object = JsonObject::from_valid(self.text.get(start..end)?)?;
+        let object = JsonObject::from_valid(self.utf8(start, end)?)?;
         self.i = end;
         Some(object)
     }
@@ -416,8 +426,9 @@ impl<'a> Cursor<'a> {
     /// A payload read by its serde `Deserialize`, from the cursor on; the
     /// cursor is on its `{`.
     pub(crate) fn serde_value<T: serde::Deserialize<'a>>(&mut self) -> Option<T> {
-        let rest = self.text.get(self.i..)?;
-        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<T>();
+        // serde_json checks the UTF-8 of what it reads from bytes.
+        let rest = self.b.get(self.i..)?;
+        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<T>();
         let value = stream.next()?.ok()?;
         self.i += stream.byte_offset();
         Some(value)
@@ -529,12 +540,8 @@ const NAMESPACE_BIT: u8 = 1 << 6;
 const DATA_BIT: u8 = 1 << 7;
 
 /// Parses `text` as the serde path would, or gives up with `None`.
-pub(crate) fn parse(text: &str, ids: &mut SharedIds) -> Option<Event> {
-    let mut c = Cursor {
-        text,
-        b: text.as_bytes(),
-        i: 0,
-    };
+pub(crate) fn parse(line: &[u8], ids: &mut SharedIds) -> Option<Event> {
+    let mut c = Cursor { b: line, i: 0 };
     if let Some(event) = parse_canonical(&mut c, ids) {
         return Some(event);
     }
@@ -693,7 +700,7 @@ fn timestamp_ms_utc(c: &mut Cursor<'_>) -> Option<Timestamp> {
     if c.peek() != Some(b'"') || c.b.get(c.i + 25) != Some(&b'"') {
         return None;
     }
-    let t = Timestamp::parse(c.text.get(c.i + 1..c.i + 25)?).ok()?;
+    let t = Timestamp::parse_ascii(c.b.get(c.i + 1..c.i + 25)?)?;
     c.i += 26;
     Some(t)
 }
@@ -933,14 +940,12 @@ mod tests {
         // The canonical-order path only takes what the general loop takes,
         // with the same value.
         let mut c = Cursor {
-            text: line,
             b: line.as_bytes(),
             i: 0,
         };
         let canonical = parse_canonical(&mut c, &mut SharedIds::default());
         let general = parse_any_order(
             Cursor {
-                text: line,
                 b: line.as_bytes(),
                 i: 0,
             },
@@ -952,7 +957,7 @@ mod tests {
         if let Some(g) = &general {
             prop_assert_eq!(Ok(g), slow.as_ref(), "{}", line);
         }
-        match parse(line, &mut SharedIds::default()) {
+        match parse(line.as_bytes(), &mut SharedIds::default()) {
             None => Ok(false),
             Some(fast) => {
                 prop_assert_eq!(Ok(&fast), slow.as_ref(), "{}", line);
@@ -968,8 +973,8 @@ mod tests {
         let warm_up = canonical("text.delta", r#"{"message_id":"m","delta":"d"}"#);
         let slow = Event::from_json_serde(line, &mut SharedIds::default());
         let mut ids = SharedIds::default();
-        prop_assert!(parse(&warm_up, &mut ids).is_some());
-        if let Some(fast) = parse(line, &mut ids) {
+        prop_assert!(parse(warm_up.as_bytes(), &mut ids).is_some());
+        if let Some(fast) = parse(line.as_bytes(), &mut ids) {
             prop_assert_eq!(Ok(&fast), slow.as_ref(), "{}", line);
         }
         // The public parser, errors included, as a fresh parse.
@@ -1133,7 +1138,6 @@ mod tests {
             // Every valid line in the usual member order is accepted here.
             assert_eq!(agrees(&l).unwrap(), slow_ok, "{l}");
             let mut c = Cursor {
-                text: &l,
                 b: l.as_bytes(),
                 i: 0,
             };
@@ -1156,7 +1160,7 @@ mod tests {
             "text.delta",
             r#"{"message_id":"m","delta":"d"}"#,
         );
-        assert!(parse(&l, &mut SharedIds::default()).is_none());
+        assert!(parse(l.as_bytes(), &mut SharedIds::default()).is_none());
         assert!(Event::from_json(&l).is_ok());
     }
 
@@ -1619,7 +1623,6 @@ mod tests {
         for v in ["{\"n\":1e308}", "{\"a\":[[[]]],\"b\":{\"a\":{}}}", "{ }"] {
             let l = opaque_line(0, v);
             let mut c = Cursor {
-                text: &l,
                 b: l.as_bytes(),
                 i: 0,
             };
@@ -1678,6 +1681,47 @@ mod tests {
             }
             scan_agrees(&value)?;
             agrees(&opaque_line(ty, &value))?;
+        }
+
+        #[test]
+        fn bytes_that_are_not_utf8_are_never_taken(
+            payload in 0..PAYLOADS.len(),
+            value in arb_json_text(),
+            tool in any::<bool>(),
+            ty in 0..6usize,
+            at in any::<usize>(),
+            bad in prop::sample::select(vec![
+                vec![0x80u8], vec![0xff], vec![0xc3], vec![0xc0, 0xaf], vec![0xed, 0xa0, 0x80],
+                vec![0xf4, 0x90, 0x80, 0x80], vec![0xe2, 0x82], vec![0xf0, 0x9f, 0x98],
+            ]),
+        ) {
+            // The fast path checks UTF-8 string by string, not the line:
+            // wherever the bad bytes land (in an id, a delta, an opaque
+            // value, between members), the result is the whole line's.
+            let line = if tool {
+                opaque_line(ty, &value)
+            } else {
+                let (t, data) = PAYLOADS[payload];
+                canonical(t, data)
+            };
+            let mut bytes = line.into_bytes();
+            let at = at % (bytes.len() + 1);
+            bytes.splice(at..at, bad);
+            let want = match std::str::from_utf8(&bytes) {
+                Ok(text) => Event::from_json_serde(text, &mut SharedIds::default()),
+                Err(e) => Err(crate::ParseError::new(
+                    crate::ParseErrorKind::InvalidUtf8,
+                    "$",
+                    "input is not valid UTF-8",
+                )
+                .at_offset(e.valid_up_to())),
+            };
+            prop_assert_eq!(crate::EventParser::new().parse_slice(&bytes), want.clone());
+            // Warm: the ids remembered from the line before.
+            let mut parser = crate::EventParser::new();
+            let warm_up = canonical("text.delta", r#"{"message_id":"m","delta":"d"}"#);
+            prop_assert!(parser.parse_slice(warm_up.as_bytes()).is_ok());
+            prop_assert_eq!(parser.parse_slice(&bytes), want);
         }
 
         #[test]

@@ -50,6 +50,19 @@ impl Text {
         }
     }
 
+    /// [`Text::new`] of ASCII bytes, without a UTF-8 check when inline.
+    #[inline]
+    fn from_ascii(b: &[u8]) -> Option<Self> {
+        match u8::try_from(b.len()) {
+            Ok(len) if b.len() <= INLINE => {
+                let mut bytes = [0u8; INLINE];
+                bytes[..b.len()].copy_from_slice(b);
+                Some(Text::Inline { len, bytes })
+            }
+            _ => Some(Text::Heap(std::str::from_utf8(b).ok()?.into())),
+        }
+    }
+
     #[inline]
     fn as_str(&self) -> &str {
         match self {
@@ -76,6 +89,22 @@ impl Timestamp {
         let (secs, nanos) = parse_rfc3339(text.as_bytes()).ok_or(TimestampError)?;
         Ok(Timestamp {
             text: Text::new(text),
+            secs,
+            nanos,
+        })
+    }
+
+    /// [`Timestamp::parse`] of bytes (the parser's fast path, before it knows
+    /// the line is UTF-8): `None` unless they are an ASCII date-time.
+    pub(crate) fn parse_ascii(b: &[u8]) -> Option<Self> {
+        let (secs, nanos) = parse_rfc3339(b)?;
+        // A date-time is ASCII; checked anyway (a word at a time), as the
+        // text is kept as is and ASCII is valid UTF-8.
+        if !b.is_ascii() {
+            return None;
+        }
+        Some(Timestamp {
+            text: Text::from_ascii(b)?,
             secs,
             nanos,
         })
@@ -539,6 +568,7 @@ mod tests {
                 assert_eq!(copy, t);
                 assert_eq!(copy.as_str(), text);
                 assert_eq!(Timestamp::parse(&text).unwrap(), t);
+                assert_eq!(Timestamp::parse_ascii(text.as_bytes()), Some(t.clone()));
             }
         }
         let a = Timestamp::parse("2026-08-17T09:00:00Z").unwrap();
