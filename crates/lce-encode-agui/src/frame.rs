@@ -2,7 +2,7 @@
 
 use bytes::BytesMut;
 use lce_wire::{
-    JsonWriter, Key, Member, Style, WireError, write_data_frame, write_event_json, write_opaque,
+    JsonWriter, Key, Member, Style, WireError, write_data_json, write_event_json, write_opaque,
 };
 
 /// Writes one DA `agui` frame: `event: <name>\ndata: {"type": <name>, ...,
@@ -62,7 +62,7 @@ pub(crate) use da_flat;
 /// The members an AG-UI 1.0 event carries before its own fields.
 pub(crate) struct V1Head<'a> {
     /// The event type.
-    pub(crate) ty: &'a str,
+    pub(crate) ty: &'a Key,
     /// Integer milliseconds since the Unix epoch.
     pub(crate) millis: i64,
     /// `metadata.lce.error.code` (tool errors only).
@@ -79,11 +79,12 @@ pub(crate) fn v1_frame(
     head: &V1Head<'_>,
     body: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
 ) -> Result<(), WireError> {
-    write_data_frame(dst, |out| {
-        let mut w = JsonWriter::new(out, Style::Compact);
+    write_data_json(dst, Style::Compact, |w| {
         w.begin_object();
-        w.field_str_k(k!("type"), head.ty);
-        w.field_i64("timestamp", head.millis);
+        w.members(&[
+            Member::Const(k!("type"), head.ty),
+            Member::I64(k!("timestamp"), head.millis),
+        ])?;
         if let Some(code) = head.error_code {
             w.key_k(k!("metadata"));
             w.begin_object();
@@ -99,11 +100,37 @@ pub(crate) fn v1_frame(
         if let Some(sub) = head.subagent {
             w.field_str_k(k!("subagentRunId"), sub);
         }
-        body(&mut w)?;
+        body(w)?;
         w.end_object();
         Ok(())
     })
 }
+
+/// Writes a standard AG-UI 1.0 frame whose JSON is the flat object of
+/// `members`: the bytes [`v1_frame`] would write for the same members,
+/// through one [`JsonWriter::object`] call.
+pub(crate) fn v1_flat_frame(dst: &mut BytesMut, members: &[Member<'_>]) -> Result<(), WireError> {
+    write_data_json(dst, Style::Compact, |w| w.object(members))
+}
+
+/// `v1_flat!(dst, "TYPE", millis, subagent, Str "key" => value, OptStr
+/// "key" => option, ...)`: [`v1_flat_frame`] with `type`, `timestamp` and
+/// (when `subagent` is `Some`) `subagentRunId` before the given members,
+/// as [`v1_frame`] with no error code writes them.
+macro_rules! v1_flat {
+    ($dst:expr, $name:literal, $millis:expr, $sub:expr, $($kind:ident $k:literal => $v:expr),* $(,)?) => {
+        $crate::frame::v1_flat_frame(
+            $dst,
+            &[
+                lce_wire::Member::Const(k!("type"), k!($name)),
+                lce_wire::Member::I64(k!("timestamp"), $millis),
+                lce_wire::Member::OptStr(k!("subagentRunId"), $sub),
+                $(lce_wire::Member::$kind(k!($k), $v),)*
+            ],
+        )
+    };
+}
+pub(crate) use v1_flat;
 
 /// `raw_json` (one valid JSON value) re-laid in `style`, as a `String`.
 pub(crate) fn json_text(raw_json: &str, style: Style) -> Result<String, WireError> {

@@ -4,10 +4,10 @@ use bytes::BytesMut;
 use lce_types::{
     Event, FormField, InterruptRequested, InterruptType, NamespaceOutcome, Payload, UsageUpdated,
 };
-use lce_wire::{JsonWriter, Style, WireError};
+use lce_wire::{JsonWriter, Member, Style, WireError};
 
 use crate::AguiOptions;
-use crate::frame::{V1Head, json_text, v1_frame};
+use crate::frame::{V1Head, json_text, v1_flat, v1_frame};
 
 /// The largest integer AG-UI 1.0 accepts for a token count (2^53 - 1).
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -104,42 +104,31 @@ impl V1Encoder {
         match &ev.payload {
             Payload::RunStarted(_) => {
                 self.reset();
-                let head = V1Head {
-                    subagent: None,
-                    ..head("RUN_STARTED")
-                };
-                v1_frame(dst, &head, |w| {
-                    w.field_str("threadId", &ev.conversation_id);
-                    w.field_str("runId", &ev.run_id);
-                    w.field_str("protocolVersion", "1.0");
-                    Ok(())
-                })
+                v1_flat!(dst, "RUN_STARTED", millis, None,
+                    Str "threadId" => &ev.conversation_id,
+                    Str "runId" => &ev.run_id,
+                    Str "protocolVersion" => "1.0",
+                )
             }
             Payload::TextStarted(p) => {
                 self.texts.push(Span {
                     id: p.message_id.to_string(),
                     sub: sub.map(str::to_owned),
                 });
-                v1_frame(dst, &head("TEXT_MESSAGE_START"), |w| {
-                    w.field_str("messageId", &p.message_id);
-                    w.field_str("role", "assistant");
-                    Ok(())
-                })
+                v1_flat!(dst, "TEXT_MESSAGE_START", millis, sub,
+                    Str "messageId" => &p.message_id,
+                    Str "role" => "assistant",
+                )
             }
             Payload::TextDelta(p) => {
                 if p.delta.is_empty() {
                     return Ok(()); // D7
                 }
                 let sub = opener_sub(&self.texts, &p.message_id, sub);
-                let head = V1Head {
-                    subagent: sub,
-                    ..head("TEXT_MESSAGE_CONTENT")
-                };
-                v1_frame(dst, &head, |w| {
-                    w.field_str("messageId", &p.message_id);
-                    w.field_str("delta", &p.delta);
-                    Ok(())
-                })
+                v1_flat!(dst, "TEXT_MESSAGE_CONTENT", millis, sub,
+                    Str "messageId" => &p.message_id,
+                    Str "delta" => &p.delta,
+                )
             }
             Payload::TextFinished(p) => {
                 let Some(span) = take_span(&mut self.texts, &p.message_id) else {
@@ -152,30 +141,23 @@ impl V1Encoder {
                     id: p.message_id.to_string(),
                     sub: sub.map(str::to_owned),
                 });
-                v1_frame(dst, &head("REASONING_START"), |w| {
-                    w.field_str("messageId", &p.message_id);
-                    Ok(())
-                })?;
-                v1_frame(dst, &head("REASONING_MESSAGE_START"), |w| {
-                    w.field_str("messageId", &p.message_id);
-                    w.field_str("role", "reasoning");
-                    Ok(())
-                })
+                v1_flat!(dst, "REASONING_START", millis, sub,
+                    Str "messageId" => &p.message_id,
+                )?;
+                v1_flat!(dst, "REASONING_MESSAGE_START", millis, sub,
+                    Str "messageId" => &p.message_id,
+                    Str "role" => "reasoning",
+                )
             }
             Payload::ReasoningDelta(p) => {
                 if p.delta.is_empty() {
                     return Ok(()); // D7
                 }
                 let sub = opener_sub(&self.reasonings, &p.message_id, sub);
-                let head = V1Head {
-                    subagent: sub,
-                    ..head("REASONING_MESSAGE_CONTENT")
-                };
-                v1_frame(dst, &head, |w| {
-                    w.field_str("messageId", &p.message_id);
-                    w.field_str("delta", &p.delta);
-                    Ok(())
-                })
+                v1_flat!(dst, "REASONING_MESSAGE_CONTENT", millis, sub,
+                    Str "messageId" => &p.message_id,
+                    Str "delta" => &p.delta,
+                )
             }
             Payload::ReasoningFinished(p) => {
                 let Some(span) = take_span(&mut self.reasonings, &p.message_id) else {
@@ -190,23 +172,19 @@ impl V1Encoder {
                     namespace: ev.namespace.clone(),
                     parent_message_id: p.parent_message_id.clone(),
                 });
-                v1_frame(dst, &head("TOOL_CALL_START"), |w| {
-                    w.field_str("toolCallId", &p.tool_call_id);
-                    w.field_str("toolCallName", &p.tool_name);
-                    if let Some(parent) = &p.parent_message_id {
-                        w.field_str("parentMessageId", parent);
-                    }
-                    Ok(())
-                })?;
+                v1_flat!(dst, "TOOL_CALL_START", millis, sub,
+                    Str "toolCallId" => &p.tool_call_id,
+                    Str "toolCallName" => &p.tool_name,
+                    OptStr "parentMessageId" => p.parent_message_id.as_deref(),
+                )?;
                 if p.arguments.is_empty_object() {
                     return Ok(());
                 }
                 let text = json_text(p.arguments.get(), Style::Compact)?;
-                v1_frame(dst, &head("TOOL_CALL_ARGS"), |w| {
-                    w.field_str("toolCallId", &p.tool_call_id);
-                    w.field_str("delta", &text);
-                    Ok(())
-                })
+                v1_flat!(dst, "TOOL_CALL_ARGS", millis, sub,
+                    Str "toolCallId" => &p.tool_call_id,
+                    Str "delta" => &text,
+                )
             }
             Payload::ToolArgumentsDelta(p) => {
                 if p.delta.is_empty() {
@@ -217,22 +195,17 @@ impl V1Encoder {
                     .iter()
                     .find(|t| t.id == p.tool_call_id)
                     .map_or(sub, |t| t.sub.as_deref());
-                let head = V1Head {
-                    subagent: sub,
-                    ..head("TOOL_CALL_ARGS")
-                };
-                v1_frame(dst, &head, |w| {
-                    w.field_str("toolCallId", &p.tool_call_id);
-                    w.field_str("delta", &p.delta);
-                    Ok(())
-                })
+                v1_flat!(dst, "TOOL_CALL_ARGS", millis, sub,
+                    Str "toolCallId" => &p.tool_call_id,
+                    Str "delta" => &p.delta,
+                )
             }
             Payload::ToolFinished(p) => {
                 self.tool_end(dst, millis, &p.tool_call_id)?;
                 let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
                 tool_result(
                     dst,
-                    &head("TOOL_CALL_RESULT"),
+                    &head(k!("TOOL_CALL_RESULT")),
                     message_id,
                     &p.tool_call_id,
                     &p.result,
@@ -243,7 +216,7 @@ impl V1Encoder {
                 let content = format!("ERROR: {}", p.message);
                 let head = V1Head {
                     error_code: Some(&p.code),
-                    ..head("TOOL_CALL_RESULT")
+                    ..head(k!("TOOL_CALL_RESULT"))
                 };
                 tool_result(dst, &head, &p.tool_call_id, &p.tool_call_id, &content)
             }
@@ -262,16 +235,16 @@ impl V1Encoder {
                 self.subagents.push(OpenSubagent { path });
                 let head = V1Head {
                     subagent: Some(&p.parent_tool_call_id),
-                    ..head("SUBAGENT_STARTED")
+                    ..head(k!("SUBAGENT_STARTED"))
                 };
                 v1_frame(dst, &head, |w| {
-                    w.field_str("name", &p.agent_name);
+                    w.field_str_k(k!("name"), &p.agent_name);
                     if let Some(parent) = sub {
-                        w.field_str("parentSubagentRunId", parent);
+                        w.field_str_k(k!("parentSubagentRunId"), parent);
                     }
-                    w.field_str("parentToolCallId", &p.parent_tool_call_id);
+                    w.field_str_k(k!("parentToolCallId"), &p.parent_tool_call_id);
                     if let Some(m) = &parent_message {
-                        w.field_str("parentMessageId", m);
+                        w.field_str_k(k!("parentMessageId"), m);
                     }
                     Ok(())
                 })
@@ -294,12 +267,12 @@ impl V1Encoder {
                 };
                 self.subagent_close(dst, millis, &subagent, closing)
             }
-            Payload::Warning(p) => v1_frame(dst, &head("CUSTOM"), |w| {
-                w.field_str("name", "WARNING");
-                w.key("value");
+            Payload::Warning(p) => v1_frame(dst, &head(k!("CUSTOM")), |w| {
+                w.field_str_k(k!("name"), "WARNING");
+                w.key_k(k!("value"));
                 w.begin_object();
-                w.field_str("code", &p.code);
-                w.field_str("message", &p.message);
+                w.field_str_k(k!("code"), &p.code);
+                w.field_str_k(k!("message"), &p.message);
                 if let Some(details) = &p.details {
                     w.field_opaque("details", details.get())?;
                 }
@@ -324,7 +297,7 @@ impl V1Encoder {
             Payload::RunFinished(_) => {
                 self.close_all(dst, millis, Closing::Success)?;
                 self.run_finished(dst, ev, millis, |w| {
-                    w.field_str("type", "success");
+                    w.field_str_k(k!("type"), "success");
                     Ok(())
                 })
             }
@@ -333,15 +306,15 @@ impl V1Encoder {
                 let held = self.interrupt.take();
                 let agent = self.options.agent_name.clone();
                 self.run_finished(dst, ev, millis, |w| {
-                    w.field_str("type", "interrupt");
-                    w.key("interrupts");
+                    w.field_str_k(k!("type"), "interrupt");
+                    w.key_k(k!("interrupts"));
                     w.begin_array();
                     match &held {
                         Some((ns, ir)) => write_interrupts(w, ns, ir, agent.as_deref())?,
                         None => {
                             w.begin_object();
-                            w.field_str("id", &p.interrupt_id);
-                            w.field_str("reason", p.reason.as_str());
+                            w.field_str_k(k!("id"), &p.interrupt_id);
+                            w.field_str_k(k!("reason"), p.reason.as_str());
                             w.end_object();
                         }
                     }
@@ -352,18 +325,18 @@ impl V1Encoder {
             Payload::RunCancelled(_) => {
                 self.close_all(dst, millis, Closing::Cancelled)?;
                 self.run_finished(dst, ev, millis, |w| {
-                    w.field_str("type", "cancelled");
+                    w.field_str_k(k!("type"), "cancelled");
                     Ok(())
                 })
             }
             Payload::RunError(p) => {
                 let head = V1Head {
                     subagent: None,
-                    ..head("RUN_ERROR")
+                    ..head(k!("RUN_ERROR"))
                 };
                 v1_frame(dst, &head, |w| {
-                    w.field_str("message", &p.message);
-                    w.field_str("code", &p.code);
+                    w.field_str_k(k!("message"), &p.message);
+                    w.field_str_k(k!("code"), &p.code);
                     self.write_usage(w);
                     Ok(())
                 })
@@ -389,13 +362,13 @@ impl V1Encoder {
     /// cachedInputTokens?}]`, when any `usage.updated` was seen.
     fn write_usage(&self, w: &mut JsonWriter<'_>) {
         let Some(usage) = &self.usage else { return };
-        w.key("usage");
+        w.key_k(k!("usage"));
         w.begin_array();
         w.begin_object();
         if let Some((provider, model)) = &self.provider {
-            w.field_str("provider", provider);
+            w.field_str_k(k!("provider"), provider);
             if let Some(model) = model {
-                w.field_str("model", model);
+                w.field_str_k(k!("model"), model);
             }
         }
         for (key, value) in [
@@ -419,15 +392,17 @@ impl V1Encoder {
         outcome: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
         let head = V1Head {
-            ty: "RUN_FINISHED",
+            ty: k!("RUN_FINISHED"),
             millis,
             error_code: None,
             subagent: None,
         };
         v1_frame(dst, &head, |w| {
-            w.field_str("threadId", &ev.conversation_id);
-            w.field_str("runId", &ev.run_id);
-            w.key("outcome");
+            w.members(&[
+                Member::Str(k!("threadId"), &ev.conversation_id),
+                Member::Str(k!("runId"), &ev.run_id),
+            ])?;
+            w.key_k(k!("outcome"));
             w.begin_object();
             outcome(w)?;
             w.end_object();
@@ -457,7 +432,7 @@ impl V1Encoder {
             return subagent_error(dst, millis, subagent.id(), true);
         }
         let head = V1Head {
-            ty: "SUBAGENT_FINISHED",
+            ty: k!("SUBAGENT_FINISHED"),
             millis,
             error_code: None,
             subagent: Some(subagent.id()),
@@ -467,12 +442,12 @@ impl V1Encoder {
             _ => Vec::new(),
         };
         v1_frame(dst, &head, |w| {
-            w.key("outcome");
+            w.key_k(k!("outcome"));
             w.begin_object();
             if closing == Closing::Suspended {
-                w.field_str("type", "suspended");
+                w.field_str_k(k!("type"), "suspended");
                 if !own_interrupts.is_empty() {
-                    w.key("interruptIds");
+                    w.key_k(k!("interruptIds"));
                     w.begin_array();
                     for id in &own_interrupts {
                         w.string(id);
@@ -480,7 +455,7 @@ impl V1Encoder {
                     w.end_array();
                 }
             } else {
-                w.field_str("type", "success");
+                w.field_str_k(k!("type"), "success");
             }
             w.end_object();
             Ok(())
@@ -533,20 +508,13 @@ fn take_span(spans: &mut Vec<Span>, id: &str) -> Option<Span> {
 }
 
 fn text_end(dst: &mut BytesMut, millis: i64, span: &Span) -> Result<(), WireError> {
-    let head = V1Head {
-        ty: "TEXT_MESSAGE_END",
-        millis,
-        error_code: None,
-        subagent: span.sub.as_deref(),
-    };
-    v1_frame(dst, &head, |w| {
-        w.field_str("messageId", &span.id);
-        Ok(())
-    })
+    v1_flat!(dst, "TEXT_MESSAGE_END", millis, span.sub.as_deref(),
+        Str "messageId" => &span.id,
+    )
 }
 
 fn reasoning_end(dst: &mut BytesMut, millis: i64, span: &Span) -> Result<(), WireError> {
-    for ty in ["REASONING_MESSAGE_END", "REASONING_END"] {
+    for ty in [k!("REASONING_MESSAGE_END"), k!("REASONING_END")] {
         let head = V1Head {
             ty,
             millis,
@@ -554,7 +522,7 @@ fn reasoning_end(dst: &mut BytesMut, millis: i64, span: &Span) -> Result<(), Wir
             subagent: span.sub.as_deref(),
         };
         v1_frame(dst, &head, |w| {
-            w.field_str("messageId", &span.id);
+            w.field_str_k(k!("messageId"), &span.id);
             Ok(())
         })?;
     }
@@ -563,13 +531,13 @@ fn reasoning_end(dst: &mut BytesMut, millis: i64, span: &Span) -> Result<(), Wir
 
 fn write_tool_end(dst: &mut BytesMut, millis: i64, tool: &OpenTool) -> Result<(), WireError> {
     let head = V1Head {
-        ty: "TOOL_CALL_END",
+        ty: k!("TOOL_CALL_END"),
         millis,
         error_code: None,
         subagent: tool.sub.as_deref(),
     };
     v1_frame(dst, &head, |w| {
-        w.field_str("toolCallId", &tool.id);
+        w.field_str_k(k!("toolCallId"), &tool.id);
         Ok(())
     })
 }
@@ -582,10 +550,10 @@ fn tool_result(
     content: &str,
 ) -> Result<(), WireError> {
     v1_frame(dst, head, |w| {
-        w.field_str("messageId", message_id);
-        w.field_str("toolCallId", tool_call_id);
-        w.field_str("content", content);
-        w.field_str("role", "tool");
+        w.field_str_k(k!("messageId"), message_id);
+        w.field_str_k(k!("toolCallId"), tool_call_id);
+        w.field_str_k(k!("content"), content);
+        w.field_str_k(k!("role"), "tool");
         Ok(())
     })
 }
@@ -599,7 +567,7 @@ fn subagent_error(
     cancelled: bool,
 ) -> Result<(), WireError> {
     let head = V1Head {
-        ty: "SUBAGENT_ERROR",
+        ty: k!("SUBAGENT_ERROR"),
         millis,
         error_code: None,
         subagent: Some(id),
@@ -610,8 +578,8 @@ fn subagent_error(
         ("The subagent failed.", "subagent_error")
     };
     v1_frame(dst, &head, |w| {
-        w.field_str("message", message);
-        w.field_str("code", code);
+        w.field_str_k(k!("message"), message);
+        w.field_str_k(k!("code"), code);
         Ok(())
     })
 }
@@ -648,19 +616,19 @@ fn write_interrupts(
     let agent = agent_name.unwrap_or(&ir.agent_id);
     let sub = ns.last();
     let lce_head = |w: &mut JsonWriter<'_>| {
-        w.key("metadata");
+        w.key_k(k!("metadata"));
         w.begin_object();
-        w.key("lce");
+        w.key_k(k!("lce"));
         w.begin_object();
-        w.field_str("interruptId", &ir.interrupt_id);
-        w.field_str("agentId", &ir.agent_id);
-        w.field_str("agent", agent);
+        w.field_str_k(k!("interruptId"), &ir.interrupt_id);
+        w.field_str_k(k!("agentId"), &ir.agent_id);
+        w.field_str_k(k!("agent"), agent);
     };
     let lce_tail = |w: &mut JsonWriter<'_>| {
         w.end_object();
         w.end_object();
         if let Some(sub) = sub {
-            w.field_str("subagentRunId", sub);
+            w.field_str_k(k!("subagentRunId"), sub);
         }
     };
     match ir.interrupt_type {
@@ -668,13 +636,13 @@ fn write_interrupts(
             let approvals = ir.tool_approvals.as_deref().unwrap_or_default();
             for (approval, id) in approvals.iter().zip(&ids) {
                 w.begin_object();
-                w.field_str("id", id);
-                w.field_str("reason", "tool_approval");
-                w.field_str("toolCallId", &approval.tool_call_id);
+                w.field_str_k(k!("id"), id);
+                w.field_str_k(k!("reason"), "tool_approval");
+                w.field_str_k(k!("toolCallId"), &approval.tool_call_id);
                 lce_head(w);
-                w.field_str("toolName", &approval.tool_name);
+                w.field_str_k(k!("toolName"), &approval.tool_name);
                 w.field_opaque("toolArgs", approval.tool_args.get())?;
-                w.key("allowedDecisions");
+                w.key_k(k!("allowedDecisions"));
                 w.begin_array();
                 for d in approval.decisions() {
                     w.string(d.as_str());
@@ -687,8 +655,8 @@ fn write_interrupts(
                 // Not a valid interrupt (the contract requires at least one
                 // approval), but the outcome still needs one item.
                 w.begin_object();
-                w.field_str("id", &ir.interrupt_id);
-                w.field_str("reason", "tool_approval");
+                w.field_str_k(k!("id"), &ir.interrupt_id);
+                w.field_str_k(k!("reason"), "tool_approval");
                 lce_head(w);
                 lce_tail(w);
                 w.end_object();
@@ -696,13 +664,13 @@ fn write_interrupts(
         }
         _ => {
             w.begin_object();
-            w.field_str("id", &ir.interrupt_id);
-            w.field_str("reason", ir.interrupt_type.reason().as_str());
+            w.field_str_k(k!("id"), &ir.interrupt_id);
+            w.field_str_k(k!("reason"), ir.interrupt_type.reason().as_str());
             if let Some(prompt) = &ir.prompt {
-                w.field_str("message", prompt);
+                w.field_str_k(k!("message"), prompt);
             }
             lce_head(w);
-            w.key("fields");
+            w.key_k(k!("fields"));
             w.begin_array();
             for field in ir.fields.as_deref().unwrap_or_default() {
                 write_form_field(w, field)?;
@@ -718,14 +686,14 @@ fn write_interrupts(
 /// A form field with the canonical member names, in DA's order.
 pub(crate) fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
     w.begin_object();
-    w.field_str("field_name", &f.field_name);
+    w.field_str_k(k!("field_name"), &f.field_name);
     if let Some(v) = &f.field_label {
-        w.field_str("field_label", v);
+        w.field_str_k(k!("field_label"), v);
     }
     if let Some(v) = &f.field_description {
-        w.field_str("field_description", v);
+        w.field_str_k(k!("field_description"), v);
     }
-    w.field_str("field_type", &f.field_type);
+    w.field_str_k(k!("field_type"), &f.field_type);
     if let Some(v) = &f.field_values {
         w.field_opaque("field_values", v.get())?;
     }
@@ -736,7 +704,7 @@ pub(crate) fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<
         w.field_opaque("default_value", v.get())?;
     }
     if let Some(v) = &f.placeholder {
-        w.field_str("placeholder", v);
+        w.field_str_k(k!("placeholder"), v);
     }
     w.end_object();
     Ok(())

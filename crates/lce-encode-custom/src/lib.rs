@@ -57,8 +57,16 @@ use bytes::BytesMut;
 use lce_types::{Event, FormField, InterruptRequested, InterruptType, Payload, ToolApproval};
 use lce_wire::hold::{Action, Released, ToolStartHold};
 use lce_wire::{
-    DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display, write_event_frame,
+    DA_RESULT_DISPLAY_CHARS, JsonWriter, Key, Member, Style, WireError, truncate_display,
+    write_event_frame, write_event_json,
 };
+
+/// A [`Key`] built at compile time, as a `&'static` reference.
+macro_rules! k {
+    ($text:literal) => {
+        &const { Key::new($text) }
+    };
+}
 
 /// Options of the `custom` encoder.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -269,11 +277,14 @@ impl CustomSseEncoder {
         };
         let ns = &event.namespace;
         if let Some(text) = content_text(event) {
-            return frame(dst, "content", |w| {
-                w.field_str("text", text);
-                namespace(w, ns);
-                Ok(())
-            })
+            return flat_frame(
+                dst,
+                k!("content"),
+                &[
+                    Member::Str(k!("text"), text),
+                    Member::StrList(k!("namespace"), ns),
+                ],
+            )
             .map_err(wire);
         }
         match &event.payload {
@@ -326,6 +337,12 @@ impl CustomSseEncoder {
             _ => Ok(()),
         }
     }
+}
+
+/// One frame whose data is the flat JSON object of `members`: the bytes
+/// [`frame`] would write for them, through one [`JsonWriter::object`] call.
+fn flat_frame(dst: &mut BytesMut, name: &Key, members: &[Member<'_>]) -> Result<(), WireError> {
+    write_event_json(dst, name, STYLE, |w| w.object(members))
 }
 
 /// One frame whose data is a JSON object; `body` writes its members.

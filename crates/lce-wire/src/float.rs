@@ -279,6 +279,12 @@ fn push_decimal(out: &mut BytesMut, d: &Decimal, style: Style) {
 /// Two decimal digits for every value 0..100.
 static DIGIT_PAIRS: [[u8; 2]; 100] = build_digit_pairs();
 
+/// The two ASCII digits of `n` (below 100).
+#[inline]
+pub(crate) fn digit_pair(n: usize) -> [u8; 2] {
+    DIGIT_PAIRS.get(n).copied().unwrap_or([b'0'; 2])
+}
+
 const fn build_digit_pairs() -> [[u8; 2]; 100] {
     let mut t = [[0u8; 2]; 100];
     let mut i = 0;

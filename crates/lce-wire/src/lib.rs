@@ -34,7 +34,9 @@ mod writer;
 pub use error::{EncodeError, WireError};
 pub use float::{write_compact_float, write_py_float};
 pub use key::Key;
-pub use sse::{write_comment, write_data_frame, write_event_frame, write_event_json};
+pub use sse::{
+    write_comment, write_data_frame, write_data_json, write_event_frame, write_event_json,
+};
 pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
 pub use writer::{JsonWriter, Member, Style};
 

@@ -113,6 +113,32 @@ pub fn write_data_frame(
     r
 }
 
+/// [`write_data_frame`] with the JSON written by `data` through a
+/// [`JsonWriter`] in `style`: the same bytes, and the same errors.
+///
+/// The JSON is scanned for a raw CR or LF only when `data` copied text in
+/// unescaped ([`JsonWriter::raw`], opaque JSON), as in [`write_event_json`].
+pub fn write_data_json(
+    out: &mut BytesMut,
+    style: Style,
+    data: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
+    let start = out.len();
+    out.reserve(128);
+    out.extend_from_slice(b"data: ");
+    let json_start = out.len();
+    let mut w = JsonWriter::new(out, style);
+    let mut r = data(&mut w);
+    if r.is_ok() && w.copied() && out.get(json_start..).is_none_or(has_newline) {
+        r = Err(WireError::InjectedNewline);
+    }
+    match r {
+        Ok(()) => out.extend_from_slice(b"\n\n"),
+        Err(_) => out.truncate(start),
+    }
+    r
+}
+
 /// Appends the comment frame `: <text>\n\n` (e.g. a keep-alive).
 ///
 /// Text holding CR or LF gives [`WireError::InjectedNewline`] and writes

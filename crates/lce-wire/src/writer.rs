@@ -4,7 +4,9 @@ use bytes::BytesMut;
 
 use crate::WireError;
 use crate::escape::Stage;
-use crate::float::{millis_text, push_i64, push_u64, write_compact_float, write_py_float};
+use crate::float::{
+    digit_pair, millis_text, push_i64, push_u64, write_compact_float, write_py_float,
+};
 use crate::key::Key;
 
 /// How JSON text is laid out and escaped.
@@ -351,39 +353,101 @@ impl<'a> JsonWriter<'a> {
     /// A non-finite [`Member::F64`] gives [`WireError::NonFinite`] and
     /// nothing is written.
     pub fn members(&mut self, members: &[Member<'_>]) -> Result<(), WireError> {
-        if members
-            .iter()
-            .any(|m| matches!(m, Member::F64(_, v) if !v.is_finite()))
-        {
+        if has_non_finite(members) {
             return Err(WireError::NonFinite);
         }
+        // The first member takes whatever separator the position needs.
+        let open = self.sep_and_quote();
+        let mut st = Stage::new();
+        self.stage_members(&mut st, open, members)?;
+        st.flush(self.out);
+        Ok(())
+    }
+
+    /// Writes a whole flat object `{...}` of `members` as a value, through
+    /// one stage and one copy to the output: the bytes
+    /// [`begin_object`](Self::begin_object), [`members`](Self::members) and
+    /// [`end_object`](Self::end_object) would write.
+    ///
+    /// A non-finite [`Member::F64`] gives [`WireError::NonFinite`] and
+    /// nothing is written.
+    pub fn object(&mut self, members: &[Member<'_>]) -> Result<(), WireError> {
+        if has_non_finite(members) {
+            return Err(WireError::NonFinite);
+        }
+        // The value's separator, with `{` where a string's quote would be.
+        let (open, open_len) = self.sep_and_quote();
+        let brace = u64::from(b'"' ^ b'{') << (8 * (open_len - 1));
+        let mut st = Stage::new();
+        st.put(self.out, open ^ brace, open_len);
+        self.stage_members(&mut st, (u64::from(b'"'), 1), members)?;
+        st.put(self.out, u64::from(b'}'), 1);
+        st.flush(self.out);
+        Ok(())
+    }
+
+    /// Stages `members` (all finite), the first opened with `open`
+    /// (separator and opening quote), every later one with the item
+    /// separator.
+    #[inline(always)]
+    fn stage_members(
+        &mut self,
+        st: &mut Stage,
+        mut open: (u64, usize),
+        members: &[Member<'_>],
+    ) -> Result<(), WireError> {
         let quote = u64::from(b'"');
-        // The first member takes whatever separator the position needs;
-        // every later one the item separator.
-        let mut open = self.sep_and_quote();
         let (sep, sep_len) = self.style.item_sep_word();
         let next = (sep | (quote << (8 * sep_len)), sep_len + 1);
-        let mut st = Stage::new();
         for m in members {
             match *m {
+                Member::OptStr(_, None) => continue,
+                Member::OptStr(k, Some(v)) => {
+                    self.member_head(st, open, KeyRef::of(k), true);
+                    st.escaped(self.out, v, self.style.ensure_ascii());
+                    st.put(self.out, quote, 1);
+                }
+                Member::I64(k, v) => {
+                    self.member_head(st, open, KeyRef::of(k), false);
+                    let (words, len) = int_words(v);
+                    put_words(st, self.out, &words, len);
+                }
+                Member::StrList(k, items) => {
+                    let (mid, mid_len) = self.style.key_end_word();
+                    // The key's end, with `[` where a string's quote would be.
+                    let mid_mask = (1u64 << (8 * mid_len)) - 1;
+                    let mid = (mid & mid_mask) | (u64::from(b'[') << (8 * mid_len));
+                    st.put(self.out, open.0, open.1);
+                    self.put_key(st, KeyRef::of(k));
+                    st.put(self.out, mid, mid_len + 1);
+                    for (i, item) in items.iter().enumerate() {
+                        if i == 0 {
+                            st.put(self.out, quote, 1);
+                        } else {
+                            st.put(self.out, next.0, next.1);
+                        }
+                        st.escaped(self.out, item, self.style.ensure_ascii());
+                        st.put(self.out, quote, 1);
+                    }
+                    st.put(self.out, u64::from(b']'), 1);
+                }
                 Member::Str(k, v) => {
-                    self.member_head(&mut st, open, KeyRef::of(k), true);
+                    self.member_head(st, open, KeyRef::of(k), true);
                     st.escaped(self.out, v, self.style.ensure_ascii());
                     st.put(self.out, quote, 1);
                 }
                 Member::Const(k, v) => {
-                    self.member_head(&mut st, open, KeyRef::of(k), true);
-                    self.put_key(&mut st, KeyRef::of(v));
+                    self.member_head(st, open, KeyRef::of(k), true);
+                    self.put_key(st, KeyRef::of(v));
                     st.put(self.out, quote, 1);
                 }
                 Member::F64(k, v) => {
-                    self.member_head(&mut st, open, KeyRef::of(k), false);
-                    self.stage_f64(&mut st, v)?;
+                    self.member_head(st, open, KeyRef::of(k), false);
+                    self.stage_f64(st, v)?;
                 }
             }
             open = next;
         }
-        st.flush(self.out);
         Ok(())
     }
 
@@ -650,4 +714,66 @@ pub enum Member<'a> {
     Const(&'a Key, &'a Key),
     /// `"k": <float>`, as [`JsonWriter::field_f64_k`] writes it.
     F64(&'a Key, f64),
+    /// `"k": <integer>`, as [`JsonWriter::key_k`] then
+    /// [`JsonWriter::i64`] write it.
+    I64(&'a Key, i64),
+    /// `"k": "v"` when `Some(v)` (as [`Member::Str`]); nothing at all, not
+    /// even a separator, when `None`.
+    OptStr(&'a Key, Option<&'a str>),
+    /// `"k": ["a", "b", ...]`, as [`JsonWriter::field_str_array`] writes it.
+    StrList(&'a Key, &'a [String]),
+}
+
+/// Whether any [`Member::F64`] of `members` is NaN or infinite.
+#[inline]
+fn has_non_finite(members: &[Member<'_>]) -> bool {
+    members
+        .iter()
+        .any(|m| matches!(m, Member::F64(_, v) if !v.is_finite()))
+}
+
+/// The decimal text of `v` (with `-` when negative) as little-endian words,
+/// for [`put_words`], and its length.
+#[inline]
+fn int_words(v: i64) -> ([u64; 4], usize) {
+    // Digits right-aligned to END, then read as words from the first one
+    // (the buffer runs far enough past END for four whole words).
+    const END: usize = 32;
+    let mut buf = [0u8; 64];
+    let mut i = END;
+    let mut u = v.unsigned_abs();
+    while u >= 100 {
+        i -= 2;
+        if let Some(slot) = buf.get_mut(i..i + 2) {
+            slot.copy_from_slice(&digit_pair((u % 100) as usize));
+        }
+        u /= 100;
+    }
+    if u >= 10 {
+        i -= 2;
+        if let Some(slot) = buf.get_mut(i..i + 2) {
+            slot.copy_from_slice(&digit_pair(u as usize));
+        }
+    } else {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + u as u8;
+        }
+    }
+    if v < 0 {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'-';
+        }
+    }
+    let len = END - i;
+    let mut words = [0u64; 4];
+    for (k, w) in words.iter_mut().enumerate() {
+        let mut b = [0u8; 8];
+        if let Some(src) = buf.get(i + 8 * k..i + 8 * k + 8) {
+            b.copy_from_slice(src);
+        }
+        *w = u64::from_le_bytes(b);
+    }
+    (words, len)
 }

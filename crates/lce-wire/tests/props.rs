@@ -289,3 +289,127 @@ fn event_json_refuses_raw_newlines_and_non_finite() {
         b"keepevent: X\ndata: {\"k\": \"a\\nb\", \"k\": 1.5}\n\n"
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `object` with every member kind (integers, optional strings, string
+    /// lists) and `write_data_json` give the bytes of the general writers
+    /// and `write_data_frame`, at the top level, nested and after other
+    /// items.
+    #[test]
+    fn object_and_data_json_match_general_path(
+        keys in prop::collection::vec(any_key(), 6),
+        values in prop::collection::vec(any::<String>(), 2),
+        opt in prop::option::of(any::<String>()),
+        list in prop::collection::vec(any::<String>(), 0..4),
+        int in prop_oneof![any::<i64>(), -1000i64..1000, Just(i64::MIN), Just(i64::MAX)],
+        float in any_float(),
+        place in 0u8..3,
+    ) {
+        let k: Vec<lce_wire::Key> = keys.iter().cloned().map(leak_key).collect();
+        for style in STYLES {
+            let general = |out: &mut BytesMut| -> Result<(), lce_wire::WireError> {
+                let mut w = JsonWriter::new(out, style);
+                if place > 0 {
+                    w.begin_array();
+                }
+                if place > 1 {
+                    w.string("before");
+                }
+                w.begin_object();
+                w.field_str(&keys[0], &values[0]);
+                w.field_i64(&keys[1], int);
+                if let Some(v) = &opt {
+                    w.field_str(&keys[2], v);
+                }
+                w.field_str_array(&keys[3], &list);
+                w.field_f64(&keys[4], float)?;
+                if let Some(v) = &opt {
+                    w.field_str(&keys[5], v);
+                }
+                w.end_object();
+                w.string(&values[1]);
+                if place > 0 {
+                    w.end_array();
+                }
+                Ok(())
+            };
+            let mut want = BytesMut::new();
+            let rw = lce_wire::write_data_frame(&mut want, general);
+
+            let mut got = BytesMut::new();
+            let rg = lce_wire::write_data_json(&mut got, style, |w| {
+                if place > 0 {
+                    w.begin_array();
+                }
+                if place > 1 {
+                    w.string("before");
+                }
+                w.object(&[
+                    lce_wire::Member::Str(&k[0], &values[0]),
+                    lce_wire::Member::I64(&k[1], int),
+                    lce_wire::Member::OptStr(&k[2], opt.as_deref()),
+                    lce_wire::Member::StrList(&k[3], &list),
+                    lce_wire::Member::F64(&k[4], float),
+                    lce_wire::Member::OptStr(&k[5], opt.as_deref()),
+                ])?;
+                w.string(&values[1]);
+                if place > 0 {
+                    w.end_array();
+                }
+                Ok(())
+            });
+            prop_assert_eq!(rg.is_ok(), rw.is_ok());
+            prop_assert_eq!(&got[..], &want[..]);
+
+            // A leading `None` writes no separator; an empty object is `{}`.
+            let mut a = BytesMut::new();
+            let mut w = JsonWriter::new(&mut a, style);
+            w.object(&[
+                lce_wire::Member::OptStr(&k[2], None),
+                lce_wire::Member::I64(&k[1], int),
+            ])?;
+            w.object(&[])?;
+            let mut b = BytesMut::new();
+            let mut w = JsonWriter::new(&mut b, style);
+            w.begin_object();
+            w.field_i64(&keys[1], int);
+            w.end_object();
+            w.begin_object();
+            w.end_object();
+            prop_assert_eq!(&a[..], &b[..]);
+        }
+    }
+}
+
+/// `write_data_json` refuses raw newlines copied in unescaped and writes
+/// nothing for a non-finite member.
+#[test]
+fn data_json_refuses_raw_newlines_and_non_finite() {
+    const K: lce_wire::Key = lce_wire::Key::new("k");
+    let mut out = BytesMut::from(&b"keep"[..]);
+    let r = lce_wire::write_data_json(&mut out, Style::Compact, |w| {
+        w.begin_object();
+        w.field_raw("r", "[1,\r2]");
+        w.end_object();
+        Ok(())
+    });
+    assert!(r.is_err());
+    let r = lce_wire::write_data_json(&mut out, Style::Compact, |w| {
+        w.object(&[
+            lce_wire::Member::Str(&K, "v"),
+            lce_wire::Member::F64(&K, f64::INFINITY),
+        ])
+    });
+    assert!(r.is_err());
+    assert_eq!(&out[..], b"keep");
+    let r = lce_wire::write_data_json(&mut out, Style::Compact, |w| {
+        w.object(&[
+            lce_wire::Member::Str(&K, "a\nb"),
+            lce_wire::Member::I64(&K, -7),
+        ])
+    });
+    assert!(r.is_ok());
+    assert_eq!(&out[..], b"keepdata: {\"k\":\"a\\nb\",\"k\":-7}\n\n");
+}
