@@ -272,33 +272,12 @@ impl EventParser {
 }
 
 /// The last run, conversation and span message ids seen, handed out again
-/// while they stay the same.
+/// while they stay the same ([`LastId::share`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SharedIds {
     pub(crate) run_id: LastId,
     pub(crate) conversation_id: LastId,
     pub(crate) message_id: LastId,
-}
-
-impl SharedIds {
-    /// `id` as an `Arc`, the last run id's when equal.
-    #[inline]
-    pub(crate) fn run_id(&mut self, id: &str) -> Arc<str> {
-        self.run_id.share(id)
-    }
-
-    /// `id` as an `Arc`, the last conversation id's when equal.
-    #[inline]
-    pub(crate) fn conversation_id(&mut self, id: &str) -> Arc<str> {
-        self.conversation_id.share(id)
-    }
-
-    /// `id` as an `Arc`, the last text or reasoning span's message id when
-    /// equal (a span's deltas all carry it).
-    #[inline]
-    pub(crate) fn message_id(&mut self, id: &str) -> Arc<str> {
-        self.message_id.share(id)
-    }
 }
 
 /// One remembered id.
@@ -419,8 +398,8 @@ impl RawEnvelope<'_> {
         })?;
         check_payload(&payload)?;
         Ok(Event {
-            run_id: ids.run_id(&self.run_id),
-            conversation_id: ids.conversation_id(&self.conversation_id),
+            run_id: ids.run_id.share(&self.run_id),
+            conversation_id: ids.conversation_id.share(&self.conversation_id),
             sequence: self.sequence,
             timestamp: self.timestamp,
             namespace: self.namespace,

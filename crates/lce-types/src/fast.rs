@@ -766,7 +766,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType, ids: &mut SharedIds) -> Opti
                 None => {
                     c.i = start;
                     let (message_id, delta) = c.two_strings(b"message_id", b"delta")?;
-                    (ids.message_id(&message_id), delta)
+                    (ids.message_id.share(&message_id), delta)
                 }
             };
             let d = SpanDelta {
@@ -786,7 +786,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType, ids: &mut SharedIds) -> Opti
                 return None;
             }
             let s = SpanStarted {
-                message_id: ids.message_id(&message_id),
+                message_id: ids.message_id.share(&message_id),
                 role: Role::Assistant,
             };
             if ty == EventType::TextStarted {
@@ -798,7 +798,7 @@ fn parse_payload(c: &mut Cursor<'_>, ty: EventType, ids: &mut SharedIds) -> Opti
         EventType::TextFinished | EventType::ReasoningFinished => {
             let message_id = c.one_string(b"message_id")?;
             let f = SpanFinished {
-                message_id: ids.message_id(&message_id),
+                message_id: ids.message_id.share(&message_id),
             };
             if ty == EventType::TextFinished {
                 Payload::TextFinished(f)

@@ -12,8 +12,9 @@
 //! depth, lone surrogate escapes rejected, opaque nesting bounded, integers
 //! range-checked, floats finite. Errors say what and where, never the payload.
 //!
-//! May depend on: `serde`, `serde_json` (with `raw_value`),
-//! `serde_path_to_error` and `thiserror`. No other lce crate, no async.
+//! May depend on: `serde` (with `rc`, for the shared ids), `serde_json`
+//! (with `raw_value`), `serde_path_to_error` and `thiserror`. No other lce
+//! crate, no async.
 //!
 //! ```
 //! use lce_types::{Event, EventType, Payload};
