@@ -83,17 +83,7 @@ pub fn write_event_json(
     put_words(&mut st, out, words, len);
     st.put(out, u64::from_le_bytes(*b"\ndata: \0"), 7);
     st.flush(out);
-    let json_start = out.len();
-    let mut w = JsonWriter::new(out, style);
-    let mut r = data(&mut w);
-    if r.is_ok() && w.copied() && out.get(json_start..).is_none_or(has_newline) {
-        r = Err(WireError::InjectedNewline);
-    }
-    match r {
-        Ok(()) => out.extend_from_slice(b"\n\n"),
-        Err(_) => out.truncate(start),
-    }
-    r
+    json_and_blank_line(out, start, style, data)
 }
 
 /// Appends `data: <json>\n\n` (standard AG-UI 1.0), the JSON written by
@@ -126,6 +116,20 @@ pub fn write_data_json(
     let start = out.len();
     out.reserve(128);
     out.extend_from_slice(b"data: ");
+    json_and_blank_line(out, start, style, data)
+}
+
+/// The end of [`write_event_json`] and [`write_data_json`]: the JSON of
+/// `data` and the blank line closing the frame. On an error, or a raw CR or
+/// LF in text `data` copied in unescaped, `out` is cut back to `start` (the
+/// frame's first byte) and the error returned.
+#[inline(always)]
+fn json_and_blank_line(
+    out: &mut BytesMut,
+    start: usize,
+    style: Style,
+    data: impl FnOnce(&mut JsonWriter<'_>) -> Result<(), WireError>,
+) -> Result<(), WireError> {
     let json_start = out.len();
     let mut w = JsonWriter::new(out, style);
     let mut r = data(&mut w);
