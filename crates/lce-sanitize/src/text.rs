@@ -269,36 +269,6 @@ fn display_block_hit(block: &[u8; 16]) -> bool {
     hits != 0
 }
 
-/// Copies `N` bytes of `b` from `i` to `w` at `i` (nothing when out of
-/// range): a fixed-size move.
-#[inline(always)]
-fn put<const N: usize>(w: &mut [u8; 16], b: &[u8], i: usize) {
-    let end = i.wrapping_add(N);
-    if let (Some(d), Some(s)) = (w.get_mut(i..end), b.get(i..end)) {
-        d.copy_from_slice(s);
-    }
-}
-
-/// A string of under 16 bytes as a block, padded with `a` (which no scan
-/// looks at): two overlapping fixed-size moves (or up to three bytes).
-#[inline(always)]
-fn short_block(b: &[u8]) -> [u8; 16] {
-    let n = b.len();
-    let mut w = [b'a'; 16];
-    if n >= 8 {
-        put::<8>(&mut w, b, 0);
-        put::<8>(&mut w, b, n - 8);
-    } else if n >= 4 {
-        put::<4>(&mut w, b, 0);
-        put::<4>(&mut w, b, n - 4);
-    } else {
-        for (d, s) in w.iter_mut().zip(b) {
-            *d = *s;
-        }
-    }
-    w
-}
-
 /// `true` when `b` (valid UTF-8) may hold a character of
 /// [`is_replaced_in_display`]: exactly when it does. Blocks of 16 bytes 14
 /// apart (a sequence starting in the last two lanes of a block is looked at
@@ -307,7 +277,7 @@ fn short_block(b: &[u8]) -> [u8; 16] {
 fn any_replaced_in_display(b: &[u8]) -> bool {
     let n = b.len();
     let Some(last) = n.checked_sub(16) else {
-        return display_block_hit(&short_block(b));
+        return display_block_hit(&lce_wire::block::short_block(b));
     };
     let block = |i: usize| {
         b.get(i..i.wrapping_add(16))

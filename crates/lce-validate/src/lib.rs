@@ -20,9 +20,10 @@
 //! arguments must satisfy ([`ToolSchemas`], D6). `docs/validation.md` lists
 //! every rule, what is checked, and the decision it rests on.
 //!
-//! May depend on: `lce-types`, `serde_json`, `jsonschema` (no network or file
-//! resolvers) and `thiserror`. No async, no other lce crate: the stream
-//! combinators of `lce-stream` wrap this synchronous core.
+//! May depend on: `lce-types`, `lce-wire` (only for the length of a string
+//! as compact JSON, `json_string_len`), `serde_json`, `jsonschema` (no
+//! network or file resolvers) and `thiserror`. No async, no other lce crate:
+//! the stream combinators of `lce-stream` wrap this synchronous core.
 //!
 //! ```
 //! use lce_types::EventLines;

@@ -6,6 +6,7 @@ use lce_types::{
     SpanFinished, SpanStarted, ThreadState, ToolApproval, ToolArgumentsDelta, ToolError,
     ToolFinished, ToolStarted, UsageUpdated, Warning,
 };
+use lce_wire::json_string_len;
 
 /// An `io::Write` that only counts.
 struct Counter(u64);
@@ -23,7 +24,7 @@ impl std::io::Write for Counter {
 /// The length in bytes of [`Event::to_json`] (compact canonical JSON, no
 /// newline), computed without allocating and, for every payload of the 21
 /// event types, by hand: member names and separators are constants, strings
-/// are [`str_len`], opaque JSON (arguments, details, metadata, form values)
+/// are [`json_string_len`], opaque JSON (arguments, details, metadata, form values)
 /// is written raw so it is its text's length. Only a payload type added to
 /// `lce_types` later (the enumeration is non-exhaustive) would be serialized
 /// into a counter.
@@ -58,25 +59,29 @@ fn data_size(payload: &Payload) -> Option<u64> {
         // The common span payloads, written out.
         Payload::TextDelta(SpanDelta { message_id, delta })
         | Payload::ReasoningDelta(SpanDelta { message_id, delta }) => {
-            MESSAGE_ID + str_len(message_id) + DELTA + str_len(delta) + 1
+            MESSAGE_ID + json_string_len(message_id) + DELTA + json_string_len(delta) + 1
         }
         Payload::ToolArgumentsDelta(ToolArgumentsDelta {
             tool_call_id,
             delta,
         }) => {
-            r#"{"tool_call_id":"#.len() as u64 + str_len(tool_call_id) + DELTA + str_len(delta) + 1
+            r#"{"tool_call_id":"#.len() as u64
+                + json_string_len(tool_call_id)
+                + DELTA
+                + json_string_len(delta)
+                + 1
         }
         Payload::TextStarted(SpanStarted { message_id, role })
         | Payload::ReasoningStarted(SpanStarted { message_id, role }) => {
             MESSAGE_ID
-                + str_len(message_id)
+                + json_string_len(message_id)
                 + r#","role":"#.len() as u64
                 + name_len(role.as_str())
                 + 1
         }
         Payload::TextFinished(SpanFinished { message_id })
         | Payload::ReasoningFinished(SpanFinished { message_id }) => {
-            MESSAGE_ID + str_len(message_id) + 1
+            MESSAGE_ID + json_string_len(message_id) + 1
         }
         // Tools.
         Payload::ToolStarted(ToolStarted {
@@ -85,8 +90,8 @@ fn data_size(payload: &Payload) -> Option<u64> {
             arguments,
             parent_message_id,
         }) => Obj::new()
-            .member("tool_call_id", str_len(tool_call_id))
-            .member("tool_name", str_len(tool_name))
+            .member("tool_call_id", json_string_len(tool_call_id))
+            .member("tool_name", json_string_len(tool_name))
             .member("arguments", raw_len(arguments.get()))
             .opt("parent_message_id", opt_str_len(parent_message_id))
             .end(),
@@ -95,8 +100,8 @@ fn data_size(payload: &Payload) -> Option<u64> {
             result,
             result_ref,
         }) => Obj::new()
-            .member("tool_call_id", str_len(tool_call_id))
-            .member("result", str_len(result))
+            .member("tool_call_id", json_string_len(tool_call_id))
+            .member("result", json_string_len(result))
             .opt("result_ref", opt_str_len(result_ref))
             .end(),
         Payload::ToolError(ToolError {
@@ -105,9 +110,9 @@ fn data_size(payload: &Payload) -> Option<u64> {
             message,
             retryable,
         }) => Obj::new()
-            .member("tool_call_id", str_len(tool_call_id))
-            .member("code", str_len(code))
-            .member("message", str_len(message))
+            .member("tool_call_id", json_string_len(tool_call_id))
+            .member("code", json_string_len(code))
+            .member("message", json_string_len(message))
             .member("retryable", bool_len(*retryable))
             .end(),
         // Namespaces.
@@ -116,17 +121,17 @@ fn data_size(payload: &Payload) -> Option<u64> {
             agent_name,
             parent_tool_call_id,
         }) => Obj::new()
-            .member("agent_id", str_len(agent_id))
-            .member("agent_name", str_len(agent_name))
-            .member("parent_tool_call_id", str_len(parent_tool_call_id))
+            .member("agent_id", json_string_len(agent_id))
+            .member("agent_name", json_string_len(agent_name))
+            .member("parent_tool_call_id", json_string_len(parent_tool_call_id))
             .end(),
         Payload::NamespaceExited(NamespaceExited {
             agent_id,
             parent_tool_call_id,
             outcome,
         }) => Obj::new()
-            .member("agent_id", str_len(agent_id))
-            .member("parent_tool_call_id", str_len(parent_tool_call_id))
+            .member("agent_id", json_string_len(agent_id))
+            .member("parent_tool_call_id", json_string_len(parent_tool_call_id))
             .member("outcome", name_len(outcome.as_str()))
             .end(),
         // The run.
@@ -137,8 +142,8 @@ fn data_size(payload: &Payload) -> Option<u64> {
             provider_run_id,
         }) => Obj::new()
             .opt("message_id", opt_str_len(message_id))
-            .member("harness_id", str_len(harness_id))
-            .member("adapter_version", str_len(adapter_version))
+            .member("harness_id", json_string_len(harness_id))
+            .member("adapter_version", json_string_len(adapter_version))
             .opt("provider_run_id", opt_str_len(provider_run_id))
             .end(),
         Payload::RunFinished(RunFinished {
@@ -154,7 +159,7 @@ fn data_size(payload: &Payload) -> Option<u64> {
             interrupt_id,
             reason,
         }) => Obj::new()
-            .member("interrupt_id", str_len(interrupt_id))
+            .member("interrupt_id", json_string_len(interrupt_id))
             .member("reason", name_len(reason.as_str()))
             .end(),
         Payload::RunCancelled(RunCancelled {
@@ -171,8 +176,8 @@ fn data_size(payload: &Payload) -> Option<u64> {
             retry_after_seconds,
             side_effect_status,
         }) => Obj::new()
-            .member("code", str_len(code))
-            .member("message", str_len(message))
+            .member("code", json_string_len(code))
+            .member("message", json_string_len(message))
             .member("retryable", bool_len(*retryable))
             .opt("retry_after_seconds", retry_after_seconds.map(digits))
             .member("side_effect_status", name_len(side_effect_status.as_str()))
@@ -184,8 +189,8 @@ fn data_size(payload: &Payload) -> Option<u64> {
             message,
             details,
         }) => Obj::new()
-            .member("code", str_len(code))
-            .member("message", str_len(message))
+            .member("code", json_string_len(code))
+            .member("message", json_string_len(message))
             .opt("details", details.as_ref().map(|d| raw_len(d.get())))
             .end(),
         Payload::UsageUpdated(UsageUpdated {
@@ -208,7 +213,7 @@ fn data_size(payload: &Payload) -> Option<u64> {
             model,
             metadata,
         }) => Obj::new()
-            .member("provider", str_len(provider))
+            .member("provider", json_string_len(provider))
             .opt("model", opt_str_len(model))
             .member("metadata", raw_len(metadata.get()))
             .end(),
@@ -227,9 +232,9 @@ fn interrupt_len(p: &InterruptRequested) -> u64 {
         tool_approvals,
     } = p;
     Obj::new()
-        .member("interrupt_id", str_len(interrupt_id))
+        .member("interrupt_id", json_string_len(interrupt_id))
         .member("interrupt_type", name_len(interrupt_type.as_str()))
-        .member("agent_id", str_len(agent_id))
+        .member("agent_id", json_string_len(agent_id))
         .opt("prompt", opt_str_len(prompt))
         .opt("fields", fields.as_deref().map(|f| array_len(f, field_len)))
         .opt(
@@ -254,10 +259,10 @@ fn field_len(f: &FormField) -> u64 {
         placeholder,
     } = f;
     Obj::new()
-        .member("field_name", str_len(field_name))
+        .member("field_name", json_string_len(field_name))
         .opt("field_label", opt_str_len(field_label))
         .opt("field_description", opt_str_len(field_description))
-        .member("field_type", str_len(field_type))
+        .member("field_type", json_string_len(field_type))
         .opt(
             "field_values",
             field_values.as_ref().map(|v| raw_len(v.get())),
@@ -280,8 +285,8 @@ fn approval_len(a: &ToolApproval) -> u64 {
         allowed_decisions,
     } = a;
     Obj::new()
-        .member("tool_call_id", str_len(tool_call_id))
-        .member("tool_name", str_len(tool_name))
+        .member("tool_call_id", json_string_len(tool_call_id))
+        .member("tool_name", json_string_len(tool_name))
         .member("tool_args", raw_len(tool_args.get()))
         .opt(
             "allowed_decisions",
@@ -302,7 +307,7 @@ fn thread_state_len(t: &ThreadState) -> u64 {
     Obj::new()
         .member("durability", name_len(durability.as_str()))
         .member("durable_revision", digits(*durable_revision))
-        .member("head_ref", str_len(head_ref))
+        .member("head_ref", json_string_len(head_ref))
         .end()
 }
 
@@ -352,7 +357,7 @@ fn array_len<T>(items: &[T], len: impl Fn(&T) -> u64) -> u64 {
 /// An optional string member's value size.
 #[inline]
 fn opt_str_len(s: &Option<String>) -> Option<u64> {
-    s.as_deref().map(str_len)
+    s.as_deref().map(json_string_len)
 }
 
 /// A value of one of the payloads' string enumerations (`as_str`): plain
@@ -388,13 +393,13 @@ fn f64_len(x: f64) -> u64 {
 #[inline]
 pub(crate) fn span_delta_size(event: &Event, identity: u64, id_size: u64, delta: &str) -> u64 {
     const DATA: u64 = r#"{"message_id":"#.len() as u64 + r#","delta":"#.len() as u64 + 1;
-    envelope_size(event, Some(identity)) + DATA + id_size + str_len(delta)
+    envelope_size(event, Some(identity)) + DATA + id_size + json_string_len(delta)
 }
 
 /// The JSON sizes of a run's `run_id` and `conversation_id` strings, quotes
 /// included: what [`canonical_size`] takes as `identity`.
 pub(crate) fn identity_size(run_id: &str, conversation_id: &str) -> u64 {
-    str_len(run_id) + str_len(conversation_id)
+    json_string_len(run_id) + json_string_len(conversation_id)
 }
 
 /// `{"version":1,"type":T,"run_id":R,"conversation_id":C,"sequence":N,
@@ -420,189 +425,9 @@ fn envelope_size(event: &Event, identity: Option<u64>) -> u64 {
     };
     n += digits(event.sequence);
     for (i, el) in event.namespace.iter().enumerate() {
-        n += str_len(el) + u64::from(i > 0);
+        n += json_string_len(el) + u64::from(i > 0);
     }
     n
-}
-
-/// The lane numbers of a 16-byte block.
-const LANES: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
-
-/// The escape bytes `serde_json` adds to the bytes of `block` from lane
-/// `from` on: [`escape_extra`] summed over them. Written as plain loops
-/// over a fixed-size block with no branch inside, which the compiler turns
-/// into a few vector instructions (SSE2 on x86-64, portable elsewhere): a
-/// first test for any byte to escape, then, only when there is one, the
-/// count (at most `5 * 16`, so it fits a byte). Out of line: inlined in a
-/// loop, the compiler widens the sum and loses the vector form.
-#[inline(never)]
-fn block16_escapes(block: &[u8; 16], from: u8) -> u8 {
-    let any = block.iter().fold(0u8, |any, &c| {
-        any | u8::from(c < 0x20) | u8::from(c == b'"') | u8::from(c == b'\\')
-    });
-    if any == 0 {
-        return 0;
-    }
-    block.iter().zip(LANES).fold(0u8, |sum, (&c, lane)| {
-        let quote = u8::from(c == b'"') | u8::from(c == b'\\');
-        let control = u8::from(c < 0x20);
-        // `\b \t \n \f \r` (8, 9, 10, 12, 13) take one more byte, other
-        // controls five (`\u00XX`).
-        let short = u8::from(c.wrapping_sub(8) < 6) & u8::from(c != 11);
-        let extra = (quote | control) + ((control & !short) << 2);
-        let keep = u8::from(lane >= from).wrapping_neg();
-        sum.wrapping_add(extra & keep)
-    })
-}
-
-/// Copies `N` bytes of `b` from `i` to `w` at `i` (nothing when out of
-/// range): a fixed-size move.
-#[inline(always)]
-fn put<const N: usize>(w: &mut [u8; 16], b: &[u8], i: usize) {
-    let end = i.wrapping_add(N);
-    if let (Some(d), Some(s)) = (w.get_mut(i..end), b.get(i..end)) {
-        d.copy_from_slice(s);
-    }
-}
-
-/// A string of under 16 bytes as a block, padded with `a` (never escaped):
-/// two overlapping fixed-size moves (or up to three bytes), no call.
-#[inline(always)]
-fn short_block(b: &[u8]) -> [u8; 16] {
-    let n = b.len();
-    let mut w = [b'a'; 16];
-    if n >= 8 {
-        put::<8>(&mut w, b, 0);
-        put::<8>(&mut w, b, n - 8);
-    } else if n >= 4 {
-        put::<4>(&mut w, b, 0);
-        put::<4>(&mut w, b, n - 4);
-    } else {
-        for (d, s) in w.iter_mut().zip(b) {
-            *d = *s;
-        }
-    }
-    w
-}
-
-/// The length of `s` as a JSON string written by `serde_json` (quotes
-/// included): `"` and `\` and the short control escapes take 2 bytes, other
-/// C0 controls 6 (`\u00XX`), everything else is written as is. Sixteen
-/// bytes at a time ([`block16_escapes`]), the last partial block read as the
-/// string's last sixteen bytes with the lanes already counted left out (or
-/// padded, when the string is shorter).
-///
-/// A string of [`LONG_FROM`] bytes or more (tool results, long argument
-/// fragments) is counted by [`escapes_long`] instead.
-#[inline]
-pub(crate) fn str_len(s: &str) -> u64 {
-    let b = s.as_bytes();
-    let n = b.len();
-    let len = 2 + n as u64;
-    if n >= LONG_FROM {
-        return len + escapes_long(b);
-    }
-    let Some(last) = n.checked_sub(16) else {
-        return len + u64::from(block16_escapes(&short_block(b), 0));
-    };
-    let block = |i: usize| {
-        b.get(i..i.wrapping_add(16))
-            .and_then(|w| <&[u8; 16]>::try_from(w).ok())
-    };
-    let mut extra = 0;
-    let mut i = 0;
-    while i < last {
-        if let Some(w) = block(i) {
-            extra += u64::from(block16_escapes(w, 0));
-        }
-        i += 16;
-    }
-    // The last sixteen bytes: the first `i - last` were counted above.
-    if let Some(w) = block(last) {
-        extra += u64::from(block16_escapes(w, (i - last) as u8));
-    }
-    len + extra
-}
-
-/// The length from which [`str_len`] counts with [`escapes_long`]: below
-/// it, its eight-byte words cost fewer instructions than the blocks.
-const LONG_FROM: usize = 64;
-
-/// The length from which [`str_len`] scans a string [`LONG`] bytes at a
-/// time.
-const LONG: usize = 32;
-
-/// The escape bytes `serde_json` adds to `b` (at least [`LONG`] bytes long),
-/// [`LONG`] bytes at a time: each block is first tested for a byte to
-/// escape, then, only if it has one, its escapes are counted. Both are
-/// plain loops over a fixed-size block with no branch inside, which the
-/// compiler turns into a few vector instructions (SSE2 on x86-64), a
-/// fraction of an instruction per byte. The bytes after the last whole
-/// block are tested as the string's last [`LONG`] bytes and, only if that
-/// has an escape, counted one by one.
-#[inline(never)]
-fn escapes_long(b: &[u8]) -> u64 {
-    let mut extra = 0;
-    let mut blocks = b.chunks_exact(LONG);
-    for block in &mut blocks {
-        if let Ok(block) = <&[u8; LONG]>::try_from(block) {
-            if block_has_escape(block) {
-                extra += block_escapes(block);
-            }
-        }
-    }
-    let rest = blocks.remainder();
-    if !rest.is_empty() {
-        let last = b
-            .len()
-            .checked_sub(LONG)
-            .and_then(|i| b.get(i..))
-            .and_then(|t| <&[u8; LONG]>::try_from(t).ok());
-        if last.is_none_or(block_has_escape) {
-            extra += rest.iter().map(|&c| escape_extra(c)).sum::<u64>();
-        }
-    }
-    extra
-}
-
-/// `true` when a byte of `block` is a C0 control, `"` or `\`. (Written as
-/// a maximum of flags: the compiler vectorizes it in fewer instructions
-/// than the same test with `||` or `|`, about one per byte instead of 1.4.)
-#[inline]
-fn block_has_escape(block: &[u8; LONG]) -> bool {
-    block.iter().fold(0u8, |any, &c| {
-        any.max(u8::from(c < 0x20))
-            .max(u8::from(c == b'"'))
-            .max(u8::from(c == b'\\'))
-    }) != 0
-}
-
-/// [`escape_extra`] summed over `block`, without branches (at most
-/// `5 * LONG`, so it fits a byte).
-#[inline]
-fn block_escapes(block: &[u8; LONG]) -> u64 {
-    u64::from(block.iter().fold(0u8, |sum, &c| {
-        let quote = u8::from(c == b'"' || c == b'\\');
-        // `\b \t \n \f \r` (8, 9, 10, 12, 13) take one more byte, other
-        // controls five (`\u00XX`).
-        let short = c.wrapping_sub(8) < 6 && c != 11;
-        let control = match (c < 0x20, short) {
-            (false, _) => 0,
-            (true, true) => 1,
-            (true, false) => 5,
-        };
-        sum.wrapping_add(quote + control)
-    }))
-}
-
-/// The bytes `serde_json` adds when it writes the byte `c` in a string.
-#[inline]
-fn escape_extra(c: u8) -> u64 {
-    match c {
-        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-        0..=0x1f => 5,
-        _ => 0,
-    }
 }
 
 fn digits(v: u64) -> u64 {
@@ -652,92 +477,6 @@ mod tests {
             prop_assert_eq!(canonical_size(&e, None), exact);
             let identity = identity_size(&e.run_id, &e.conversation_id);
             prop_assert_eq!(canonical_size(&e, Some(identity)), exact);
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn str_len_is_exact(
-            s in "[a-z \"\\\\\u{0}-\u{1f}\u{7f}\u{80}é😀]{0,40}",
-            t in any::<String>(),
-            long in "[a-z \"\\\\\u{0}-\u{1f}\u{7f}\u{80}é😀]{0,200}",
-            sparse in proptest::collection::vec("[a-zé😀 ]{0,40}|[\"\\\\\u{0}-\u{1f}]", 0..40)
-                .prop_map(|v| v.concat()),
-        ) {
-            for s in [&s, &t, &long, &sparse] {
-                let json = serde_json::to_string(s).unwrap_or_default();
-                prop_assert_eq!(str_len(s), json.len() as u64);
-            }
-        }
-    }
-
-    /// The plain byte-by-byte count [`str_len`]'s blocks replace.
-    fn str_len_by_bytes(s: &str) -> u64 {
-        2 + s.len() as u64 + s.bytes().map(escape_extra).sum::<u64>()
-    }
-
-    proptest! {
-        #[test]
-        fn str_len_matches_the_byte_count(
-            s in proptest::collection::vec(prop_oneof![
-                any::<char>(),
-                prop::sample::select(vec![
-                    '\0', '\u{7}', '\u{8}', '\t', '\n', '\u{b}', '\u{c}', '\r', '\u{e}',
-                    '\u{1f}', ' ', '"', '\\', '~', '\u{7f}', '\u{80}', '\u{9f}', '\u{a2}',
-                    '\u{208}', '\u{2028}', '\u{202e}', 'é', '😀', 'a',
-                ]),
-            ], 0..40).prop_map(|v| v.into_iter().collect::<String>()),
-        ) {
-            prop_assert_eq!(str_len(&s), str_len_by_bytes(&s));
-        }
-    }
-
-    #[test]
-    fn block16_escapes_every_byte_every_lane() {
-        for from in 0..=16u8 {
-            for lane in 0..16usize {
-                for v in 0..=255u8 {
-                    let mut block = [b'!'; 16];
-                    block[lane] = v;
-                    block[(lane + 5) % 16] = b'"';
-                    let want: u64 = block
-                        .iter()
-                        .skip(usize::from(from))
-                        .map(|&c| escape_extra(c))
-                        .sum();
-                    assert_eq!(
-                        u64::from(block16_escapes(&block, from)),
-                        want,
-                        "{from} {lane} {v:#x}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn str_len_every_ascii_at_every_position() {
-        // Strings of 0 to 17 bytes and a few up to 72 (under eight, whole
-        // words, a partial last word; under `LONG`, whole blocks, a partial
-        // last block), each ASCII character and a few others at each
-        // position, among bytes next to the escaped ones.
-        let others = ['é', '😀', '\u{7f}', '\u{80}'];
-        for n in (0..=17usize).chain([31, 32, 33, 39, 40, 47, 63, 64, 65, 72]) {
-            for at in 0..n.max(1) {
-                for c in ('\0'..='\u{7f}').chain(others) {
-                    let s: String = (0..n)
-                        .map(|i| {
-                            if i == at {
-                                c
-                            } else {
-                                ['!', '#', '[', ']'][i % 4]
-                            }
-                        })
-                        .collect();
-                    let json = serde_json::to_string(&s).unwrap_or_default();
-                    assert_eq!(str_len(&s), json.len() as u64, "{s:?}");
-                }
-            }
         }
     }
 

@@ -10,7 +10,8 @@ use lce_types::{
 use crate::options::{Mode, ValidatorOptions};
 use crate::registry::{Closable, Registry, same_str};
 use crate::rule::{Rule, Violation, safe_id};
-use crate::size::{canonical_size, identity_size, span_delta_size, str_len};
+use crate::size::{canonical_size, identity_size, span_delta_size};
+use lce_wire::json_string_len;
 
 /// A namespace's number, unique in the run (never reused, so a closed span
 /// or call never matches a later namespace); 0 is root.
@@ -778,7 +779,7 @@ impl RunValidator {
                     Span {
                         ns,
                         open: true,
-                        id_size: str_len(&s.message_id),
+                        id_size: json_string_len(&s.message_id),
                     },
                 );
                 if text {

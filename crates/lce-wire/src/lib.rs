@@ -14,6 +14,9 @@
 //!   and comments, refusing CR/LF injection and leaving no partial frame on
 //!   error.
 //! - [`truncate_display`]: the 2000-code-point cut of tool results.
+//! - [`json_string_len`]: how long a string is as compact JSON, without
+//!   writing it (the validator's size rule), and [`block`], the padding the
+//!   16-byte text scans here and in `lce-sanitize` share.
 //! - [`hold`]: the D13 tool-start holding shared by both DA encoders (the
 //!   one part of this crate that knows canonical events).
 //!
@@ -21,11 +24,13 @@
 //! the byte writers themselves know nothing of events, only of bytes.
 //! Nothing here panics on any input, and there is no `unsafe`.
 
+pub mod block;
 mod error;
 mod escape;
 mod float;
 pub mod hold;
 mod key;
+mod len;
 mod opaque;
 pub mod sse;
 mod truncate;
@@ -34,6 +39,7 @@ mod writer;
 pub use error::{EncodeError, WireError};
 pub use float::{write_compact_float, write_py_float};
 pub use key::Key;
+pub use len::json_string_len;
 pub use sse::{
     write_comment, write_data_frame, write_data_json, write_event_frame, write_event_json,
 };
