@@ -278,6 +278,8 @@ pub(crate) struct SharedIds {
     pub(crate) run_id: LastId,
     pub(crate) conversation_id: LastId,
     pub(crate) message_id: LastId,
+    /// The date and minute of the last timestamp in the usual form.
+    pub(crate) minute: crate::timestamp::LastMinute,
 }
 
 /// One remembered id.

@@ -32,7 +32,7 @@ use crate::payload::{
     ProviderMetadata, Role, SpanDelta, SpanFinished, SpanStarted, ToolArgumentsDelta, ToolError,
     ToolFinished, ToolStarted, Warning,
 };
-use crate::timestamp::Timestamp;
+use crate::timestamp::{LastMinute, Timestamp};
 
 /// `true` for the bytes that end a run of plain string content: `"`, `\`
 /// and the control characters JSON forbids in strings.
@@ -570,7 +570,7 @@ fn parse_canonical(c: &mut Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
     c.lit(b",\"sequence\":")?;
     let sequence = c.uint()?;
     c.lit(b",\"timestamp\":")?;
-    let timestamp = match timestamp_ms_utc(c) {
+    let timestamp = match timestamp_ms_utc(c, &mut ids.minute) {
         Some(t) => t,
         None => Timestamp::parse(&c.string()?).ok()?,
     };
@@ -694,13 +694,15 @@ fn shared_id(c: &mut Cursor<'_>, last: &mut LastId, nonempty: bool) -> Option<Ar
 /// most producers write), read without scanning for its end; `None`, with
 /// the cursor unmoved, for anything else. The 24 bytes are only accepted
 /// when they parse as a date-time, whose characters never need escaping,
-/// so they are the whole string.
+/// so they are the whole string. The date and minute come from `minute`
+/// when they are the last timestamp's ([`Timestamp::parse_ms_utc`]).
 #[inline]
-fn timestamp_ms_utc(c: &mut Cursor<'_>) -> Option<Timestamp> {
+fn timestamp_ms_utc(c: &mut Cursor<'_>, minute: &mut LastMinute) -> Option<Timestamp> {
     if c.peek() != Some(b'"') || c.b.get(c.i + 25) != Some(&b'"') {
         return None;
     }
-    let t = Timestamp::parse_ascii(c.b.get(c.i + 1..c.i + 25)?)?;
+    let b: &[u8; 24] = c.b.get(c.i + 1..c.i + 25)?.try_into().ok()?;
+    let t = Timestamp::parse_ms_utc(b, minute)?;
     c.i += 26;
     Some(t)
 }

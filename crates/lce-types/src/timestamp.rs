@@ -110,6 +110,38 @@ impl Timestamp {
         })
     }
 
+    /// [`Timestamp::parse_ascii`] of the 24-byte form most producers write,
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, reusing the date, hour and minute of
+    /// `last` when the first 17 bytes are the same as its: then only the
+    /// seconds and milliseconds are read. Anything else (another form, or a
+    /// tail that does not read as `SS.mmmZ`) is parsed whole, and remembered
+    /// in `last` when it has that form. The result is always
+    /// `parse_ascii(b)`'s.
+    #[inline]
+    pub(crate) fn parse_ms_utc(b: &[u8; 24], last: &mut LastMinute) -> Option<Self> {
+        let (prefix, tail) = b.split_at(17);
+        let Some((second, millis)) = ms_utc_tail(tail) else {
+            return Timestamp::parse_ascii(b);
+        };
+        let secs = match last.minute {
+            Some((ref p, base)) if p[..] == *prefix => base + i64::from(second),
+            _ => {
+                let t = Timestamp::parse_ascii(b)?;
+                let mut p = [0u8; 17];
+                p.copy_from_slice(prefix);
+                last.minute = Some((p, t.secs - i64::from(second)));
+                return Some(t);
+            }
+        };
+        // The prefix was checked when it was remembered, the tail just now:
+        // all ASCII, and the same date-time `parse_rfc3339` would read.
+        Some(Timestamp {
+            text: Text::from_ascii(b)?,
+            secs,
+            nanos: millis * 1_000_000,
+        })
+    }
+
     /// The timestamp of `secs` seconds and `nanos` nanoseconds after the Unix
     /// epoch, written as UTC with nanosecond precision trimmed of zeros.
     pub fn from_unix(secs: i64, nanos: u32) -> Option<Self> {
@@ -330,6 +362,33 @@ fn fits(x: u64, (mask, want, add, dmask): (u64, u64, u64, u64)) -> bool {
 #[inline(always)]
 fn pairs(d: u64) -> u64 {
     d.wrapping_mul(10).wrapping_add(d >> 8)
+}
+
+/// The date, hour and minute (`YYYY-MM-DDTHH:MM:`, 17 bytes) of the last
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` timestamp [`Timestamp::parse_ms_utc`] parsed
+/// whole, with its seconds since the epoch at second `00`. Consecutive
+/// events of a stream mostly share them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LastMinute {
+    minute: Option<([u8; 17], i64)>,
+}
+
+/// The second (`0..=59`) and milliseconds of `SS.mmmZ` (or `z`), as
+/// [`parse_rfc3339`] reads them; `None` for any other 7 bytes.
+#[inline]
+fn ms_utc_tail(t: &[u8]) -> Option<(u32, u32)> {
+    let &[s1, s2, b'.', m1, m2, m3, b'Z' | b'z'] = t else {
+        return None;
+    };
+    let d = |c: u8| {
+        let v = c.wrapping_sub(b'0');
+        (v < 10).then_some(u32::from(v))
+    };
+    let second = d(s1)? * 10 + d(s2)?;
+    if second > 59 {
+        return None;
+    }
+    Some((second, d(m1)? * 100 + d(m2)? * 10 + d(m3)?))
 }
 
 fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
@@ -576,6 +635,69 @@ mod tests {
         // Same instant, other text: not equal (the text is part of it).
         assert_eq!(a.unix_millis(), b.unix_millis());
         assert_ne!(a, b);
+    }
+
+    proptest! {
+        /// Whatever the remembered minute, `parse_ms_utc` gives what
+        /// `parse_ascii` gives: for valid 24-byte timestamps in and across
+        /// minutes, and for every byte of them changed to anything.
+        #[test]
+        fn parse_ms_utc_is_parse_ascii(
+            steps in proptest::collection::vec(
+                (
+                    0usize..4,
+                    prop_oneof![0u32..62, 55u32..62],
+                    prop_oneof![0u32..1000, 0u32..10],
+                    0usize..24,
+                    any::<u8>(),
+                    any::<bool>(),
+                ),
+                1..24,
+            ),
+        ) {
+            let minutes = [
+                "2026-08-17T09:00:", "2026-08-17T09:01:", "2024-02-29T23:59:",
+                "2026-02-29T00:00:",
+            ];
+            let mut last = LastMinute::default();
+            for (m, second, millis, at, byte, mutate) in steps {
+                let text = format!("{}{second:02}.{millis:03}Z", minutes[m]);
+                let mut b: [u8; 24] = text.as_bytes().try_into().unwrap();
+                if mutate {
+                    b[at] = byte;
+                }
+                prop_assert_eq!(
+                    Timestamp::parse_ms_utc(&b, &mut last),
+                    Timestamp::parse_ascii(&b),
+                    "{:?}", String::from_utf8_lossy(&b)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn parse_ms_utc_reuses_the_minute_only_when_its_bytes_match() {
+        let mut last = LastMinute::default();
+        let first = Timestamp::parse_ms_utc(b"2026-08-17T09:00:59.999Z", &mut last).unwrap();
+        assert!(last.minute.is_some());
+        let next = Timestamp::parse_ms_utc(b"2026-08-17T09:00:00.001z", &mut last).unwrap();
+        assert_eq!(next.unix_millis(), first.unix_millis() - 59_998);
+        assert_eq!(next.as_str(), "2026-08-17T09:00:00.001z");
+        // Same minute bytes, seconds out of range or not a millisecond tail:
+        // parsed whole, and refused like `parse_ascii` refuses them.
+        for bad in [
+            b"2026-08-17T09:00:60.000Z",
+            b"2026-08-17T09:00:0a.000Z",
+            b"2026-08-17T09:00:00.12Zx",
+        ] {
+            assert_eq!(Timestamp::parse_ms_utc(bad, &mut last), None);
+        }
+        // A new minute is parsed whole and remembered.
+        let other = Timestamp::parse_ms_utc(b"2026-08-17T10:00:00.000Z", &mut last).unwrap();
+        assert_eq!(
+            other.unix_millis(),
+            first.unix_millis() + 3_600_001 - 60_000
+        );
     }
 
     #[test]
