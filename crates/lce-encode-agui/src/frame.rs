@@ -27,18 +27,13 @@ pub(crate) fn da_frame(
 
 /// Writes a DA `agui` frame whose members are `type`, then `members` (all
 /// strings), then `timestamp`: the bytes [`da_frame`] would write, the whole
-/// object through one [`JsonWriter::members`] call.
+/// object through one [`JsonWriter::object`] call (one stage, one copy).
 pub(crate) fn flat_frame(
     dst: &mut BytesMut,
     name: &Key,
     members: &[Member<'_>],
 ) -> Result<(), WireError> {
-    write_event_json(dst, name, Style::PY_UTF8, |w| {
-        w.begin_object();
-        w.members(members)?;
-        w.end_object();
-        Ok(())
-    })
+    write_event_json(dst, name, Style::PY_UTF8, |w| w.object(members))
 }
 
 /// `da_flat!(dst, "NAME", ts, "key" => value, ...)`: [`flat_frame`] with the
