@@ -169,6 +169,10 @@ mod tests {
             for s in [&s, &t, &long, &sparse] {
                 let json = serde_json::to_string(s).unwrap_or_default();
                 prop_assert_eq!(json_string_len(s), json.len() as u64);
+                // And what this crate writes in the compact style.
+                let mut out = bytes::BytesMut::new();
+                crate::write_json_string(&mut out, s, crate::Style::Compact);
+                prop_assert_eq!(json_string_len(s), out.len() as u64);
             }
         }
     }

@@ -20,8 +20,9 @@
 //! - [`hold`]: the D13 tool-start holding shared by both DA encoders (the
 //!   one part of this crate that knows canonical events).
 //!
-//! Dependencies: `bytes`, `thiserror` and `lce-types` (for [`hold`] only);
-//! the byte writers themselves know nothing of events, only of bytes.
+//! Dependencies: `bytes`, `memchr`, `thiserror` and `lce-types` (for
+//! [`hold`] only); the byte writers themselves know nothing of events, only
+//! of bytes.
 //! Nothing here panics on any input, and there is no `unsafe`.
 
 pub mod block;
