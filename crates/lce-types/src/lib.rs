@@ -13,8 +13,9 @@
 //! range-checked, floats finite. Errors say what and where, never the payload.
 //!
 //! May depend on: `serde` (with `rc`, for the shared ids), `serde_json`
-//! (with `raw_value`), `serde_path_to_error` and `thiserror`. No other lce
-//! crate, no async.
+//! (with `raw_value`), `serde_path_to_error`, `thiserror` and `simdutf8`
+//! (the fast parser's UTF-8 check of long strings). No other lce crate, no
+//! async.
 //!
 //! ```
 //! use lce_types::{Event, EventType, Payload};
