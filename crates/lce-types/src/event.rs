@@ -249,22 +249,23 @@ impl EventParser {
 
     /// Parses one canonical event from bytes (see [`Event::from_slice`]).
     pub fn parse_slice(&mut self, bytes: &[u8]) -> Result<Event, ParseError> {
-        // Only acceptance is decided by the fast path, which checks UTF-8
-        // string by string; anything else (errors included) is left to the
-        // UTF-8 check of the whole line and the serde path, unchanged.
-        if let Some(event) = crate::fast::parse(bytes, &mut self.ids) {
-            return Ok(event);
-        }
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            ParseError::new(ParseErrorKind::InvalidUtf8, "$", "input is not valid UTF-8")
-                .at_offset(e.valid_up_to())
-        })?;
-        Event::from_json_serde(text, &mut self.ids)
+        // The line is checked whole with simdutf8's accept-only check
+        // (vector instructions; one pass instead of one per string), and
+        // only a line it refuses is checked again by the standard library
+        // for the offset the error reports.
+        let text = match simdutf8::basic::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => std::str::from_utf8(bytes).map_err(|e| {
+                ParseError::new(ParseErrorKind::InvalidUtf8, "$", "input is not valid UTF-8")
+                    .at_offset(e.valid_up_to())
+            })?,
+        };
+        self.parse_json(text)
     }
 
     /// Parses one canonical event from a JSON text (see [`Event::from_json`]).
     pub fn parse_json(&mut self, text: &str) -> Result<Event, ParseError> {
-        if let Some(event) = crate::fast::parse(text.as_bytes(), &mut self.ids) {
+        if let Some(event) = crate::fast::parse(text, &mut self.ids) {
             return Ok(event);
         }
         Event::from_json_serde(text, &mut self.ids)

@@ -50,25 +50,31 @@ static STRING_SPECIAL: [bool; 256] = {
 
 /// A position in the line being parsed.
 ///
-/// The line is bytes not yet known to be UTF-8: outside strings the parser
-/// accepts only ASCII it expects, and each string is checked as it is
-/// taken ([`Cursor::utf8`]), so the whole line is never validated apart
-/// (ids matched against a remembered literal are not checked at all: the
-/// literal is valid text).
+/// The line is text (checked whole before, see [`parse`]); the parser works
+/// on its bytes and takes a string's content as a slice of the text between
+/// two ASCII bytes (quotes, backslashes), which are always character
+/// boundaries.
 pub(crate) struct Cursor<'a> {
+    s: &'a str,
     b: &'a [u8],
     i: usize,
 }
 
 impl<'a> Cursor<'a> {
-    /// `b[start..end]` as text, if valid UTF-8. `simdutf8`'s accept-only
-    /// check: vector instructions on strings of 64 bytes and more (tool
-    /// arguments and results, mostly; -9% of a `tools` pipeline), the
-    /// standard library's check below that. A string it refuses makes the
-    /// fast path give up, and the whole line's check reports the error.
+    /// A cursor at the start of `line`.
+    pub(crate) fn new(line: &'a str) -> Self {
+        Cursor {
+            s: line,
+            b: line.as_bytes(),
+            i: 0,
+        }
+    }
+
+    /// `b[start..end]` as text: `None` only if out of range (or, which the
+    /// parser never asks for, not on character boundaries).
     #[inline]
     fn utf8(&self, start: usize, end: usize) -> Option<&'a str> {
-        simdutf8::basic::from_utf8(self.b.get(start..end)?).ok()
+        self.s.get(start..end)
     }
 
     #[inline]
@@ -430,9 +436,9 @@ impl<'a> Cursor<'a> {
     /// A payload read by its serde `Deserialize`, from the cursor on; the
     /// cursor is on its `{`.
     pub(crate) fn serde_value<T: serde::Deserialize<'a>>(&mut self) -> Option<T> {
-        // serde_json checks the UTF-8 of what it reads from bytes.
-        let rest = self.b.get(self.i..)?;
-        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<T>();
+        // From the text: serde_json does not check its UTF-8 again.
+        let rest = self.s.get(self.i..)?;
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<T>();
         let value = stream.next()?.ok()?;
         self.i += stream.byte_offset();
         Some(value)
@@ -543,9 +549,9 @@ const TIMESTAMP_BIT: u8 = 1 << 5;
 const NAMESPACE_BIT: u8 = 1 << 6;
 const DATA_BIT: u8 = 1 << 7;
 
-/// Parses `text` as the serde path would, or gives up with `None`.
-pub(crate) fn parse(line: &[u8], ids: &mut SharedIds) -> Option<Event> {
-    let mut c = Cursor { b: line, i: 0 };
+/// Parses `line` as the serde path would, or gives up with `None`.
+pub(crate) fn parse(line: &str, ids: &mut SharedIds) -> Option<Event> {
+    let mut c = Cursor::new(line);
     if let Some(event) = parse_canonical(&mut c, ids) {
         return Some(event);
     }
@@ -945,25 +951,16 @@ mod tests {
         let slow = Event::from_json_serde(line, &mut SharedIds::default());
         // The canonical-order path only takes what the general loop takes,
         // with the same value.
-        let mut c = Cursor {
-            b: line.as_bytes(),
-            i: 0,
-        };
+        let mut c = Cursor::new(line);
         let canonical = parse_canonical(&mut c, &mut SharedIds::default());
-        let general = parse_any_order(
-            Cursor {
-                b: line.as_bytes(),
-                i: 0,
-            },
-            &mut SharedIds::default(),
-        );
+        let general = parse_any_order(Cursor::new(line), &mut SharedIds::default());
         if canonical.is_some() {
             prop_assert_eq!(&canonical, &general, "{}", line);
         }
         if let Some(g) = &general {
             prop_assert_eq!(Ok(g), slow.as_ref(), "{}", line);
         }
-        match parse(line.as_bytes(), &mut SharedIds::default()) {
+        match parse(line, &mut SharedIds::default()) {
             None => Ok(false),
             Some(fast) => {
                 prop_assert_eq!(Ok(&fast), slow.as_ref(), "{}", line);
@@ -979,8 +976,8 @@ mod tests {
         let warm_up = canonical("text.delta", r#"{"message_id":"m","delta":"d"}"#);
         let slow = Event::from_json_serde(line, &mut SharedIds::default());
         let mut ids = SharedIds::default();
-        prop_assert!(parse(warm_up.as_bytes(), &mut ids).is_some());
-        if let Some(fast) = parse(line.as_bytes(), &mut ids) {
+        prop_assert!(parse(&warm_up, &mut ids).is_some());
+        if let Some(fast) = parse(line, &mut ids) {
             prop_assert_eq!(Ok(&fast), slow.as_ref(), "{}", line);
         }
         // The public parser, errors included, as a fresh parse.
@@ -1143,10 +1140,7 @@ mod tests {
             let slow_ok = Event::from_json_serde(&l, &mut SharedIds::default()).is_ok();
             // Every valid line in the usual member order is accepted here.
             assert_eq!(agrees(&l).unwrap(), slow_ok, "{l}");
-            let mut c = Cursor {
-                b: l.as_bytes(),
-                i: 0,
-            };
+            let mut c = Cursor::new(&l);
             // ... and by the canonical-order path.
             assert_eq!(
                 parse_canonical(&mut c, &mut SharedIds::default()).is_some(),
@@ -1166,7 +1160,7 @@ mod tests {
             "text.delta",
             r#"{"message_id":"m","delta":"d"}"#,
         );
-        assert!(parse(l.as_bytes(), &mut SharedIds::default()).is_none());
+        assert!(parse(&l, &mut SharedIds::default()).is_none());
         assert!(Event::from_json(&l).is_ok());
     }
 
@@ -1628,10 +1622,7 @@ mod tests {
         // Valid values the scan takes are taken by the fast path itself.
         for v in ["{\"n\":1e308}", "{\"a\":[[[]]],\"b\":{\"a\":{}}}", "{ }"] {
             let l = opaque_line(0, v);
-            let mut c = Cursor {
-                b: l.as_bytes(),
-                i: 0,
-            };
+            let mut c = Cursor::new(&l);
             assert!(
                 parse_canonical(&mut c, &mut SharedIds::default()).is_some(),
                 "{l}"
@@ -1701,9 +1692,9 @@ mod tests {
                 vec![0xf4, 0x90, 0x80, 0x80], vec![0xe2, 0x82], vec![0xf0, 0x9f, 0x98],
             ]),
         ) {
-            // The fast path checks UTF-8 string by string, not the line:
-            // wherever the bad bytes land (in an id, a delta, an opaque
-            // value, between members), the result is the whole line's.
+            // Wherever the bad bytes land (in an id, a delta, an opaque
+            // value, between members), the result is the whole line's check
+            // and its located error, cold and with remembered ids.
             let line = if tool {
                 opaque_line(ty, &value)
             } else {
