@@ -56,18 +56,19 @@ static STRING_SPECIAL: [bool; 256] = {
 /// boundaries.
 pub(crate) struct Cursor<'a> {
     s: &'a str,
-    b: &'a [u8],
     i: usize,
 }
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `line`.
     pub(crate) fn new(line: &'a str) -> Self {
-        Cursor {
-            s: line,
-            b: line.as_bytes(),
-            i: 0,
-        }
+        Cursor { s: line, i: 0 }
+    }
+
+    /// The line's bytes.
+    #[inline]
+    fn b(&self) -> &'a [u8] {
+        self.s.as_bytes()
     }
 
     /// `b[start..end]` as text: `None` only if out of range (or, which the
@@ -79,7 +80,7 @@ impl<'a> Cursor<'a> {
 
     #[inline]
     fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
+        self.b().get(self.i).copied()
     }
 
     /// Skips JSON whitespace (the four characters serde_json skips).
@@ -103,7 +104,7 @@ impl<'a> Cursor<'a> {
     /// Index of the next special string byte at or after `from`.
     #[inline]
     fn special_from(&self, from: usize) -> Option<usize> {
-        find_string_special(self.b, from)
+        find_string_special(self.b(), from)
     }
 
     /// `true`, past it, when the cursor is on the key `"name"` (`name`
@@ -112,10 +113,10 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn eat_key<const N: usize>(&mut self, name: &[u8; N]) -> bool {
         let at = self.i;
-        let Some(got) = self.b.get(at + 1..at + N + 1) else {
+        let Some(got) = self.b().get(at + 1..at + N + 1) else {
             return false;
         };
-        if self.b[at] == b'"' && got == name && self.b.get(at + N + 1) == Some(&b'"') {
+        if self.b()[at] == b'"' && got == name && self.b().get(at + N + 1) == Some(&b'"') {
             self.i = at + N + 2;
             true
         } else {
@@ -127,7 +128,7 @@ impl<'a> Cursor<'a> {
     /// compare).
     #[inline]
     fn lit<const N: usize>(&mut self, s: &[u8; N]) -> Option<()> {
-        let got: &[u8; N] = self.b.get(self.i..self.i + N)?.try_into().ok()?;
+        let got: &[u8; N] = self.b().get(self.i..self.i + N)?.try_into().ok()?;
         if got == s {
             self.i += N;
             Some(())
@@ -151,7 +152,7 @@ impl<'a> Cursor<'a> {
         self.eat(b'"')?;
         let start = self.i;
         let end = self.special_from(start)?;
-        if self.b[end] == b'"' {
+        if self.b()[end] == b'"' {
             self.i = end + 1;
             return self.utf8(start, end).map(Cow::Borrowed);
         }
@@ -165,11 +166,11 @@ impl<'a> Cursor<'a> {
         // The decoded text is never longer than the rest of the line: one
         // allocation instead of a doubling one (up to a few KiB), trimmed
         // below when the line goes on well past the string.
-        let mut out = String::with_capacity((self.b.len() - start).min(at - start + 4096));
+        let mut out = String::with_capacity((self.b().len() - start).min(at - start + 4096));
         let mut run = start;
         loop {
             out.push_str(self.utf8(run, at)?);
-            match self.b[at] {
+            match self.b()[at] {
                 b'"' => {
                     self.i = at + 1;
                     if out.capacity() - out.len() > 256 {
@@ -178,7 +179,7 @@ impl<'a> Cursor<'a> {
                     return Some(out);
                 }
                 b'\\' => {
-                    let e = *self.b.get(at + 1)?;
+                    let e = *self.b().get(at + 1)?;
                     at += 2;
                     match e {
                         b'"' => out.push('"'),
@@ -190,16 +191,16 @@ impl<'a> Cursor<'a> {
                         b'r' => out.push('\r'),
                         b't' => out.push('\t'),
                         b'u' => {
-                            let hi = hex4(self.b, at)?;
+                            let hi = hex4(self.b(), at)?;
                             at += 4;
                             let cp = match hi {
                                 0xD800..=0xDBFF => {
-                                    if self.b.get(at) != Some(&b'\\')
-                                        || self.b.get(at + 1) != Some(&b'u')
+                                    if self.b().get(at) != Some(&b'\\')
+                                        || self.b().get(at + 1) != Some(&b'u')
                                     {
                                         return None;
                                     }
-                                    let lo = hex4(self.b, at + 2)?;
+                                    let lo = hex4(self.b(), at + 2)?;
                                     if !(0xDC00..=0xDFFF).contains(&lo) {
                                         return None;
                                     }
@@ -236,7 +237,7 @@ impl<'a> Cursor<'a> {
             self.i += 1;
         }
         let n = self.i - start;
-        if n == 0 || (n > 1 && self.b[start] == b'0') {
+        if n == 0 || (n > 1 && self.b()[start] == b'0') {
             return None;
         }
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) || v > MAX_SEQUENCE {
@@ -360,12 +361,12 @@ impl<'a> Cursor<'a> {
         self.eat(b'"')?;
         let start = self.i;
         let end = self.special_from(start)?;
-        if self.b[end] != b'"' {
+        if self.b()[end] != b'"' {
             return None;
         }
         self.i = end + 1;
         self.colon()?;
-        Some(&self.b[start..end])
+        Some(&self.b()[start..end])
     }
 
     /// The members of an object, each handed to `member` with its key and
@@ -418,7 +419,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn json_object(&mut self) -> Option<JsonObject> {
         let start = self.i;
-        let end = crate::opaque::scan_valid(self.b, start)?;
+        let end = crate::opaque::scan_valid(self.b(), start)?;
         let object = JsonObject::from_valid(self.utf8(start, end)?)?;
         self.i = end;
         Some(object)
@@ -590,7 +591,7 @@ fn parse_canonical(c: &mut Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
     let payload = parse_payload(c, ty, ids)?;
     c.eat(b'}')?;
     c.ws();
-    if c.i != c.b.len() {
+    if c.i != c.b().len() {
         return None;
     }
     check_payload(&payload).ok()?;
@@ -649,7 +650,7 @@ fn parse_any_order(mut c: Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
         }
     }
     c.ws();
-    if c.i != c.b.len() || seen != u8::MAX {
+    if c.i != c.b().len() || seen != u8::MAX {
         return None;
     }
     let payload = payload?;
@@ -667,9 +668,9 @@ fn parse_any_order(mut c: Cursor<'_>, ids: &mut SharedIds) -> Option<Event> {
 /// The envelope member whose key is at the cursor, as its bit.
 #[inline]
 fn envelope_key(c: &mut Cursor<'_>) -> Option<u8> {
-    let (found, bit) = match c.b.get(c.i + 1)? {
+    let (found, bit) = match c.b().get(c.i + 1)? {
         b'v' => (c.eat_key(b"version"), VERSION_BIT),
-        b't' if c.b.get(c.i + 2) == Some(&b'y') => (c.eat_key(b"type"), TYPE_BIT),
+        b't' if c.b().get(c.i + 2) == Some(&b'y') => (c.eat_key(b"type"), TYPE_BIT),
         b't' => (c.eat_key(b"timestamp"), TIMESTAMP_BIT),
         b'r' => (c.eat_key(b"run_id"), RUN_ID_BIT),
         b'c' => (c.eat_key(b"conversation_id"), CONVERSATION_ID_BIT),
@@ -686,7 +687,7 @@ fn envelope_key(c: &mut Cursor<'_>) -> Option<u8> {
 /// at all; `nonempty` for the envelope ids.
 #[inline]
 fn shared_id(c: &mut Cursor<'_>, last: &mut LastId, nonempty: bool) -> Option<Arc<str>> {
-    if let Some((id, n)) = last.at_start_of(c.b.get(c.i..)?) {
+    if let Some((id, n)) = last.at_start_of(c.b().get(c.i..)?) {
         if !(nonempty && id.is_empty()) {
             c.i += n;
             return Some(id);
@@ -708,10 +709,10 @@ fn shared_id(c: &mut Cursor<'_>, last: &mut LastId, nonempty: bool) -> Option<Ar
 /// when they are the last timestamp's ([`Timestamp::parse_ms_utc`]).
 #[inline]
 fn timestamp_ms_utc(c: &mut Cursor<'_>, minute: &mut LastMinute) -> Option<Timestamp> {
-    if c.peek() != Some(b'"') || c.b.get(c.i + 25) != Some(&b'"') {
+    if c.peek() != Some(b'"') || c.b().get(c.i + 25) != Some(&b'"') {
         return None;
     }
-    let b: &[u8; 24] = c.b.get(c.i + 1..c.i + 25)?.try_into().ok()?;
+    let b: &[u8; 24] = c.b().get(c.i + 1..c.i + 25)?.try_into().ok()?;
     let t = Timestamp::parse_ms_utc(b, minute)?;
     c.i += 26;
     Some(t)
