@@ -27,8 +27,11 @@
 //!   rendered ([`Action::Emit`]).
 //! - Live streams (D13a): when the upstream has no event ready,
 //!   [`ToolStartHold::release_ready`] releases every held call whose
-//!   arguments already form one complete JSON object, so a running tool is
-//!   never hidden while it runs. Input read from a file is always ready: a
+//!   arguments are settled: given non-empty at start, or streamed deltas
+//!   that already form one complete JSON object. So a running tool is never
+//!   hidden while it runs, and a start frame never carries arguments that a
+//!   later delta changes: a call given `{}` (D6: arguments to be streamed)
+//!   stays held until its deltas complete or its next non-delta event. Input read from a file is always ready: a
 //!   file-driven encoder never calls it and its output is deterministic.
 //! - Empty deltas (`text.delta`, `reasoning.delta`, `tool.arguments.delta`
 //!   with `""`) are dropped before anything else (D7): they are not events
@@ -156,6 +159,20 @@ impl ArgsSource {
     /// `true` when the arguments came as `tool.arguments.delta`s.
     pub fn is_streamed(&self) -> bool {
         matches!(self.repr, ArgsRepr::Streamed { .. })
+    }
+
+    /// `true` when a live stream may show these arguments now (D13a): they
+    /// are complete and no later delta can change them. Arguments given at
+    /// start are settled unless they are `{}` (D6: how a harness announces
+    /// that its arguments stream as deltas); streamed arguments once they
+    /// form one complete object ([`is_complete`](Self::is_complete)). A
+    /// call given `{}` that never streams is released at its next non-delta
+    /// event, like every held call.
+    pub fn is_settled(&self) -> bool {
+        match &self.repr {
+            ArgsRepr::Given(o) => !o.is_empty_object(),
+            ArgsRepr::Streamed { .. } => self.is_complete(),
+        }
     }
 }
 
@@ -372,12 +389,14 @@ impl ToolStartHold {
 
     /// D13a, for live streams only: call when the upstream has no event
     /// ready. Releases, in start order, every held call whose arguments are
-    /// already complete; calls still receiving deltas stay held.
+    /// settled ([`ArgsSource::is_settled`]); calls given `{}` and calls still
+    /// receiving deltas stay held, so a start frame never carries arguments
+    /// that a later delta changes.
     pub fn release_ready(&mut self) -> std::vec::Drain<'_, Released> {
         self.out.clear();
         let mut i = 0;
         while i < self.held.len() {
-            if self.held.get(i).is_some_and(|h| h.args.is_complete()) {
+            if self.held.get(i).is_some_and(|h| h.args.is_settled()) {
                 self.out.push(self.held.remove(i));
             } else {
                 i += 1;
@@ -685,7 +704,7 @@ mod tests {
     }
 
     #[test]
-    fn release_ready_releases_only_complete_calls() {
+    fn release_ready_releases_only_settled_calls() {
         let mut r = Run::new();
         let mut h = ToolStartHold::new();
         let _ = feed(&mut h, &r.start("a", "{}"));
@@ -693,17 +712,38 @@ mod tests {
         let _ = feed(&mut h, &r.start("b", r#"{"x":1}"#));
         let _ = feed(&mut h, &r.start("c", "{}"));
         let ids: Vec<_> = h.release_ready().map(|r| r.tool_call_id).collect();
-        // c has no delta yet: its `{}` given at start is complete.
-        assert_eq!(ids, ["b", "c"]);
+        // c has no delta yet: `{}` announces streamed arguments (D6, D13a
+        // amended), so it is not settled and stays held.
+        assert_eq!(ids, ["b"]);
         let _ = feed(&mut h, &r.delta("a", "1}"));
         let ids: Vec<_> = h.release_ready().map(|r| r.tool_call_id).collect();
         assert_eq!(ids, ["a"]);
+        assert_eq!(h.held_len(), 1);
+        // Once released, a rejection is an ordinary event (and c, never
+        // streamed, goes out with its `{}` at this first non-delta event).
+        let (action, rel) = feed_full(&mut h, &r.error("a", TOOL_REJECTED));
+        assert_eq!(action, Action::Emit);
+        assert_eq!(rel.len(), 1);
+        assert_eq!(rel[0].tool_call_id, "c");
+        assert_eq!(rel[0].args.json(), "{}");
         assert!(h.is_empty());
-        // Once released, a rejection is an ordinary event.
-        assert_eq!(
-            feed(&mut h, &r.error("a", TOOL_REJECTED)),
-            (Action::Emit, vec![])
-        );
+    }
+
+    #[test]
+    fn a_start_given_empty_arguments_waits_for_its_deltas_while_idle() {
+        // The live bug of issue 16: `{}` released at the first idle moment
+        // sent `"args": {}` and lost the deltas that followed.
+        let mut r = Run::new();
+        let mut h = ToolStartHold::new();
+        let _ = feed(&mut h, &r.start("a", "{}"));
+        assert_eq!(h.release_ready().count(), 0);
+        let _ = feed(&mut h, &r.delta("a", r#"{"title": "#));
+        assert_eq!(h.release_ready().count(), 0);
+        let _ = feed(&mut h, &r.delta("a", r#""x"}"#));
+        let rel: Vec<_> = h.release_ready().collect();
+        assert_eq!(rel.len(), 1);
+        assert_eq!(rel[0].args.json(), r#"{"title": "x"}"#);
+        assert!(rel[0].args.is_settled());
     }
 
     #[test]
