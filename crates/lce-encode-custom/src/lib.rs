@@ -16,7 +16,7 @@
 //! | `tool.finished` | `tool_end{tool_call_id, namespace[, result]}` (result cut to 2000 code points, omitted when empty) |
 //! | `tool.error` | `tool_end{tool_call_id, namespace, error: "ERROR: " + message}` (never cut) |
 //! | `warning` | `warning{message, namespace: []}` |
-//! | `interrupt.requested` | `input_required` (form or approval), then silence |
+//! | `interrupt.requested` | `input_required` (form or approval), written when `run.interrupted` is accepted (D4a), then silence |
 //! | `run.error` | `error{error}` |
 //! | `run.finished` | `done{}` |
 //! | everything else | nothing (`run.cancelled` closes silently) |
@@ -25,7 +25,18 @@
 //! duplicate starts a resumed run re-emits before a `tool_rejected` error are
 //! never shown (D13). The starts still held go out before any other frame,
 //! even before the silence of `run.cancelled`. Nothing is written after a run
-//! terminal or after `input_required`.
+//! terminal.
+//!
+//! An interrupt is shown only once it holds (D4a): the `input_required`
+//! frame is rendered at `interrupt.requested` but kept back until
+//! `run.interrupted` (which the coordinator forwards only after the interrupt
+//! commit, rule 14). Nothing is written between the two (the close events
+//! the contract allows there have no frame after an interrupt, as in DA), so
+//! a valid run's bytes are DA's. When the run ends any other way instead (a
+//! failed commit, a violation, closure: `run.error`; cancellation:
+//! `run.cancelled`) the kept frame is dropped and the client gets that
+//! terminal's frame (`error`, or the silent close), never an interrupt it
+//! could not resume.
 //!
 //! Errors ([`EncodeError`]) never carry payload text. On error nothing of the
 //! failing call is left in the buffer.
@@ -84,7 +95,10 @@ pub use lce_wire::EncodeError;
 enum State {
     /// Frames go out.
     Open,
-    /// `input_required` was sent, or a run terminal was seen: silence.
+    /// `interrupt.requested` was seen: nothing goes out until the run's
+    /// terminal, whose frame decides the interrupt's fate (D4a).
+    Interrupting,
+    /// A run terminal was seen: silence.
     Closed,
 }
 
@@ -105,8 +119,8 @@ pub(crate) struct Decision<'a> {
     pub(crate) released: std::vec::Drain<'a, Released>,
     /// Whether the event's own frame (if its type has one) is written.
     pub(crate) emit: bool,
-    /// Whether the stream falls silent once the event's frame is out
-    /// (`input_required`, a run terminal): call [`FrameCore::close`] then.
+    /// Whether the stream falls silent once the event's frame is out (a run
+    /// terminal): call [`FrameCore::close`] then.
     pub(crate) closes: bool,
 }
 
@@ -122,33 +136,38 @@ impl FrameCore {
         self.state == State::Closed
     }
 
-    /// The decision for `event`; `None` once the stream is silent.
+    /// The decision for `event`; `None` while the stream is silent (after
+    /// a terminal, and between an interrupt and its terminal).
     pub(crate) fn decide(&mut self, event: &Event) -> Option<Decision<'_>> {
-        if self.state == State::Closed {
-            return None;
+        let terminal = event.event_type().is_terminal();
+        match self.state {
+            State::Closed => return None,
+            // The close events the contract allows before `run.interrupted`
+            // have no frame once an interrupt was asked for; the terminal
+            // decides what the client sees. Nothing was held meanwhile: the
+            // interrupt itself released every held start.
+            State::Interrupting if !terminal => return None,
+            State::Interrupting | State::Open => {}
         }
-        let closes = match &event.payload {
-            Payload::InterruptRequested(i) => matches!(
+        if let Payload::InterruptRequested(i) = &event.payload {
+            if matches!(
                 i.interrupt_type,
                 InterruptType::FormInput | InterruptType::ToolApproval
-            ),
-            Payload::RunError(_)
-            | Payload::RunFinished(_)
-            | Payload::RunCancelled(_)
-            | Payload::RunInterrupted(_) => true,
-            _ => false,
-        };
+            ) {
+                self.state = State::Interrupting;
+            }
+        }
         let step = self.hold.feed(event);
         Some(Decision {
             emit: step.action == Action::Emit,
             released: step.released,
-            closes,
+            closes: terminal,
         })
     }
 
     /// D13a: the held starts that may go out now (none once silent).
     pub(crate) fn release_ready(&mut self) -> Option<std::vec::Drain<'_, Released>> {
-        if self.state == State::Closed {
+        if self.state != State::Open {
             return None;
         }
         Some(self.hold.release_ready())
@@ -185,6 +204,8 @@ pub(crate) fn content_text(event: &Event) -> Option<&str> {
 pub struct CustomSseEncoder {
     options: CustomOptions,
     core: FrameCore,
+    /// The `input_required` frame kept back until `run.interrupted` (D4a).
+    interrupt_frame: BytesMut,
 }
 
 const STYLE: Style = Style::PY_ASCII;
@@ -195,6 +216,7 @@ impl CustomSseEncoder {
         CustomSseEncoder {
             options,
             core: FrameCore::new(),
+            interrupt_frame: BytesMut::new(),
         }
     }
 
@@ -204,7 +226,7 @@ impl CustomSseEncoder {
     }
 
     /// `true` once the stream is over for the client: after a run terminal
-    /// or after `input_required`.
+    /// (`input_required` goes out with `run.interrupted`, D4a).
     pub fn is_closed(&self) -> bool {
         self.core.is_closed()
     }
@@ -261,8 +283,22 @@ impl CustomSseEncoder {
         if !emit {
             return Ok(());
         }
-        self.render(event, dst)?;
+        match &event.payload {
+            // D4a: kept back until the run's terminal says it holds.
+            Payload::InterruptRequested(_) => {
+                let mut frame = std::mem::take(&mut self.interrupt_frame);
+                frame.clear();
+                let r = self.render(event, &mut frame);
+                self.interrupt_frame = frame;
+                r?;
+            }
+            Payload::RunInterrupted(_) => dst.extend_from_slice(&self.interrupt_frame),
+            _ => self.render(event, dst)?,
+        }
         if closes {
+            // Any other terminal drops a kept interrupt: the client gets
+            // that terminal's frame instead.
+            self.interrupt_frame.clear();
             self.core.close();
         }
         Ok(())

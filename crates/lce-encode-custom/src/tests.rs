@@ -153,7 +153,14 @@ fn approval_input_required_single() {
 #[test]
 fn approval_input_required_many_lists_all_last() {
     let mut r = Run::new();
-    let events = vec![r.ev("interrupt.requested", &[], &approval(2))];
+    let events = vec![
+        r.ev("interrupt.requested", &[], &approval(2)),
+        r.ev(
+            "run.interrupted",
+            &[],
+            r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
+        ),
+    ];
     let got = encode_all(CustomOptions::default(), &events);
     assert_eq!(
         got,
@@ -214,6 +221,114 @@ fn close_events_after_input_required_are_silent() {
     assert!(got.starts_with("event: tool_start\n"), "{got}");
     assert_eq!(got.matches("event: ").count(), 2, "{got}");
     assert!(!got.contains("done"));
+}
+
+/// The frames written after each event, one string per event.
+fn encode_each(events: &[Event]) -> Vec<String> {
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    events
+        .iter()
+        .map(|e| {
+            let mut out = BytesMut::new();
+            enc.encode_event(e, &mut out).unwrap();
+            String::from_utf8(out.to_vec()).unwrap()
+        })
+        .collect()
+}
+
+const TOOL_START_0: &str = "event: tool_start\ndata: {\"tool_name\": \"delete_file\", \"tool_call_id\": \"toolu_0\", \"args\": {\"path\": \"/tmp/a\"}, \"namespace\": []}\n\n";
+const INPUT_REQUIRED: &str = "event: input_required\ndata: {\"type\": \"tool_approval\", \"interrupt_id\": \"toolu_9\", \"agent\": \"ops\", \"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"allowed_decisions\": [\"approve\", \"edit\", \"reject\"]}\n\n";
+
+/// A run that asks for approval and then ends with `last` (after a close
+/// event), frame by frame.
+fn interrupt_then(last: (&str, &str)) -> Vec<String> {
+    let mut r = Run::new();
+    let events = vec![
+        r.ev(
+            "tool.started",
+            &[],
+            r#"{"tool_call_id":"toolu_0","tool_name":"delete_file","arguments":{"path":"/tmp/a"}}"#,
+        ),
+        r.ev("interrupt.requested", &[], &approval(1)),
+        r.ev("text.finished", &[], r#"{"message_id":"m"}"#),
+        r.ev(last.0, &[], last.1),
+    ];
+    encode_each(&events)
+}
+
+#[test]
+fn d4a_input_required_goes_out_with_run_interrupted() {
+    let frames = interrupt_then((
+        "run.interrupted",
+        r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
+    ));
+    // The held start goes out at the interrupt; the interrupt itself only
+    // once run.interrupted is accepted; the bytes are DA's.
+    assert_eq!(
+        frames,
+        [
+            String::new(),
+            TOOL_START_0.into(),
+            String::new(),
+            INPUT_REQUIRED.into()
+        ]
+    );
+}
+
+#[test]
+fn d4a_an_error_instead_of_run_interrupted_never_shows_the_interrupt() {
+    // A failed interrupt commit, a violation or closure: the coordinator's
+    // run.error takes the place of run.interrupted.
+    let frames = interrupt_then((
+        "run.error",
+        r#"{"code":"thread_durability_uncertain","message":"State could not be saved.","retryable":false,"side_effect_status":"possible"}"#,
+    ));
+    assert_eq!(
+        frames,
+        [
+            String::new(),
+            TOOL_START_0.into(),
+            String::new(),
+            "event: error\ndata: {\"error\": \"State could not be saved.\"}\n\n".into()
+        ]
+    );
+}
+
+#[test]
+fn d4a_cancellation_instead_of_run_interrupted_closes_silently() {
+    let frames = interrupt_then((
+        "run.cancelled",
+        r#"{"reason":"client_request","side_effect_status":"possible"}"#,
+    ));
+    assert_eq!(
+        frames,
+        [
+            String::new(),
+            TOOL_START_0.into(),
+            String::new(),
+            String::new()
+        ]
+    );
+    assert!(!frames.concat().contains("input_required"));
+}
+
+#[test]
+fn d4a_nothing_after_the_terminal_and_no_done_after_an_interrupt() {
+    let mut r = Run::new();
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    let mut out = BytesMut::new();
+    for (ty, data) in [
+        ("interrupt.requested", approval(1)),
+        (
+            "run.interrupted",
+            r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#.to_owned(),
+        ),
+        ("run.finished", r#"{"outcome":"success"}"#.to_owned()),
+    ] {
+        enc.encode_event(&r.ev(ty, &[], &data), &mut out).unwrap();
+    }
+    assert_eq!(&out[..], INPUT_REQUIRED.as_bytes());
+    assert!(enc.is_closed());
 }
 
 #[test]
