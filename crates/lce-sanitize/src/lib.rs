@@ -41,6 +41,7 @@ mod log;
 mod redact;
 mod sanitize;
 mod text;
+mod trace;
 
 pub use adapter_error::{AdapterError, AdapterErrorKind};
 pub use lce_types::Limits;
@@ -50,7 +51,7 @@ pub use limits::{
     limit_keys, load_limits, load_limits_from_process_env, validate_limits,
 };
 pub use log::LOG_TARGET;
-pub use redact::{REDACTED, STACK_TRACE_REMOVED, redact, redact_counted};
+pub use redact::{REDACTED, redact, redact_counted};
 pub use sanitize::{CleanReport, RejectKind, Rejection, Sanitized, Sanitizer, check_f64};
 pub use text::{
     contains_forbidden_in_name, find_replaced_in_display, is_bidi_control, is_forbidden_in_name,

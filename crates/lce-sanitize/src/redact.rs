@@ -6,11 +6,10 @@
 
 use std::borrow::Cow;
 
+use crate::trace::remove_stack_traces;
+
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
-
-/// What replaces a run of stack-trace lines (one line per run).
-pub const STACK_TRACE_REMOVED: &str = "[stack trace removed]";
 
 /// How many times the pass is repeated at most until nothing changes.
 const MAX_PASSES: usize = 4;
@@ -21,12 +20,12 @@ const MAX_PASSES: usize = 4;
 /// Recognised (details in `docs/sanitation.md`):
 /// - private keys: `-----BEGIN ... PRIVATE KEY-----` through the matching
 ///   `-----END ... -----` (or the end of the text);
-/// - stack traces: Python (`Traceback (most recent call last):`,
-///   `File "...", line N` and the indented source lines after it),
-///   Java/JavaScript (indented `at ...` frames with a `:line` location,
-///   `... N more`, `Caused by:` inside a trace), Rust (`panicked at`,
-///   `stack backtrace:`, numbered frames), Go (`goroutine N [...]:`): each
-///   run of such lines becomes one `[stack trace removed]` line;
+/// - stack traces (Python, Java, JavaScript, Go, Rust): each is removed
+///   whole, header, frames and final exception line included, with no
+///   marker; the text before it stays (without a dangling `: `), text after
+///   a blank line that is not trace stays, and when nothing is left the
+///   result is the safe message of the `internal` adapter error (the rules
+///   are in the `trace` module and `docs/sanitation.md`);
 /// - header values: `Authorization`, `Proxy-Authorization`, `Cookie`,
 ///   `Set-Cookie`, `X-Api-Key` followed by `:` or `=` (to the end of the
 ///   line or the closing quote);
@@ -48,8 +47,8 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     redact_counted(text).0
 }
 
-/// [`redact`], also returning how many secrets and stack-trace runs were
-/// replaced (0 when the text is returned borrowed).
+/// [`redact`], also returning how many secrets and stack traces were
+/// replaced or removed (0 when the text is returned borrowed).
 pub fn redact_counted(text: &str) -> (Cow<'_, str>, u32) {
     let mut cur: Cow<'_, str> = Cow::Borrowed(text);
     let mut total: u32 = 0;
@@ -67,8 +66,8 @@ pub fn redact_counted(text: &str) -> (Cow<'_, str>, u32) {
 fn redact_pass(s: &str) -> (String, u32) {
     let mut n = 0;
     let a = redact_pem(s, &mut n);
-    let b = redact_stack_traces(&a, &mut n);
-    let c = redact_tokens(&b, &mut n);
+    let b = remove_stack_traces(&a, &mut n);
+    let c = redact_tokens(b.as_deref().unwrap_or(&a), &mut n);
     (c, n)
 }
 
@@ -111,79 +110,6 @@ fn redact_pem(s: &str, n: &mut u32) -> String {
     }
     out.push_str(sub(s, pos, s.len()));
     out
-}
-
-// ---------------------------------------------------------- stack traces
-
-fn has_location(t: &str) -> bool {
-    let b = t.as_bytes();
-    b.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit())
-        || t.contains("Native Method")
-        || t.contains("Unknown Source")
-        || t.contains("(native)")
-        || t.contains("<anonymous>")
-}
-
-/// A line that is a stack-trace line on its own.
-fn is_stack_line(line: &str) -> bool {
-    let t = line.trim_start();
-    let indented = t.len() < line.len();
-    let te = t.trim_end();
-    te.starts_with("Traceback (most recent call last)")
-        || (te.starts_with("File \"") && te.contains("\", line "))
-        || (indented && te.starts_with("at ") && has_location(te))
-        || te.contains("panicked at ")
-        || te.starts_with("stack backtrace:")
-        || te.starts_with("note: run with `RUST_BACKTRACE")
-        || (te.starts_with("goroutine ") && te.ends_with("]:"))
-        || (te.starts_with("... ") && te.ends_with(" more"))
-}
-
-/// A line that continues a stack trace already started.
-fn continues_stack(line: &str) -> bool {
-    let t = line.trim_start();
-    let indented = t.len() < line.len();
-    let te = t.trim_end();
-    if te.is_empty() {
-        return false;
-    }
-    indented
-        || te.starts_with("Caused by: ")
-        || (te.ends_with(')')
-            && te.split('(').next().is_some_and(|f| !f.contains(' '))
-            && te.contains('('))
-}
-
-fn redact_stack_traces(s: &str, n: &mut u32) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut in_block = false;
-    let mut block_newline = false;
-    for line in s.split_inclusive('\n') {
-        let content = line.strip_suffix('\n').unwrap_or(line);
-        let content = content.strip_suffix('\r').unwrap_or(content);
-        if is_stack_line(content) || (in_block && continues_stack(content)) {
-            in_block = true;
-            block_newline = line.ends_with('\n');
-            continue;
-        }
-        if in_block {
-            close_block(&mut out, block_newline, n);
-            in_block = false;
-        }
-        out.push_str(line);
-    }
-    if in_block {
-        close_block(&mut out, block_newline, n);
-    }
-    out
-}
-
-fn close_block(out: &mut String, newline: bool, n: &mut u32) {
-    out.push_str(STACK_TRACE_REMOVED);
-    if newline {
-        out.push('\n');
-    }
-    *n += 1;
 }
 
 // ---------------------------------------------------------------- tokens
@@ -603,13 +529,16 @@ mod tests {
     #[test]
     fn stack_traces() {
         let py = "boom\nTraceback (most recent call last):\n  File \"/app/x.py\", line 3, in f\n    raise ValueError()\nValueError: bad\n";
-        assert_eq!(r(py), "boom\n[stack trace removed]\nValueError: bad\n");
+        assert_eq!(redact_counted(py), (Cow::Owned("boom".to_owned()), 1));
         let js = "Error: x\n    at foo (/app/a.js:10:5)\n    at Object.<anonymous> (/app/b.js:1:1)";
-        assert_eq!(r(js), "Error: x\n[stack trace removed]");
+        assert_eq!(r(js), "An internal error occurred.");
         let rs = "thread 'main' panicked at src/main.rs:2:5:\nboom\nstack backtrace:\n   0: rust_begin_unwind\n             at /rustc/x/panicking.rs:652:5\n";
+        assert_eq!(r(rs), "An internal error occurred.");
+        // Secrets around a trace are still redacted, each counted.
+        let mixed = "token=abc123 upstream: Traceback (most recent call last):\n  File \"/x.py\", line 1, in f\nKeyError: 'k'";
         assert_eq!(
-            r(rs),
-            "[stack trace removed]\nboom\n[stack trace removed]\n"
+            redact_counted(mixed),
+            (Cow::Owned("token=[REDACTED] upstream".to_owned()), 2)
         );
     }
 }

@@ -170,7 +170,8 @@ pub struct CleanReport {
     pub truncated_fields: u32,
     /// Bytes removed by those cuts.
     pub truncated_bytes: u64,
-    /// Secrets and stack-trace runs replaced in messages (D20).
+    /// Secrets replaced and stack traces removed in messages (D20): one
+    /// per secret, one per trace (a chained trace counts once).
     pub redactions: u32,
     /// `provider.metadata` keys dropped (not allowlisted, not scalar, value
     /// too large, or beyond `metadata_keys`).
