@@ -1,6 +1,12 @@
 //! `lce check`: is every line a well-formed canonical event, and does the run
 //! keep the contract's state-machine rules?
 //!
+//! Each FILE (or `-`, stdin; no FILE is stdin) is one run, checked on its
+//! own, in the order given (stdin at most once). A file that cannot be read
+//! is reported (`lce: cannot open FILE: ...`, `lce: FILE: read error: ...`)
+//! and the others are still checked; the exit status is then 2. Otherwise it
+//! is 1 when any file has a problem, else 0.
+//!
 //! Lines are parsed first (parse errors are reported per line, as before);
 //! each event that parses is then fed to [`lce_validate::RunValidator`].
 //! By default the first violation ends the state-machine checks (later events
@@ -17,62 +23,281 @@
 //! caught however long ago it closed. `--window N` remembers only the last
 //! `N` closed ids of each kind, as the coordinator does (bounded memory for
 //! very long inputs; docs/validation.md, "Closed ids").
+//!
+//! Messages go to stderr, each file's parse errors then its violations:
+//! - a broken rule: `FILE:LINE: seq S: rule R (name): message`;
+//! - a line that is not a canonical event, where the parser located it:
+//!   `FILE:LINE:COLUMN: message` (the column counts characters from 1),
+//!   then the line's excerpt (at most 80 characters around the column,
+//!   control characters escaped; see `crate::excerpt`) and a caret under the
+//!   column, each indented by two spaces. A JSON syntax error reads
+//!   `syntax error: DETAIL`; other kinds keep `KIND at PATH: DETAIL`.
+//! - any other malformed line: `FILE:LINE: KIND at PATH: DETAIL`.
+//!
+//! The excerpt is the user's own input shown back to them; the library's
+//! errors (and so the server's logs and `lce encode`'s messages) stay
+//! payload-free.
+//!
+//! `--json` writes one report object per FILE to stdout, one per line (JSON
+//! Lines), in the order given, instead of the messages: for one FILE the
+//! output is exactly one object, as before this took several files:
+//! `{"file","lines","events","ok","errors":[{line,kind,path,offset,message}],
+//! "violations":[{line,sequence,rule,rule_name,event_type,message}]}`; a FILE
+//! that could not be read is `{"file","ok":false,"io_error"}`.
+//!
+//! `--summary` ends the output with one line on stdout:
+//! `summary: F files, R runs, E events, P problems` (singular for 1, and
+//! `F files (U unreadable)` when some could not be read). Runs are the inputs
+//! read to their end (each FILE is one run: the tool does not split a file
+//! by run id); events the lines that parsed; problems the messages above
+//! (parse errors and broken rules). With `--json` it is one more object:
+//! `{"summary":{"files","unreadable","runs","events","problems","ok"}}`.
 
-use std::ffi::OsString;
+use std::cell::RefCell;
+use std::io::{self, BufRead, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::rc::Rc;
 
-use lce_types::EventLines;
+use lce_types::{DEFAULT_MAX_LINE_BYTES, EventLines, ParseError, ParseErrorKind};
 use lce_validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions, Violation};
 
+use crate::excerpt::{Excerpt, excerpt};
 use crate::{UsageError, input};
 
-/// Runs `lce check`; `Ok(true)` when the input was accepted.
-pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut json = false;
-    let mut all = false;
+/// What `lce check --help` shows after the options.
+const AFTER_HELP: &str = "\
+Each FILE is one run, checked on its own; `-` (or no FILE) is stdin.
+Problems go to stderr: `FILE:LINE: seq S: rule R (name): message` for a broken
+rule; `FILE:LINE:COLUMN: message`, an excerpt of the line and a caret for a
+line that is not a canonical event.
+Exit status: 0 all accepted, 1 a problem in any FILE, 2 usage error or a FILE
+that could not be read (the other files are still checked).
+
+Examples:
+  lce check run.jsonl
+  lce check --all --summary runs/*.jsonl
+  adapter | lce check --adapter -";
+
+/// Report malformed lines and broken state-machine rules.
+///
+/// Every line must be a well-formed canonical event, and each run must keep
+/// the contract's state-machine rules. Closed ids are remembered exactly
+/// unless `--window` bounds them.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// Write one JSON report per FILE to stdout instead.
+    ///
+    /// One object per line (JSON Lines), in the order given; for one FILE,
+    /// exactly the single object of earlier versions. An unreadable FILE is
+    /// `{"file", "ok": false, "io_error"}`.
+    #[arg(long)]
+    json: bool,
+    /// List every violation, not only the first.
+    ///
+    /// After a broken rule, go on as if the event had been dropped (D8);
+    /// later violations may be consequences of earlier ones.
+    #[arg(long)]
+    all: bool,
+    /// Check an adapter's output (rule 13 is skipped).
+    ///
+    /// Before the coordinator, `run.finished` need not carry committed
+    /// `thread_state`: the coordinator replaces it (D10a).
+    #[arg(long)]
+    adapter: bool,
+    /// The harness is ephemeral: no `thread_state` (rule 13).
+    ///
+    /// Nothing was committed, so `run.finished` must come without
+    /// `thread_state`.
+    #[arg(long)]
+    ephemeral: bool,
+    /// Check tool arguments against DIR/<tool_name>.schema.json.
+    #[arg(long, value_name = "DIR")]
+    schemas: Option<PathBuf>,
+    /// Remember only the last N closed ids of each kind.
+    ///
+    /// As the coordinator does: memory stays bounded, but a restart of an id
+    /// closed more than N ids ago is not caught. Default: every id.
+    #[arg(long, value_name = "N")]
+    window: Option<usize>,
+    /// End with one line: files, runs, events, problems.
+    ///
+    /// `summary: F files, R runs, E events, P problems` on stdout (each FILE
+    /// read to its end is one run); with --json, one more object
+    /// `{"summary": {...}}`.
+    #[arg(long)]
+    summary: bool,
+    /// Runs to check, as canonical JSON Lines; `-` is stdin [default: -].
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+/// What one FILE held.
+struct Report {
+    name: String,
+    lines: u64,
+    events: u64,
+    /// Parse errors, with their excerpt where located (text output only).
+    errors: Vec<(ParseError, Option<Excerpt>)>,
+    violations: Vec<(u64, Violation)>,
+}
+
+impl Report {
+    fn ok(&self) -> bool {
+        self.errors.is_empty() && self.violations.is_empty()
+    }
+
+    fn problems(&self) -> usize {
+        self.errors.len() + self.violations.len()
+    }
+}
+
+/// Runs `lce check`.
+pub(crate) fn run(args: Args) -> Result<ExitCode, UsageError> {
     let mut options = ValidatorOptions::new().exact();
-    let mut file: Option<String> = None;
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("json") => json = true,
-            Long("all") => all = true,
-            Long("ephemeral") => options = options.ephemeral(true),
-            Long("window") => {
-                let n = parser.value()?.string()?;
-                let n = n
-                    .parse::<usize>()
-                    .map_err(|_| UsageError(format!("--window: not a count: {n}")))?;
-                options = options.closed_window(n);
+    if args.ephemeral {
+        options = options.ephemeral(true);
+    }
+    if let Some(n) = args.window {
+        options = options.closed_window(n);
+    }
+    if args.adapter {
+        options = options.mode(Mode::Adapter);
+    }
+    if let Some(dir) = &args.schemas {
+        let schemas = ToolSchemas::from_dir(dir)
+            .map_err(|e| UsageError(format!("--schemas {}: {e}", dir.display())))?;
+        options = options.schemas(schemas);
+    }
+    let files: Vec<Option<PathBuf>> = if args.files.is_empty() {
+        vec![None]
+    } else {
+        args.files.into_iter().map(Some).collect()
+    };
+    if files
+        .iter()
+        .filter(|f| input::is_stdin(f.as_deref()))
+        .count()
+        > 1
+    {
+        return Err(UsageError("stdin (`-`) can be checked only once".into()));
+    }
+
+    let (mut unreadable, mut runs, mut events, mut problems) = (0usize, 0usize, 0u64, 0usize);
+    for file in &files {
+        match check_file(file.as_deref(), &options, args.all, !args.json) {
+            Ok(report) => {
+                runs += 1;
+                events += report.events;
+                problems += report.problems();
+                if args.json {
+                    println!("{}", json_report(&report));
+                } else {
+                    print_report(&report);
+                }
             }
-            Long("adapter") => options = options.mode(Mode::Adapter),
-            Long("schemas") => {
-                let dir = parser.value()?.string()?;
-                let schemas = ToolSchemas::from_dir(&dir)
-                    .map_err(|e| UsageError(format!("--schemas {dir}: {e}")))?;
-                options = options.schemas(schemas);
+            Err(UsageError(msg)) => {
+                unreadable += 1;
+                eprintln!("lce: {msg}");
+                if args.json {
+                    let name = file.as_deref().filter(|f| !input::is_stdin(Some(f)));
+                    let name =
+                        name.map_or_else(|| "<stdin>".to_owned(), |f| f.display().to_string());
+                    let report = serde_json::json!({
+                        "file": name,
+                        "ok": false,
+                        "io_error": msg,
+                    });
+                    println!("{report}");
+                }
             }
-            Value(v) if file.is_none() => file = Some(v.string()?),
-            other => return Err(other.unexpected().into()),
         }
     }
-    let input = input::open(file.as_deref())?;
-    let mut lines = EventLines::new(input.reader);
-    let mut problems = Vec::new();
-    let mut violations: Vec<(u64, Violation)> = Vec::new();
-    let mut validator = RunValidator::new(options);
+    if args.summary {
+        if args.json {
+            let summary = serde_json::json!({ "summary": {
+                "files": files.len(),
+                "unreadable": unreadable,
+                "runs": runs,
+                "events": events,
+                "problems": problems,
+                "ok": unreadable == 0 && problems == 0,
+            }});
+            println!("{summary}");
+        } else {
+            println!(
+                "{}",
+                summary_line(files.len(), unreadable, runs, events, problems)
+            );
+        }
+    }
+    Ok(if unreadable > 0 {
+        ExitCode::from(2)
+    } else if problems > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `summary: 2 files, 2 runs, 57 events, 1 problem`.
+fn summary_line(
+    files: usize,
+    unreadable: usize,
+    runs: usize,
+    events: u64,
+    problems: usize,
+) -> String {
+    let count = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let unreadable = if unreadable > 0 {
+        format!(" ({unreadable} unreadable)")
+    } else {
+        String::new()
+    };
+    format!(
+        "summary: {}{unreadable}, {}, {}, {}",
+        count(files as u64, "file"),
+        count(runs as u64, "run"),
+        count(events, "event"),
+        count(problems as u64, "problem")
+    )
+}
+
+/// Checks one input as one run. `excerpts`: keep what the parse errors'
+/// lines hold (for the text messages).
+fn check_file(
+    path: Option<&std::path::Path>,
+    options: &ValidatorOptions,
+    all: bool,
+    excerpts: bool,
+) -> Result<Report, UsageError> {
+    let input = input::open(path)?;
+    let name = input.name;
+    let kept = Rc::new(RefCell::new(Kept::default()));
+    let mut lines = EventLines::new(LastLine {
+        inner: input.reader,
+        kept: kept.clone(),
+    });
+    let mut report = Report {
+        name,
+        lines: 0,
+        events: 0,
+        errors: Vec::new(),
+        violations: Vec::new(),
+    };
+    let mut validator = RunValidator::new(options.clone());
     // State-machine checks run until a malformed line, or the first
     // violation without `--all`.
     let mut validating = true;
-    let mut events = 0u64;
     while let Some(item) = lines.next_line().transpose() {
-        match item.map_err(|e| UsageError(format!("{}: read error: {e}", input.name)))? {
+        match item.map_err(|e| UsageError(format!("{}: read error: {e}", report.name)))? {
             Ok(event) => {
-                events += 1;
+                report.events += 1;
                 if validating {
                     let line = lines.line();
                     if let Err(v) = validator.push(&event) {
-                        violations.push((line, v));
+                        report.violations.push((line, v));
                         if all {
                             validator.clear_failure();
                         } else {
@@ -82,71 +307,274 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
                 }
             }
             Err(e) => {
-                problems.push(e);
+                let excerpt = match (excerpts, e.offset, kept.borrow().line()) {
+                    (true, Some(offset), Some(text)) => {
+                        // serde_json puts the end of input on the last
+                        // character it read; the line ended after it.
+                        let at_end = e.kind == ParseErrorKind::Syntax
+                            && e.detail == "unexpected end of input";
+                        Some(excerpt(text, if at_end { text.len() } else { offset }))
+                    }
+                    _ => None,
+                };
+                report.errors.push((e, excerpt));
                 validating = false;
             }
         }
     }
+    report.lines = lines.line();
     if validating {
         if let Err(v) = validator.finish() {
-            violations.push((lines.line(), v));
+            report.violations.push((lines.line(), v));
         }
     }
-    let ok = problems.is_empty() && violations.is_empty();
-    if json {
-        let errors: Vec<serde_json::Value> = problems
-            .iter()
-            .map(|e| {
-                serde_json::json!({
-                    "line": e.line,
-                    "kind": e.kind.as_str(),
-                    "path": e.path,
-                    "offset": e.offset,
-                    "message": without_line(e),
-                })
-            })
-            .collect();
-        let violations: Vec<serde_json::Value> = violations
-            .iter()
-            .map(|(line, v)| {
-                serde_json::json!({
-                    "line": line,
-                    "sequence": v.sequence,
-                    "rule": v.rule.id(),
-                    "rule_name": v.rule.name(),
-                    "event_type": v.event_type.map(|t| t.as_str()),
-                    "message": v.message,
-                })
-            })
-            .collect();
-        let report = serde_json::json!({
-            "file": input.name,
-            "lines": lines.line(),
-            "events": events,
-            "ok": ok,
-            "errors": errors,
-            "violations": violations,
-        });
-        println!("{report}");
-    } else {
-        for e in &problems {
-            eprintln!(
-                "{}:{}: {}",
-                input.name,
-                e.line.unwrap_or(0),
-                without_line(e)
-            );
-        }
-        for (line, v) in &violations {
-            eprintln!("{}:{}: {}", input.name, line, v);
+    Ok(report)
+}
+
+/// A file's problems on stderr.
+fn print_report(report: &Report) {
+    let name = &report.name;
+    for (e, excerpt) in &report.errors {
+        let line = e.line.unwrap_or(0);
+        match excerpt {
+            Some(x) => {
+                let what = if e.kind == ParseErrorKind::Syntax {
+                    if e.detail.is_empty() {
+                        "syntax error".to_owned()
+                    } else {
+                        format!("syntax error: {}", e.detail)
+                    }
+                } else {
+                    let mut e = e.clone();
+                    e.line = None;
+                    e.offset = None;
+                    e.to_string()
+                };
+                eprintln!(
+                    "{name}:{line}:{}: {what}\n  {}\n  {}",
+                    x.column, x.text, x.caret
+                );
+            }
+            None => eprintln!("{name}:{line}: {}", without_line(e)),
         }
     }
-    Ok(ok)
+    for (line, v) in &report.violations {
+        eprintln!("{name}:{line}: {v}");
+    }
+}
+
+/// A file's report as one JSON object (the shape `lce check --json` has
+/// always had for one file).
+fn json_report(report: &Report) -> serde_json::Value {
+    let errors: Vec<serde_json::Value> = report
+        .errors
+        .iter()
+        .map(|(e, _)| {
+            serde_json::json!({
+                "line": e.line,
+                "kind": e.kind.as_str(),
+                "path": e.path,
+                "offset": e.offset,
+                "message": without_line(e),
+            })
+        })
+        .collect();
+    let violations: Vec<serde_json::Value> = report
+        .violations
+        .iter()
+        .map(|(line, v)| {
+            serde_json::json!({
+                "line": line,
+                "sequence": v.sequence,
+                "rule": v.rule.id(),
+                "rule_name": v.rule.name(),
+                "event_type": v.event_type.map(|t| t.as_str()),
+                "message": v.message,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "file": report.name,
+        "lines": report.lines,
+        "events": report.events,
+        "ok": report.ok(),
+        "errors": errors,
+        "violations": violations,
+    })
 }
 
 /// The error's text without its `line N:` prefix (the line is reported apart).
-pub(crate) fn without_line(e: &lce_types::ParseError) -> String {
+pub(crate) fn without_line(e: &ParseError) -> String {
     let mut e = e.clone();
     e.line = None;
     e.to_string()
+}
+
+/// A reader that keeps a copy of the last line it gave out, so a parse
+/// error can be shown in its line. [`EventLines`] reads through
+/// `fill_buf`/`consume` and consumes a line to its end before it returns
+/// it, so after each `next_line` the [`Kept`] holds that line.
+struct LastLine<R> {
+    inner: R,
+    kept: Rc<RefCell<Kept>>,
+}
+
+/// The lines a [`LastLine`] keeps.
+///
+/// Memory is bounded: a line longer than [`EventLines`]' own bound (which
+/// it reports as `line_too_long`, unlocated) is not kept.
+#[derive(Default)]
+struct Kept {
+    /// The line being consumed (no newline seen yet).
+    current: Vec<u8>,
+    /// `current` outgrew the bound and was dropped.
+    overflow: bool,
+    /// The last line consumed with its newline.
+    last: Vec<u8>,
+    last_overflow: bool,
+}
+
+/// Bytes of one line kept at most: `EventLines`' bound and a `\r\n`.
+const KEEP_MAX: usize = DEFAULT_MAX_LINE_BYTES + 2;
+
+impl Kept {
+    /// The last line given out (a last line without a newline included),
+    /// without its line ending; `None` when it was too long to keep.
+    fn line(&self) -> Option<&[u8]> {
+        let (line, overflow) = if self.current.is_empty() && !self.overflow {
+            (&self.last, self.last_overflow)
+        } else {
+            (&self.current, self.overflow)
+        };
+        if overflow {
+            return None;
+        }
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
+    }
+
+    /// The line being consumed cannot be kept.
+    fn lose(&mut self) {
+        self.overflow = true;
+        self.current = Vec::new();
+    }
+
+    fn keep(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let (part, done) = match memchr::memchr(b'\n', bytes) {
+                Some(i) => (&bytes[..=i], true),
+                None => (bytes, false),
+            };
+            if !self.overflow {
+                if self.current.len() + part.len() > KEEP_MAX {
+                    self.lose();
+                } else {
+                    self.current.extend_from_slice(part);
+                }
+            }
+            if done {
+                // Swap, not take: both buffers keep their capacity.
+                std::mem::swap(&mut self.last, &mut self.current);
+                self.current.clear();
+                self.last_overflow = std::mem::take(&mut self.overflow);
+            }
+            bytes = &bytes[part.len()..];
+        }
+    }
+}
+
+impl<R: BufRead> Read for LastLine<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for LastLine<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        // What is consumed was handed out by `fill_buf`, so the inner buffer
+        // holds it and this `fill_buf` does no I/O (`BufRead::fill_buf` reads
+        // only when the buffer is empty).
+        if amt > 0 {
+            let mut kept = self.kept.borrow_mut();
+            match self.inner.fill_buf() {
+                Ok(buf) if buf.len() >= amt => kept.keep(&buf[..amt]),
+                // Never with a `BufRead` that keeps its contract; should it
+                // happen, the line is not shown rather than shown wrong.
+                _ => kept.lose(),
+            }
+        }
+        self.inner.consume(amt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Every line `EventLines` reads, as the `LastLine` under it kept it.
+    fn kept_lines(input: &[u8], capacity: usize) -> Vec<Option<Vec<u8>>> {
+        let kept = Rc::new(RefCell::new(Kept::default()));
+        let mut lines = EventLines::new(LastLine {
+            inner: io::BufReader::with_capacity(capacity, input),
+            kept: kept.clone(),
+        });
+        let mut out = Vec::new();
+        while lines.next_line().unwrap().is_some() {
+            out.push(kept.borrow().line().map(<[u8]>::to_vec));
+        }
+        out
+    }
+
+    #[test]
+    fn the_last_line_is_kept_whatever_the_buffer() {
+        let input = b"{\"a\":1}\nx\r\n\n\xff\xfe two\r\nlast line without newline";
+        let want: Vec<Option<Vec<u8>>> = [
+            &b"{\"a\":1}"[..],
+            b"x",
+            b"",
+            b"\xff\xfe two",
+            b"last line without newline",
+        ]
+        .iter()
+        .map(|l| Some(l.to_vec()))
+        .collect();
+        for capacity in 1..=input.len() + 1 {
+            assert_eq!(kept_lines(input, capacity), want, "capacity {capacity}");
+        }
+        let mut ended = input.to_vec();
+        ended.push(b'\n');
+        assert_eq!(kept_lines(&ended, 3), want);
+    }
+
+    #[test]
+    fn a_line_over_the_bound_is_not_kept() {
+        let mut input = vec![b'x'; KEEP_MAX + 1];
+        input.extend_from_slice(b"\nnext\n");
+        assert_eq!(
+            kept_lines(&input, 64 * 1024),
+            vec![None, Some(b"next".to_vec())]
+        );
+    }
+
+    #[test]
+    fn summary_counts_in_words() {
+        assert_eq!(
+            summary_line(1, 0, 1, 1, 1),
+            "summary: 1 file, 1 run, 1 event, 1 problem"
+        );
+        assert_eq!(
+            summary_line(3, 1, 2, 0, 0),
+            "summary: 3 files (1 unreadable), 2 runs, 0 events, 0 problems"
+        );
+    }
 }

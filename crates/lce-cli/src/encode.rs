@@ -14,7 +14,9 @@
 //! Exit status: 0 when the input was a valid run, 1 when the coordinator had
 //! to intervene (a malformed line, a broken rule, a rejected event, a missing
 //! terminal); the reason goes to stderr as `lce check` prints it
-//! (`NAME:LINE: message`). 2 for usage or I/O errors.
+//! (`NAME:LINE: message`), except that a malformed line keeps the library's
+//! payload-free words (`lce check --json`'s message) where `lce check` shows
+//! its column and an excerpt. 2 for usage or I/O errors.
 //!
 //! Output is buffered and flushed whenever the pipeline would wait and at the
 //! end. Live input (D13a): when stdin is not a regular file, a reader thread
@@ -24,7 +26,6 @@
 //! the golden files.
 
 use std::cell::Cell;
-use std::ffi::OsString;
 use std::io::{self, BufRead, Write};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -39,34 +40,66 @@ use crate::{UsageError, input};
 /// One item read from the input, with its line number.
 type Item = (u64, io::Result<Result<Event, ParseError>>);
 
+/// What `lce encode --help` shows after the options.
+const AFTER_HELP: &str = "\
+Exit status: 0 the input was a valid run, 1 the coordinator had to intervene
+(the reason on stderr as `FILE:LINE: message`), 2 usage or I/O error.
+
+Examples:
+  lce encode --to agui-v1 run.jsonl > run.sse
+  adapter | lce encode --to custom --agent-name my-agent";
+
+/// Encode canonical events as SSE on stdout, through the coordinator.
+///
+/// The input runs through the whole pipeline of a live service: strict
+/// parsing, the coordinator (sanitize, validate, guarantee the contract) and
+/// the chosen encoder, so the output is always a well-formed stream ending
+/// with the terminal the coordinator decided. From a pipe, frames go out as
+/// lines arrive.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// Wire format of the output.
+    #[arg(
+        long = "to",
+        value_name = "FORMAT",
+        value_parser = clap::builder::PossibleValuesParser::new(WireFormat::ALL.map(WireFormat::name))
+    )]
+    format: String,
+    /// Agent name in the stream, where the format has one.
+    #[arg(long, value_name = "NAME")]
+    agent_name: Option<String>,
+    /// The harness is ephemeral: nothing is committed.
+    ///
+    /// The run finishes without `thread_state` (rule 13).
+    #[arg(long)]
+    ephemeral: bool,
+    /// Bounds (D19) from a TOML or JSON file.
+    ///
+    /// `LCE_LIMIT_*` environment variables override it; see
+    /// docs/sanitation.md.
+    #[arg(long = "limits", value_name = "FILE")]
+    limits_file: Option<std::path::PathBuf>,
+    /// Canonical JSON Lines of one run; `-` is stdin [default: -].
+    #[arg(value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
+}
+
 /// Runs `lce encode`; `Ok(true)` when the input was a valid run.
-pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut format: Option<String> = None;
-    let mut agent_name: Option<String> = None;
-    let mut ephemeral = false;
-    let mut limits_file: Option<std::path::PathBuf> = None;
-    let mut file: Option<String> = None;
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("to") => format = Some(parser.value()?.string()?),
-            Long("agent-name") => agent_name = Some(parser.value()?.string()?),
-            Long("ephemeral") => ephemeral = true,
-            Long("limits") => limits_file = Some(parser.value()?.into()),
-            Value(v) if file.is_none() => file = Some(v.string()?),
-            other => return Err(other.unexpected().into()),
-        }
-    }
+pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
+    let Args {
+        format,
+        agent_name,
+        ephemeral,
+        limits_file,
+        file,
+    } = args;
     let formats = WireFormat::ALL.map(WireFormat::name).join(", ");
-    let Some(format) = format else {
-        return Err(UsageError(format!("encode needs --to FORMAT ({formats})")));
-    };
     let format = WireFormat::from_name(&format)
         .ok_or_else(|| UsageError(format!("unknown format `{format}` (one of {formats})")))?;
     let limits = lce::sanitize::load_limits_from_process_env(limits_file.as_deref())
         .map_err(|e| UsageError(format!("limits: {e}")))?;
-    let live = matches!(file.as_deref(), None | Some("-")) && stdin_is_live();
+    let live = input::is_stdin(file.as_deref()) && stdin_is_live();
     let input = input::open(file.as_deref())?;
     let name = input.name.clone();
 

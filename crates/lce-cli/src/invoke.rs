@@ -26,9 +26,8 @@
 //! none). Bad bodies and unknown agents get the same JSON 4xx as the
 //! streaming routes.
 
-use std::ffi::OsString;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -45,21 +44,44 @@ use lce_encode_custom::invoke::{
 use crate::serve::{App, bad_request, parse_body};
 use crate::{UsageError, input};
 
+/// What `lce invoke --help` shows after the options.
+const AFTER_HELP: &str = "\
+The body goes to stdout as is (no newline added); `status N` (and
+`retry-after S` for a 503) to stderr.
+Exit status: 0 for a 200 answer, 1 for any other, 2 usage or I/O error.
+
+Example:
+  lce invoke --agent-id my-agent --trace-id tr-1 run.jsonl";
+
+/// Answer a run as DA's non-streaming invoke would.
+///
+/// The run goes through the whole pipeline (parsing, the coordinator, the
+/// `custom` encoder's decisions) and is answered from its terminal: 200
+/// finished, 400 interrupt, 503 capacity (with Retry-After), 500 otherwise.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// `agent_id` of the answer.
+    ///
+    /// Default: FILE's name without `.jsonl`, else (stdin) the `harness_id`
+    /// of the run's `run.started`.
+    #[arg(long, value_name = "ID")]
+    agent_id: Option<String>,
+    /// `trace_id` of the answer (default: null).
+    #[arg(long, value_name = "ID")]
+    trace_id: Option<String>,
+    /// Canonical JSON Lines of one run; `-` is stdin [default: -].
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
 /// Runs `lce invoke`; `Ok(true)` when the answer is a 200.
-pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut agent_id: Option<String> = None;
-    let mut trace_id: Option<String> = None;
-    let mut file: Option<String> = None;
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("agent-id") => agent_id = Some(parser.value()?.string()?),
-            Long("trace-id") => trace_id = Some(parser.value()?.string()?),
-            Value(v) if file.is_none() => file = Some(v.string()?),
-            other => return Err(other.unexpected().into()),
-        }
-    }
+pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
+    let Args {
+        agent_id,
+        trace_id,
+        file,
+    } = args;
     let input = input::open(file.as_deref())?;
     let name = input.name.clone();
     // Read ahead of the pipeline only as far as the first line (the run's ids).
@@ -76,8 +98,8 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
     let agent_id = agent_id
         .or_else(|| {
             file.as_deref()
-                .filter(|f| *f != "-")
-                .and_then(|f| Path::new(f).file_stem())
+                .filter(|f| !input::is_stdin(Some(f)))
+                .and_then(Path::file_stem)
                 .map(|s| s.to_string_lossy().into_owned())
         })
         .or_else(|| match first.as_ref().map(|e| &e.payload) {

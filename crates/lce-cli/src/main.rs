@@ -1,54 +1,75 @@
 //! The `lce` command-line tool.
 //!
-//! `lce check [FILE]` reports malformed canonical JSON Lines and runs that
-//! break the state-machine rules. Exit status: 0 when the input is accepted,
-//! 1 when it is not, 2 for usage or I/O errors. Messages go to stderr as
-//! `FILE:LINE: message` (`FILE:LINE: seq S: rule R (name): message` for a
-//! broken rule); `--json` writes a machine-readable report to stdout instead.
+//! ```text
+//! lce check [OPTIONS] [FILE]...     report malformed lines and broken rules
+//! lce encode --to FORMAT [FILE]     canonical events to SSE on stdout
+//! lce invoke [OPTIONS] [FILE]       DA's non-streaming invoke answer
+//! lce serve [OPTIONS]               play scenarios as live runs over HTTP
+//! lce help [COMMAND]                help (also `--help` on every command)
+//! lce --version
+//! ```
+//!
+//! The command line is parsed by `clap`: every command has `--help` (with
+//! its options and an example), misspelt commands and options get a
+//! suggestion. FILE is a path, or `-` (or nothing) for stdin.
+//!
+//! Exit status, for every command: 0 ok, 1 input rejected, 2 usage or I/O
+//! error. `--help` and `--version` print to stdout and exit 0; a usage error
+//! prints to stderr and exits 2.
+//!
+//! `lce check` messages go to stderr as `FILE:LINE: message`
+//! (`FILE:LINE: seq S: rule R (name): message` for a broken rule, and
+//! `FILE:LINE:COLUMN: message` followed by an excerpt of the line and a
+//! caret for a line that is not a canonical event, where the parser locates
+//! the defect); `--json` writes one machine-readable report per file to
+//! stdout instead (see `check`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
 mod check;
 mod encode;
+mod excerpt;
 mod input;
 mod invoke;
 mod serve;
 
-const USAGE: &str = "\
-lce: Canonical Lifecycle Events v1 toolkit
+/// What `lce --help` shows after the list of commands.
+const AFTER_HELP: &str = "\
+FILE is a path, or `-` (or nothing) for stdin.
+Exit status: 0 ok, 1 input rejected, 2 usage or I/O error.
+See `lce help <COMMAND>` (or `lce <COMMAND> --help`) for a command's options and an example.";
 
-usage:
-  lce check [--json] [--all] [--adapter] [--ephemeral] [--schemas DIR] [--window N] [FILE]
-                                report malformed lines and broken rules
-                                (FILE or - = stdin; --all: every violation)
-  lce encode --to FORMAT [--agent-name NAME] [--ephemeral] [--limits FILE] [FILE]
-                                canonical events to SSE on stdout, through
-                                the coordinator (FORMAT: custom, agui, agui-v1;
-                                limits: TOML/JSON file, then LCE_LIMIT_* vars)
-  lce invoke [--agent-id ID] [--trace-id ID] [FILE]
-                                DA's non-streaming invoke answer for a run:
-                                body on stdout, `status N` on stderr
-                                (exit 0 for 200, 1 otherwise)
-  lce serve [--addr ADDR] [--scenarios DIR] [--speed F] [--keepalive SECS]
-            [--agent-name NAME] [--default-scenario NAME] [--audit-log FILE]
-                                play scenarios as live runs over HTTP
-                                (DA's /api/v1/chat/stream/start and
-                                /api/v1/chat/invoke, AG-UI's /api/v1/agui;
-                                first stdout line: the address)
-  lce help                      this text
+/// Canonical Lifecycle Events v1 toolkit: check, encode and serve runs of
+/// canonical events (JSON Lines).
+#[derive(Debug, Parser)]
+#[command(
+    name = "lce",
+    version,
+    after_help = AFTER_HELP,
+    arg_required_else_help = true,
+    // A repeated option keeps its last value (`--to agui --to custom`), as
+    // before clap.
+    args_override_self = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-exit status: 0 ok, 1 input rejected, 2 usage or I/O error";
+#[derive(Debug, Subcommand)]
+enum Command {
+    Check(check::Args),
+    Encode(encode::Args),
+    Invoke(invoke::Args),
+    Serve(serve::Args),
+}
 
 /// A failure that is not about the input's content: bad usage or I/O.
 #[derive(Debug)]
 pub(crate) struct UsageError(pub(crate) String);
-
-impl From<lexopt::Error> for UsageError {
-    fn from(e: lexopt::Error) -> Self {
-        UsageError(e.to_string())
-    }
-}
 
 /// Logs (payload-free summaries, audit records) go to stderr.
 fn init_logging() {
@@ -60,34 +81,51 @@ fn init_logging() {
 }
 
 fn main() -> ExitCode {
-    let mut args = std::env::args_os().skip(1);
-    let Some(cmd) = args.next() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout and exit 0; usage errors go to
+            // stderr and exit 2 (clap's usage code).
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
     };
-    let rest: Vec<std::ffi::OsString> = args.collect();
-    let result = match cmd.to_str() {
-        Some("check") => check::run(rest),
-        Some("encode") => encode::run(rest),
-        Some("invoke") => invoke::run(rest),
-        Some("serve") => {
+    // 0 accepted, 1 rejected.
+    let accepted = |ok: bool| {
+        if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Encode(args) => encode::run(args).map(accepted),
+        Command::Invoke(args) => invoke::run(args).map(accepted),
+        Command::Serve(args) => {
             init_logging();
-            serve::run(rest)
+            serve::run(args).map(accepted)
         }
-        Some("help" | "--help" | "-h") => {
-            println!("{USAGE}");
-            Ok(true)
-        }
-        _ => Err(UsageError(format!(
-            "unknown command {cmd:?}; try `lce help`"
-        ))),
     };
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => code,
         Err(UsageError(msg)) => {
             eprintln!("lce: {msg}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
     }
 }

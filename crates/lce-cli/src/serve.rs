@@ -23,7 +23,6 @@
 //! bounded by the socket buffers plus the frames of one event.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::future::Future as _;
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -66,9 +65,84 @@ pub(crate) struct App {
     shutdown: CancelHandle,
 }
 
+/// What `lce serve --help` shows after the options.
+const AFTER_HELP: &str = "\
+Routes: POST /api/v1/chat/stream/start (DA's streaming request; protocol
+custom, agui or agui-v1), POST /api/v1/chat/invoke (DA's non-streaming
+invoke), POST /api/v1/agui (standard AG-UI RunAgentInput, agui-v1 out).
+The scenario is the request's agent_id: SCENARIOS/<agent_id>.jsonl.
+The first stdout line is `listening on http://ADDR`.
+Exit status: 0 after Ctrl-C, 2 when it cannot start (usage, scenarios,
+address) or the server fails.
+
+Example:
+  lce serve --addr 127.0.0.1:0 --scenarios fixtures/scenarios --speed 0";
+
+/// Play canonical runs from a folder as live runs over HTTP.
+///
+/// Every run goes through the coordinator and the encoders, as in a live
+/// service; frames are flushed as they are produced. Audit records (payload
+/// free) are logged to stderr, and appended to `--audit-log` FILE.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Folder of `*.jsonl` scenarios, one run each.
+    ///
+    /// A request's `agent_id` names the scenario DIR/<agent_id>.jsonl.
+    #[arg(long, value_name = "DIR", default_value = "fixtures/scenarios")]
+    scenarios: PathBuf,
+    /// Pacing: recorded gaps divided by F; 0 = no pauses.
+    ///
+    /// Each event waits the gap between its timestamp and the one before,
+    /// divided by F, at most 5 s.
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_speed)]
+    speed: f64,
+    /// Idle seconds before an `agui-v1` keep-alive comment.
+    ///
+    /// DA's formats (`custom`, `agui`) send none.
+    #[arg(long, value_name = "SECS", default_value = "15", value_parser = parse_keepalive)]
+    keepalive: Duration,
+    /// Agent name in the stream, where the format has one.
+    #[arg(long, value_name = "NAME")]
+    agent_name: Option<String>,
+    /// Scenario for AG-UI requests that name none.
+    ///
+    /// An AG-UI request names its scenario in `forwardedProps.agentId`.
+    #[arg(long, value_name = "NAME")]
+    default_scenario: Option<String>,
+    /// Also append every audit record to FILE, as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(speed) if speed.is_finite() && speed >= 0.0 => Ok(speed),
+        _ => Err("must be a finite number >= 0 (0 = no pacing)".to_owned()),
+    }
+}
+
+fn parse_keepalive(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>().map(Duration::try_from_secs_f64) {
+        Ok(Ok(d)) if !d.is_zero() => Ok(d),
+        _ => Err("must be a number of seconds > 0".to_owned()),
+    }
+}
+
 /// Runs `lce serve`; returns when the server stops (Ctrl-C).
-pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
-    let config = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
+    let config = Config {
+        addr: args.addr,
+        scenarios: args.scenarios,
+        speed: args.speed,
+        keepalive: args.keepalive,
+        agent_name: args.agent_name,
+        default_scenario: args.default_scenario,
+        audit_log: args.audit_log,
+    };
     let scenarios = load_scenarios(&config.scenarios)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -76,55 +150,6 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<bool, UsageError> {
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(serve(config, scenarios))
-}
-
-fn parse_args(args: Vec<OsString>) -> Result<Config, UsageError> {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut config = Config {
-        addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
-        scenarios: PathBuf::from("fixtures/scenarios"),
-        speed: 1.0,
-        keepalive: Duration::from_secs(15),
-        agent_name: None,
-        default_scenario: None,
-        audit_log: None,
-    };
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("addr") => {
-                config.addr = parser
-                    .value()?
-                    .string()?
-                    .parse()
-                    .map_err(|e| UsageError(format!("--addr: {e}")))?;
-            }
-            Long("scenarios") => config.scenarios = parser.value()?.into(),
-            Long("speed") => {
-                let speed: f64 = parser.value()?.parse()?;
-                if !(speed.is_finite() && speed >= 0.0) {
-                    return Err(UsageError(
-                        "--speed must be a finite number >= 0 (0 = no pacing)".into(),
-                    ));
-                }
-                config.speed = speed;
-            }
-            Long("keepalive") => {
-                let secs: f64 = parser.value()?.parse()?;
-                if !(secs.is_finite() && secs > 0.0) {
-                    return Err(UsageError(
-                        "--keepalive must be a number of seconds > 0".into(),
-                    ));
-                }
-                config.keepalive = Duration::from_secs_f64(secs);
-            }
-            Long("agent-name") => config.agent_name = Some(parser.value()?.string()?),
-            Long("default-scenario") => config.default_scenario = Some(parser.value()?.string()?),
-            Long("audit-log") => config.audit_log = Some(parser.value()?.into()),
-            other => return Err(other.unexpected().into()),
-        }
-    }
-    Ok(config)
 }
 
 fn load_scenarios(dir: &Path) -> Result<HashMap<String, Arc<Vec<Event>>>, UsageError> {

@@ -32,6 +32,7 @@ fn files(dir: &str) -> Vec<PathBuf> {
 /// over-long tool result, D19): `lce check` (full mode) still flags them.
 const ACCEPTED_BY_THE_COORDINATOR: &[&str] = &[
     "r11-tool-result-70000-chars.jsonl",
+    "r13-run-finished-durability-pending.jsonl",
     "r13-run-finished-uncommitted.jsonl",
     "r13-run-finished-without-thread-state.jsonl",
 ];
@@ -47,6 +48,8 @@ fn interventions_are_reported_as_lce_check_reports_them() {
         let file = path.to_str().unwrap();
         let check = lce(&["check", file]);
         assert_eq!(check.status.code(), Some(1), "{name}");
+        let check_json: serde_json::Value =
+            serde_json::from_slice(&lce(&["check", "--json", file]).stdout).unwrap();
         for format in ["custom", "agui", "agui-v1"] {
             let out = lce(&["encode", "--to", format, file]);
             let stdout = String::from_utf8(out.stdout).unwrap();
@@ -57,6 +60,13 @@ fn interventions_are_reported_as_lce_check_reports_them() {
             assert_eq!(out.status.code(), Some(1), "{name} {format}");
             let first_check_line = String::from_utf8(check.stderr.clone()).unwrap();
             let first_check_line = first_check_line.lines().next().unwrap();
+            // A malformed line: `lce check` locates it by column and shows
+            // an excerpt of it; `lce encode` keeps the payload-free message,
+            // the one `lce check --json` reports.
+            let first_check_line = match &check_json["errors"][0] {
+                serde_json::Value::Null => first_check_line.to_owned(),
+                e => format!("{file}:{}: {}", e["line"], e["message"].as_str().unwrap()),
+            };
             assert_eq!(
                 String::from_utf8(out.stderr).unwrap().trim_end(),
                 first_check_line,
