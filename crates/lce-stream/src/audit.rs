@@ -39,9 +39,10 @@ pub struct AuditRecord {
     pub code: Option<String>,
     /// The side-effect status of an error or cancellation.
     pub side_effect_status: Option<SideEffectStatus>,
-    /// When the adapter broke the contract: the rule id (`"12"`, `"D6"`,
-    /// `"sanitize"`, `"4"` for events after its own terminal), never the
-    /// payload.
+    /// When the adapter broke the contract: the rule id (`"12"`, `"6"`,
+    /// `"X"`, `"sanitize"`, `"4"` for events after its own terminal; a
+    /// decision's check has the number of the rule it refines, the decision
+    /// is in `reason`), never the payload.
     pub rule: Option<String>,
     /// When the coordinator intervened: what the validator, sanitizer or
     /// parser said, in their payload-free words (`seq 7: rule 5 (...): ...`).

@@ -35,7 +35,8 @@ pub enum LceError {
 
 impl LceError {
     /// The rule id the item broke, for audit and logs: the validator's rule
-    /// id (`"1"`..`"15"`, `"D4"`, ...), `"parse"`, `"sanitize"`, `"encode"`
+    /// id (`"1"`..`"15"`, a decision's check with the number of the rule it
+    /// refines, `"X"` for run identity), `"parse"`, `"sanitize"`, `"encode"`
     /// or `"io"`.
     pub fn rule_id(&self) -> String {
         match self {

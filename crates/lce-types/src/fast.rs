@@ -1008,6 +1008,14 @@ mod tests {
             r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#,
         ),
         (
+            "run.finished",
+            r#"{"outcome":"success","thread_state":{"durability":"pending","durable_revision":3,"head_ref":"h"}}"#,
+        ),
+        (
+            "run.finished",
+            r#"{"thread_state":{"head_ref":"h","durable_revision":0,"durability":"p\u00e9nding \"x\""},"outcome":"success"}"#,
+        ),
+        (
             "run.interrupted",
             r#"{"interrupt_id":"i","reason":"human_input"}"#,
         ),
@@ -1225,9 +1233,83 @@ mod tests {
         }
     }
 
+    /// `thread_state.durability` (D19, amended): any code of at most 128
+    /// bytes without control characters parses, the same on both paths;
+    /// anything else is `invalid_value` at its path.
+    #[test]
+    fn durability_codes_agree() {
+        let line = |code: &str| {
+            canonical(
+                "run.finished",
+                &format!(
+                    r#"{{"outcome":"success","thread_state":{{"durability":{code},"durable_revision":1,"head_ref":"h"}}}}"#
+                ),
+            )
+        };
+        let ok = [
+            "\"committed\"".to_owned(),
+            "\"uncommitted\"".to_owned(),
+            "\"pending\"".to_owned(),
+            "\"\"".to_owned(),
+            format!("\"{}\"", "x".repeat(128)),
+            format!("\"{}\\u00e9\"", "x".repeat(126)),
+            "\"caf\u{e9}\"".to_owned(),
+            "\"a\\\"b\"".to_owned(),
+        ];
+        for code in &ok {
+            let l = line(code);
+            assert!(agrees(&l).unwrap(), "{l}");
+            let e = Event::from_json(&l).unwrap();
+            let Payload::RunFinished(f) = &e.payload else {
+                panic!("{l}")
+            };
+            let d = &f.thread_state.as_ref().unwrap().durability;
+            let want: String = serde_json::from_str(code).unwrap();
+            assert_eq!(d.as_str(), want);
+            assert_eq!(
+                matches!(d, crate::Durability::Other(_)),
+                !matches!(want.as_str(), "committed" | "uncommitted")
+            );
+            // Written back exactly (as serde_json escapes it).
+            assert_eq!(Event::from_json(&e.to_json()).unwrap(), e);
+        }
+        let bad = [
+            format!("\"{}\"", "x".repeat(129)),
+            format!("\"{}\\u00e9\"", "x".repeat(127)),
+            "\"a\\u0001\"".to_owned(),
+            "\"a\\n\"".to_owned(),
+            "\"a\\u007f\"".to_owned(),
+            "\"a\\u0085\"".to_owned(),
+            "\"a\\u202e\"".to_owned(),
+            "\"a\\u2066\"".to_owned(),
+            "\"a\\u2028\"".to_owned(),
+        ];
+        for code in &bad {
+            let l = line(code);
+            assert!(!agrees(&l).unwrap(), "{l}");
+            let err = Event::from_json(&l).unwrap_err();
+            assert_eq!(
+                (err.kind, err.path.as_str()),
+                (
+                    crate::ParseErrorKind::InvalidValue,
+                    "data.thread_state.durability"
+                ),
+                "{l}: {err}"
+            );
+        }
+        for code in ["1", "null", "true", "{}"] {
+            let l = line(code);
+            agrees(&l).unwrap();
+            let err = Event::from_json(&l).unwrap_err();
+            assert_eq!(err.path, "data.thread_state.durability", "{l}: {err}");
+        }
+    }
+
     fn arb_json_string() -> impl Strategy<Value = String> {
         // Strings spelled in every way JSON allows, and some it does not.
         let piece = prop_oneof![
+            // Long runs: around a bound of 128 bytes (codes, D19).
+            (30usize..70).prop_map(|n| "ab".repeat(n)),
             "[a-z ]{0,8}".prop_map(|s| s),
             any::<char>().prop_map(|c| serde_json::to_string(&c.to_string())
                 .unwrap()
@@ -1270,7 +1352,7 @@ mod tests {
         }
 
         #[test]
-        fn strings_agree(s in arb_json_string(), field in 0..6usize) {
+        fn strings_agree(s in arb_json_string(), field in 0..7usize) {
             let d = format!(r#"{{"message_id":"m","delta":{s}}}"#);
             let l = match field {
                 0 => canonical("text.delta", &d),
@@ -1278,7 +1360,9 @@ mod tests {
                 2 => canonical("text.delta", r#"{"message_id":"m","delta":"d"}"#).replace(r#""r""#, &s),
                 3 => canonical("text.delta", r#"{"message_id":"m","delta":"d"}"#).replace(r#"["a","b"]"#, &format!("[{s}]")),
                 4 => canonical("tool.arguments.delta", &format!(r#"{{"tool_call_id":"t","delta":{s}}}"#)),
-                _ => canonical("text.started", &format!(r#"{{"message_id":"m","role":{s}}}"#)),
+                5 => canonical("text.started", &format!(r#"{{"message_id":"m","role":{s}}}"#)),
+                // Any bounded code (D19), parsed by serde on both paths.
+                _ => canonical("run.finished", &format!(r#"{{"outcome":"success","thread_state":{{"durability":{s},"durable_revision":1,"head_ref":"h"}}}}"#)),
             };
             let fast = agrees(&l)?;
             if Event::from_json_serde(&l, &mut SharedIds::default()).is_ok() && field != 5 {

@@ -46,14 +46,123 @@ string_enum! {
         Success => "success" }
 }
 
-string_enum! {
-    /// How durable the thread state is after the run (rule 13).
-    pub enum Durability {
-        /// The final state is committed (`durable_revision`, `head_ref`).
-        Committed => "committed",
-        /// Not committed: only an adapter-side value; never valid in full mode.
-        Uncommitted => "uncommitted",
+/// The most bytes of a code that the parser takes where the contract gives
+/// no closed set of values (`thread_state.durability`): the D19 bound of
+/// codes and names. Such a code also holds no control character (D18).
+pub const MAX_CODE_BYTES: usize = 128;
+
+/// How durable the thread state is after the run (rule 13).
+///
+/// The value decides a rule, so it is not a closed enumeration (D19,
+/// amended): any bounded code parses (at most [`MAX_CODE_BYTES`] bytes, no
+/// control, bidi-control or line/paragraph separator character, D18), and a
+/// value other than `committed` is a rule-13 violation in the validator's
+/// full mode, not a parse error. Known values have their own variant; any
+/// other is [`Durability::Other`].
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// The final state is committed (`durable_revision`, `head_ref`).
+    Committed,
+    /// Not committed: only an adapter-side value; never valid in full mode.
+    Uncommitted,
+    /// Any other bounded code (`pending`, ...); never valid in full mode.
+    Other(DurabilityCode),
+}
+
+/// A `thread_state.durability` code that is neither `committed` nor
+/// `uncommitted` ([`Durability::Other`]): at most [`MAX_CODE_BYTES`] bytes,
+/// no control character. Made only by [`Durability::from_code`], so a known
+/// value is never held here.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DurabilityCode(Box<str>);
+
+impl DurabilityCode {
+    /// The code as written in JSON.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
+}
+
+impl Durability {
+    /// The named values, in declaration order.
+    pub const ALL: &'static [Durability] = &[Durability::Committed, Durability::Uncommitted];
+
+    /// The value as written in JSON.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Durability::Committed => "committed",
+            Durability::Uncommitted => "uncommitted",
+            Durability::Other(code) => code.as_str(),
+        }
+    }
+
+    /// `true` for `committed`, the only value rule 13 accepts.
+    pub fn is_committed(&self) -> bool {
+        *self == Durability::Committed
+    }
+
+    /// The durability written `code`: a named value, else
+    /// [`Durability::Other`]; `None` when `code` is not a bounded code
+    /// (longer than [`MAX_CODE_BYTES`] or with a control character).
+    pub fn from_code(code: &str) -> Option<Durability> {
+        Some(match code {
+            "committed" => Durability::Committed,
+            "uncommitted" => Durability::Uncommitted,
+            _ if is_bounded_code(code) => Durability::Other(DurabilityCode(code.into())),
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Durability {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Durability {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Code;
+        impl serde::de::Visitor<'_> for Code {
+            type Value = Durability;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            // Any string, borrowed or not, arrives here: nothing is
+            // allocated for a named value.
+            fn visit_str<E: serde::de::Error>(self, code: &str) -> Result<Durability, E> {
+                Durability::from_code(code).ok_or_else(|| {
+                    E::custom(crate::error::ErrorMarker::InvalidValue.message(&format!(
+                        "durability must be a code of at most {MAX_CODE_BYTES} bytes without control characters"
+                    )))
+                })
+            }
+        }
+        d.deserialize_str(Code)
+    }
+}
+
+/// A code as D18 and D19 bound it: at most [`MAX_CODE_BYTES`] bytes, and
+/// none of the characters D18 rejects in identifiers, codes and names (C0
+/// and C1 controls, DEL, the bidirectional marks, embeddings, overrides and
+/// isolates, the line and paragraph separators), as `lce-sanitize` checks
+/// names.
+pub(crate) fn is_bounded_code(code: &str) -> bool {
+    code.len() <= MAX_CODE_BYTES
+        && !code.chars().any(|c| {
+            c.is_control()
+                || matches!(
+                    c,
+                    '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+                )
+        })
 }
 
 string_enum! {

@@ -4,11 +4,13 @@
 //! [`RunValidator`] is fed the events of one run, one at a time
 //! ([`RunValidator::push`]), and told when the input ends
 //! ([`RunValidator::finish`]). It reports the first broken rule as a
-//! [`Violation`]: the contract's rules 1-15, the rules derived from the
-//! project's decisions (D3's opt-in contiguity, D4 close events, D5 open spans
-//! at terminals, D6 tool arguments) and run identity (one `run_id` and
-//! `conversation_id` per run), see [`Rule`]. Messages never carry payload
-//! text: only event types, identifiers, member names and sizes.
+//! [`Violation`]: the contract's rules 1-15, the checks of the project's
+//! decisions that refine them, each reported as the rule it refines with the
+//! decision as detail (D3's opt-in contiguity: rule 1; D4 close events: rule
+//! 8; D5 spans open at a terminal: rule 5, 6 or 9 by the kind of span; D6
+//! tool arguments: rule 6), and run identity (one `run_id` and
+//! `conversation_id` per run, `X`), see [`Rule`]. Messages never carry
+//! payload text: only event types, identifiers, member names and sizes.
 //!
 //! The validator runs in constant work per event and keeps bounded state: the
 //! open spans, calls and namespaces, plus a window of the most recently

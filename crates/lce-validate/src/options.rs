@@ -13,8 +13,8 @@ pub enum Mode {
     #[default]
     Full,
     /// An adapter's output, before the coordinator: `run.finished` may omit
-    /// `thread_state` or say anything there (the coordinator replaces it, D10a),
-    /// so rule 13 is skipped. Rule 14's matching of `run.interrupted` against
+    /// `thread_state` or say anything there, any `durability` (`pending`)
+    /// included (the coordinator replaces it, D10a), so rule 13 is skipped. Rule 14's matching of `run.interrupted` against
     /// the pending `interrupt.requested` still applies: the adapter emits both,
     /// and the coordinator needs that pending interrupt to commit it (D10).
     Adapter,
@@ -41,7 +41,8 @@ pub struct ValidatorOptions {
     pub ephemeral: bool,
     /// The bounds of rule 11 (defaults: D19).
     pub limits: Limits,
-    /// Also reject gaps in `sequence` (D3's opt-in check, rule id `D3`).
+    /// Also reject gaps in `sequence` (D3's opt-in check, reported as rule 1
+    /// with decision D3: [`Rule::D3Contiguous`](crate::Rule::D3Contiguous)).
     pub contiguous: bool,
     /// JSON Schemas for tool arguments, by tool name (D6).
     pub schemas: ToolSchemas,

@@ -4,11 +4,20 @@ use std::fmt;
 
 use lce_types::EventType;
 
-/// A rule of the contract's state machine, or a rule derived from the
+/// A rule of the contract's state machine, or a check of one of the
 /// project's decisions (`shared/spec/decisions.md`).
 ///
-/// [`Rule::id`] is the stable short name used by `lce check --json` and by the
-/// `fixtures/invalid/*.expect` files; [`Rule::name`] is a snake_case label.
+/// Every decision that refines a numbered rule reports that rule (decision
+/// D4: "every decision reports the contract rule it refines"), with the
+/// decision as detail: [`Rule::number`] is the contract's rule number,
+/// [`Rule::decision`] the decision, if any. So `tool.started` between
+/// `interrupt.requested` and `run.interrupted` is [`Rule::D4CloseEvents`]:
+/// rule 8, decision D4. Only the run identity check refines no numbered rule
+/// ([`Rule::RunIdentity`], id `X`).
+///
+/// [`Rule::id`] is the stable short id used by `lce check --json` and by the
+/// `fixtures/invalid/*.expect` files (the rule number, or `X`);
+/// [`Rule::name`] is a snake_case label, distinct for every variant.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Rule {
@@ -42,20 +51,28 @@ pub enum Rule {
     PendingInterrupt,
     /// 15. `run.error{thread_durability_uncertain}` is final.
     DurabilityUncertain,
-    /// D3 (opt-in): sequences are contiguous, without gaps.
+    /// Rule 1, D3 (opt-in): sequences are contiguous, without gaps.
     D3Contiguous,
-    /// D4: only close events between `interrupt.requested` and `run.interrupted`.
+    /// Rule 8, D4: only close events between `interrupt.requested` and
+    /// `run.interrupted`.
     D4CloseEvents,
-    /// D5: what must be closed at each terminal.
-    D5OpenSpans,
-    /// D6: tool arguments, streamed or given, form one valid JSON object.
+    /// Rule 5, D5: a text or reasoning span still open at `run.finished` or
+    /// `run.interrupted`.
+    D5OpenText,
+    /// Rule 6, D5: a tool call still open at `run.finished`.
+    D5OpenTool,
+    /// Rule 9, D5: a namespace still active at `run.finished`.
+    D5OpenNamespace,
+    /// Rule 6, D6: tool arguments, streamed or given, form one valid JSON
+    /// object (their aggregate size is rule 11, [`Rule::Limits`]).
     D6Arguments,
-    /// The `run_id` or `conversation_id` changed within the run.
+    /// The `run_id` or `conversation_id` changed within the run (refines no
+    /// numbered rule; id `X`).
     RunIdentity,
 }
 
 impl Rule {
-    /// Every rule, numbered rules first.
+    /// Every rule: the contract's rules in order, then the decisions' checks.
     pub const ALL: &'static [Rule] = &[
         Rule::Sequence,
         Rule::RunStarted,
@@ -74,64 +91,60 @@ impl Rule {
         Rule::DurabilityUncertain,
         Rule::D3Contiguous,
         Rule::D4CloseEvents,
-        Rule::D5OpenSpans,
+        Rule::D5OpenText,
+        Rule::D5OpenTool,
+        Rule::D5OpenNamespace,
         Rule::D6Arguments,
         Rule::RunIdentity,
     ];
 
-    /// The contract's rule number (1-15); `None` for derived rules.
+    /// The contract's rule number (1-15), also for a decision's check (the
+    /// rule it refines); `None` only for [`Rule::RunIdentity`].
     pub fn number(self) -> Option<u8> {
         Some(match self {
-            Rule::Sequence => 1,
+            Rule::Sequence | Rule::D3Contiguous => 1,
             Rule::RunStarted => 2,
             Rule::SingleTerminal => 3,
             Rule::AfterTerminal => 4,
-            Rule::TextSpan => 5,
-            Rule::ToolCall => 6,
+            Rule::TextSpan | Rule::D5OpenText => 5,
+            Rule::ToolCall | Rule::D5OpenTool | Rule::D6Arguments => 6,
             Rule::ToolOutcome => 7,
-            Rule::Interrupt => 8,
-            Rule::NamespaceBalance => 9,
+            Rule::Interrupt | Rule::D4CloseEvents => 8,
+            Rule::NamespaceBalance | Rule::D5OpenNamespace => 9,
             Rule::NamespaceActive => 10,
             Rule::Limits => 11,
             Rule::MissingTerminal => 12,
             Rule::ThreadDurability => 13,
             Rule::PendingInterrupt => 14,
             Rule::DurabilityUncertain => 15,
-            Rule::D3Contiguous
-            | Rule::D4CloseEvents
-            | Rule::D5OpenSpans
-            | Rule::D6Arguments
-            | Rule::RunIdentity => return None,
+            Rule::RunIdentity => return None,
         })
     }
 
-    /// The stable id: `"1"`..`"15"`, `"D3"`..`"D6"`, or `"X"` for run identity.
-    pub fn id(self) -> &'static str {
+    /// The decision (`"D3"`..`"D6"`) whose check this is, refining the rule
+    /// [`number`](Self::number); `None` for the contract's rules themselves
+    /// and for the run identity.
+    pub fn decision(self) -> Option<&'static str> {
         match self {
-            Rule::Sequence => "1",
-            Rule::RunStarted => "2",
-            Rule::SingleTerminal => "3",
-            Rule::AfterTerminal => "4",
-            Rule::TextSpan => "5",
-            Rule::ToolCall => "6",
-            Rule::ToolOutcome => "7",
-            Rule::Interrupt => "8",
-            Rule::NamespaceBalance => "9",
-            Rule::NamespaceActive => "10",
-            Rule::Limits => "11",
-            Rule::MissingTerminal => "12",
-            Rule::ThreadDurability => "13",
-            Rule::PendingInterrupt => "14",
-            Rule::DurabilityUncertain => "15",
-            Rule::D3Contiguous => "D3",
-            Rule::D4CloseEvents => "D4",
-            Rule::D5OpenSpans => "D5",
-            Rule::D6Arguments => "D6",
-            Rule::RunIdentity => "X",
+            Rule::D3Contiguous => Some("D3"),
+            Rule::D4CloseEvents => Some("D4"),
+            Rule::D5OpenText | Rule::D5OpenTool | Rule::D5OpenNamespace => Some("D5"),
+            Rule::D6Arguments => Some("D6"),
+            _ => None,
         }
     }
 
-    /// A snake_case name for messages and reports.
+    /// The stable id: the rule number `"1"`..`"15"` (a decision's check has
+    /// the number of the rule it refines: D4's is `"8"`), or `"X"` for the
+    /// run identity.
+    pub fn id(self) -> &'static str {
+        const NUMBERS: [&str; 16] = [
+            "X", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+        ];
+        NUMBERS[usize::from(self.number().unwrap_or(0))]
+    }
+
+    /// A snake_case name for messages and reports, distinct for every rule.
     pub fn name(self) -> &'static str {
         match self {
             Rule::Sequence => "sequence",
@@ -151,21 +164,47 @@ impl Rule {
             Rule::DurabilityUncertain => "durability_uncertain",
             Rule::D3Contiguous => "contiguous_sequence",
             Rule::D4CloseEvents => "interrupt_close_events",
-            Rule::D5OpenSpans => "open_at_terminal",
+            Rule::D5OpenText => "text_span_open_at_terminal",
+            Rule::D5OpenTool => "tool_call_open_at_terminal",
+            Rule::D5OpenNamespace => "namespace_open_at_terminal",
             Rule::D6Arguments => "tool_arguments",
             Rule::RunIdentity => "run_identity",
         }
     }
 
-    /// The rule with id `id` (the inverse of [`Rule::id`]).
+    /// The contract's own rule with id `id` (`"1"`..`"15"`), or the run
+    /// identity for `"X"`: the inverse of [`Rule::id`] for the rules that
+    /// are no decision's check. A decision's check shares the id of the rule
+    /// it refines; find it with [`Rule::from_id_and_decision`].
     pub fn from_id(id: &str) -> Option<Rule> {
-        Rule::ALL.iter().copied().find(|r| r.id() == id)
+        Rule::from_id_and_decision(id, None)
+    }
+
+    /// The rule with id `id` and decision `decision` (`None` for the
+    /// contract's own rule): the inverse of `(`[`Rule::id`]`, `[`Rule::decision`]`)`.
+    /// `("8", Some("D4"))` is [`Rule::D4CloseEvents`]; `("6", Some("D5"))`
+    /// is [`Rule::D5OpenTool`].
+    pub fn from_id_and_decision(id: &str, decision: Option<&str>) -> Option<Rule> {
+        Rule::ALL
+            .iter()
+            .copied()
+            .find(|r| r.id() == id && r.decision() == decision)
+    }
+
+    /// The rule named `name` (the inverse of [`Rule::name`]).
+    pub fn from_name(name: &str) -> Option<Rule> {
+        Rule::ALL.iter().copied().find(|r| r.name() == name)
     }
 }
 
+/// `rule 5 (text_span)`; with the decision as detail for a decision's check:
+/// `rule 8 (interrupt_close_events, D4)`; `rule X (run_identity)`.
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rule {} ({})", self.id(), self.name())
+        match self.decision() {
+            Some(d) => write!(f, "rule {} ({}, {d})", self.id(), self.name()),
+            None => write!(f, "rule {} ({})", self.id(), self.name()),
+        }
     }
 }
 
@@ -174,7 +213,8 @@ impl fmt::Display for Rule {
 /// The message never holds payload text: only event types, identifiers
 /// (shortened when long or unusual), member names and sizes.
 ///
-/// Displays as `seq 7: rule 5 (text_span): text.delta for message that was never started`.
+/// Displays as `seq 7: rule 5 (text_span): text.delta for message that was never started`,
+/// or, for a decision's check, `seq 5: rule 8 (interrupt_close_events, D4): ...`.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("seq {sequence}: {rule}: {message}")]
@@ -210,14 +250,23 @@ impl Violation {
 /// An identifier fit for a message: short plain ids as they are, anything
 /// else by its size only (ids are opaque input and may be anything).
 pub(crate) fn safe_id(id: &str) -> String {
-    if !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
+    safe_word(id, "id")
+}
+
+/// A code (`thread_state.durability`) fit for a message, like [`safe_id`]:
+/// `` `pending` ``, or `<N byte code>` when long or unusual.
+pub(crate) fn safe_code(code: &str) -> String {
+    safe_word(code, "code")
+}
+
+fn safe_word(s: &str, what: &str) -> String {
+    if !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':' | b'/'))
     {
-        format!("`{id}`")
+        format!("`{s}`")
     } else {
-        format!("<{} byte id>", id.len())
+        format!("<{} byte {what}>", s.len())
     }
 }

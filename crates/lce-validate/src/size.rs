@@ -305,7 +305,8 @@ fn thread_state_len(t: &ThreadState) -> u64 {
         head_ref,
     } = t;
     Obj::new()
-        .member("durability", name_len(durability.as_str()))
+        // Any bounded code (D19), which may hold a `"` or a `\`.
+        .member("durability", json_string_len(durability.as_str()))
         .member("durable_revision", digits(*durable_revision))
         .member("head_ref", json_string_len(head_ref))
         .end()
@@ -494,6 +495,21 @@ mod tests {
         assert_eq!(canonical_size(&e, None), e.to_json().len() as u64);
     }
 
+    fn name_len_of(s: &str) -> u64 {
+        s.len() as u64 + 2
+    }
+
+    /// A `thread_state.durability`: a named value, or any other bounded code
+    /// (escapes included).
+    fn durability() -> BoxedStrategy<Durability> {
+        prop_oneof![
+            prop::sample::select(Durability::ALL),
+            "[a-z_\"\\\\é😀 ]{0,20}"
+                .prop_filter_map("a bounded code", |s| Durability::from_code(&s)),
+        ]
+        .boxed()
+    }
+
     #[test]
     fn enumeration_values_are_never_escaped() {
         fn check<T: serde::Serialize + Copy>(all: &[T], as_str: fn(T) -> &'static str) {
@@ -503,7 +519,10 @@ mod tests {
             }
         }
         check(Outcome::ALL, Outcome::as_str);
-        check(Durability::ALL, Durability::as_str);
+        for d in Durability::ALL {
+            let json = serde_json::to_string(d).unwrap_or_default();
+            assert_eq!(name_len_of(d.as_str()), json.len() as u64, "{json}");
+        }
         check(InterruptReason::ALL, InterruptReason::as_str);
         check(InterruptType::ALL, InterruptType::as_str);
         check(CancelReason::ALL, CancelReason::as_str);
@@ -665,7 +684,7 @@ mod tests {
             (
                 one_of(Outcome::ALL),
                 opt_text(),
-                proptest::option::of((one_of(Durability::ALL), any::<u64>(), text()))
+                proptest::option::of((durability(), any::<u64>(), text()))
             )
                 .prop_map(|(outcome, stop_reason, state)| {
                     Payload::RunFinished(RunFinished {
@@ -833,7 +852,7 @@ mod tests {
         fn nested_members_are_exact(
             field in form_field(),
             approval in tool_approval(),
-            state in (one_of(Durability::ALL), any::<u64>(), text()),
+            state in (durability(), any::<u64>(), text()),
         ) {
             let json = serde_json::to_string(&field).unwrap_or_default();
             prop_assert_eq!(field_len(&field), json.len() as u64);

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use lce_types::{
-    Durability, Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload,
+    Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload,
     THREAD_DURABILITY_UNCERTAIN,
 };
 
 use crate::options::{Mode, ValidatorOptions};
 use crate::registry::{Closable, Registry, same_str};
-use crate::rule::{Rule, Violation, safe_id};
+use crate::rule::{Rule, Violation, safe_code, safe_id};
 use crate::size::{canonical_size, identity_size, span_delta_size};
 use lce_wire::json_string_len;
 
@@ -219,10 +219,11 @@ impl RunValidator {
     /// Checks the next event of the run.
     ///
     /// Rules are checked in this order, and the first broken one is
-    /// reported: run identity (X); sequence (1, then D3 when enabled); events
-    /// after a terminal (15, 3, 4); `run.started` (2); limits on events and
-    /// bytes per run (11); the event's namespace (10); the interrupt window (8,
-    /// D4); completion of streamed arguments (D6); then the event's own rules.
+    /// reported: run identity (X); sequence (1, then 1/D3 when enabled);
+    /// events after a terminal (15, 3, 4); `run.started` (2); limits on
+    /// events and bytes per run (11); the event's namespace (10); the
+    /// interrupt window (8, then 8/D4); completion of streamed arguments
+    /// (6/D6); then the event's own rules.
     pub fn push(&mut self, event: &Event) -> Result<(), Violation> {
         if let Some(v) = &self.failed {
             return Err(v.clone());
@@ -276,8 +277,8 @@ impl RunValidator {
     /// - a run whose first event is not a valid `run.started` (rule 2) is
     ///   treated as started;
     /// - a terminal rejected for what it says or leaves open (rules 8, 10, 11,
-    ///   13, 14, D5, D6) still ends the run, so later events are rule 4 and
-    ///   the end of input is not rule 12.
+    ///   13, 14, and D5's and D6's checks) still ends the run, so later events
+    ///   are rule 4 and the end of input is not rule 12.
     ///
     /// Later events may still report consequences of the first violation.
     /// `lce check --all` uses this.
@@ -293,7 +294,9 @@ impl RunValidator {
                 | Rule::Limits
                 | Rule::ThreadDurability
                 | Rule::PendingInterrupt
-                | Rule::D5OpenSpans
+                | Rule::D5OpenText
+                | Rule::D5OpenTool
+                | Rule::D5OpenNamespace
                 | Rule::D6Arguments,
                 Some(t),
             ) if t.is_terminal() && self.started && self.terminal.is_none() => {
@@ -698,12 +701,12 @@ impl RunValidator {
                                 "run.finished without thread_state".to_owned(),
                             );
                         }
-                        (Some(t), false) if t.durability != Durability::Committed => {
+                        (Some(t), false) if !t.durability.is_committed() => {
                             return fail(
                                 Rule::ThreadDurability,
                                 format!(
-                                    "run.finished with thread_state.durability {}",
-                                    t.durability
+                                    "run.finished thread_state.durability is {}, not `committed`",
+                                    safe_code(t.durability.as_str())
                                 ),
                             );
                         }
@@ -1113,7 +1116,21 @@ impl RunValidator {
     }
 
     /// D5: what must be closed at run.finished (`all`) or run.interrupted.
+    /// Reported as the rule of the kind of span left open (D5 refines it): a
+    /// text or reasoning span is rule 5, a namespace rule 9, a tool call rule
+    /// 6. A namespace comes before a call: an active namespace keeps its
+    /// delegation call open (D2), so the namespace is what was left open.
+    /// The message lists everything open.
     fn check_all_closed(&self, ty: EventType, seq: u64, all: bool) -> Step {
+        let rule = if self.open_texts > 0 || self.open_reasonings > 0 {
+            Rule::D5OpenText
+        } else if all && self.active_namespaces > 0 {
+            Rule::D5OpenNamespace
+        } else if all && self.open_tools > 0 {
+            Rule::D5OpenTool
+        } else {
+            return Ok(());
+        };
         let mut open = Vec::new();
         if self.open_texts > 0 {
             open.push(format!("{} text", self.open_texts));
@@ -1127,11 +1144,8 @@ impl RunValidator {
         if all && self.active_namespaces > 0 {
             open.push(format!("{} namespace", self.active_namespaces));
         }
-        if open.is_empty() {
-            return Ok(());
-        }
         Err(Violation::new(
-            Rule::D5OpenSpans,
+            rule,
             seq,
             Some(ty),
             format!("{ty} with spans still open: {}", open.join(", ")),

@@ -60,10 +60,24 @@ fn every_scenario_passes_in_full_and_adapter_mode() {
     }
 }
 
+/// An `.expect` sidecar: `{"rule": "8", "decision": "D4", "sequence": 5}`.
+/// `rule` is the contract's rule number (`"X"` for run identity);
+/// `decision`, present for a decision's check, the decision it refines the
+/// rule with (absent for the contract's own rule).
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Expect {
     rule: String,
+    #[serde(default)]
+    decision: Option<String>,
     sequence: u64,
+}
+
+impl Expect {
+    fn rule(&self) -> Rule {
+        Rule::from_id_and_decision(&self.rule, self.decision.as_deref())
+            .unwrap_or_else(|| panic!("no rule {} with decision {:?}", self.rule, self.decision))
+    }
 }
 
 fn expectations() -> Vec<(PathBuf, Expect)> {
@@ -82,27 +96,41 @@ fn every_invalid_run_breaks_exactly_its_rule() {
     let mut failures = Vec::new();
     for (f, exp) in expectations() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let want = exp.rule();
         match run(&events(&f), ValidatorOptions::new()) {
-            Ok(()) => failures.push(format!("{name}: accepted, expected rule {}", exp.rule)),
+            Ok(()) => failures.push(format!("{name}: accepted, expected {want}")),
             Err(v) => {
-                if v.rule.id() != exp.rule || v.sequence != exp.sequence {
+                if v.rule != want
+                    || v.rule.id() != exp.rule
+                    || v.rule.decision() != exp.decision.as_deref()
+                    || v.sequence != exp.sequence
+                {
                     failures.push(format!(
-                        "{name}: got rule {} at seq {} ({v}), expected rule {} at seq {}",
-                        v.rule.id(),
-                        v.sequence,
-                        exp.rule,
-                        exp.sequence
+                        "{name}: got {} at seq {} ({v}), expected {want} at seq {}",
+                        v.rule, v.sequence, exp.sequence
                     ));
                 }
-                // The file's name tells the rule too.
-                let prefix = name.split('-').next().unwrap_or("");
-                let from_name = match prefix {
-                    "x" => "X".to_owned(),
-                    p if p.starts_with('r') => p[1..].trim_start_matches('0').to_owned(),
-                    p => p.to_uppercase(),
-                };
-                assert_eq!(from_name, exp.rule, "{name}: name and .expect disagree");
             }
+        }
+        // The file's name tells the rule (`rNN-`, `x-`) or the decision
+        // (`dN-`, whose rule is the one it refines) too.
+        let prefix = name.split('-').next().unwrap_or("");
+        match prefix {
+            "x" => assert_eq!(
+                (exp.rule.as_str(), exp.decision.as_deref()),
+                ("X", None),
+                "{name}: name and .expect disagree"
+            ),
+            p if p.starts_with('r') => assert_eq!(
+                (exp.rule.as_str(), exp.decision.as_deref()),
+                (p[1..].trim_start_matches('0'), None),
+                "{name}: name and .expect disagree"
+            ),
+            p => assert_eq!(
+                exp.decision.as_deref(),
+                Some(p.to_uppercase().as_str()),
+                "{name}: name and .expect disagree"
+            ),
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
@@ -110,22 +138,15 @@ fn every_invalid_run_breaks_exactly_its_rule() {
 
 #[test]
 fn every_rule_has_at_least_two_invalid_fixtures() {
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    let mut count: BTreeMap<Rule, usize> = BTreeMap::new();
     for (_, exp) in expectations() {
-        assert!(
-            Rule::from_id(&exp.rule).is_some(),
-            "unknown rule id {}",
-            exp.rule
-        );
-        *count.entry(exp.rule).or_default() += 1;
+        *count.entry(exp.rule()).or_default() += 1;
     }
-    let ids: Vec<String> = (1..=15)
-        .map(|n| n.to_string())
-        .chain(["D4", "D5", "D6", "X"].map(String::from))
-        .collect();
-    for id in ids {
-        let n = count.get(&id).copied().unwrap_or(0);
-        assert!(n >= 2, "rule {id} has {n} invalid fixture(s), need 2");
+    // Every rule and every decision's check, but D3's opt-in contiguity
+    // (the fixtures are checked with the default options).
+    for rule in Rule::ALL.iter().filter(|r| **r != Rule::D3Contiguous) {
+        let n = count.get(rule).copied().unwrap_or(0);
+        assert!(n >= 2, "{rule} has {n} invalid fixture(s), need 2");
     }
 }
 
@@ -171,7 +192,7 @@ fn adapter_mode_skips_rule_13_only() {
             assert_eq!(got, Ok(()), "{}", f.display());
         } else {
             let v = got.expect_err("still invalid in adapter mode");
-            assert_eq!(v.rule.id(), exp.rule, "{}", f.display());
+            assert_eq!(v.rule, exp.rule(), "{}", f.display());
         }
     }
 }

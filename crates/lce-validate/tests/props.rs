@@ -646,7 +646,8 @@ proptest! {
                 let term = &run[last];
                 if matches!(term.event_type(), EventType::RunFinished | EventType::RunInterrupted) {
                     let v = got.unwrap_err();
-                    prop_assert_eq!((v.rule, v.sequence), (Rule::D5OpenSpans, term.sequence));
+                    prop_assert_eq!((v.rule, v.sequence), (Rule::D5OpenText, term.sequence));
+                    prop_assert_eq!((v.rule.id(), v.rule.decision()), ("5", Some("D5")));
                 } else {
                     prop_assert!(got.is_ok(), "{:?}", got);
                 }

@@ -139,17 +139,58 @@ fn a_minimal_run_passes() {
 #[test]
 fn rule_ids_names_and_display() {
     for r in Rule::ALL {
-        assert_eq!(Rule::from_id(r.id()), Some(*r));
+        assert_eq!(Rule::from_id_and_decision(r.id(), r.decision()), Some(*r));
+        assert_eq!(Rule::from_name(r.name()), Some(*r));
+        if r.decision().is_none() {
+            assert_eq!(Rule::from_id(r.id()), Some(*r));
+        }
         assert!(
             r.name()
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b == b'_')
         );
+        // Every rule but the run identity has a contract number, and its id
+        // is that number.
         assert_eq!(
             r.number().map(|n| n.to_string()),
             r.id().parse::<u8>().ok().map(|n| n.to_string())
         );
+        assert_eq!(r.number().is_none(), *r == Rule::RunIdentity, "{r}");
+        assert!((1..=15).contains(&r.number().unwrap_or(1)), "{r}");
     }
+    // A decision's check is the rule it refines, the decision as detail.
+    for (rule, number, decision) in [
+        (Rule::D3Contiguous, 1, "D3"),
+        (Rule::D4CloseEvents, 8, "D4"),
+        (Rule::D5OpenText, 5, "D5"),
+        (Rule::D5OpenTool, 6, "D5"),
+        (Rule::D5OpenNamespace, 9, "D5"),
+        (Rule::D6Arguments, 6, "D6"),
+    ] {
+        assert_eq!(
+            (rule.number(), rule.decision()),
+            (Some(number), Some(decision))
+        );
+        assert_eq!(rule.id(), number.to_string());
+        assert_eq!(
+            rule.to_string(),
+            format!("rule {number} ({}, {decision})", rule.name())
+        );
+    }
+    assert_eq!(Rule::from_id("8"), Some(Rule::Interrupt));
+    assert_eq!(Rule::from_id("X"), Some(Rule::RunIdentity));
+    assert_eq!(Rule::from_id("D4"), None);
+    assert_eq!(
+        Rule::from_id_and_decision("8", Some("D4")),
+        Some(Rule::D4CloseEvents)
+    );
+    assert_eq!(
+        Rule::from_id_and_decision("6", Some("D5")),
+        Some(Rule::D5OpenTool)
+    );
+    assert_eq!(Rule::from_id_and_decision("7", Some("D4")), None);
+    assert_eq!(Rule::RunIdentity.to_string(), "rule X (run_identity)");
+    assert_eq!(Rule::RunIdentity.decision(), None);
     let v = broken(
         &[
             STARTED,
@@ -177,6 +218,12 @@ fn rule_1_sequence() {
     run_with(&evs, ValidatorOptions::new()).unwrap();
     let v = run_with(&evs, ValidatorOptions::new().contiguous(true)).unwrap_err();
     assert_eq!((v.rule, v.sequence), (Rule::D3Contiguous, 10));
+    // D3 refines rule 1.
+    assert_eq!((v.rule.id(), v.rule.decision()), ("1", Some("D3")));
+    assert_eq!(
+        v.to_string(),
+        "seq 10: rule 1 (contiguous_sequence, D3): sequence jumps from 2 to 10"
+    );
 }
 
 #[test]
@@ -317,6 +364,7 @@ fn rule_8_and_d4_interrupts() {
     );
     // The coordinator's own terminals may replace run.interrupted.
     run(&[STARTED, FORM, CANCELLED]).unwrap();
+    run(&[STARTED, FORM, ERROR]).unwrap();
     run(&[STARTED, FORM, UNCERTAIN]).unwrap();
     // namespace.exited closes only with outcome `interrupted`.
     let exit_int: Spec<'_> = (
@@ -566,6 +614,61 @@ fn rule_13_thread_state_by_mode() {
     }
 }
 
+/// Issue 16 (D19 amended): a durability other than `committed` parses and
+/// is a rule-13 violation in full mode, with a message that says so; the
+/// adapter mode skips rule 13 (D10a: the coordinator replaces an adapter's
+/// `thread_state`).
+#[test]
+fn rule_13_durability_other_than_committed() {
+    let pending: Spec<'_> = (
+        "run.finished",
+        &[],
+        r#"{"outcome":"success","thread_state":{"durability":"pending","durable_revision":3,"head_ref":"h"}}"#,
+    );
+    let v = broken(&[STARTED, pending], Rule::ThreadDurability, 1);
+    assert_eq!(
+        v.to_string(),
+        "seq 1: rule 13 (thread_durability): run.finished thread_state.durability is `pending`, not `committed`"
+    );
+    let uncommitted: Spec<'_> = (
+        "run.finished",
+        &[],
+        r#"{"outcome":"success","thread_state":{"durability":"uncommitted","durable_revision":3,"head_ref":"h"}}"#,
+    );
+    let v = broken(&[STARTED, uncommitted], Rule::ThreadDurability, 1);
+    assert!(
+        v.message
+            .ends_with("thread_state.durability is `uncommitted`, not `committed`"),
+        "{v}"
+    );
+    // An unusual code is shown by its size only.
+    let odd: Spec<'_> = (
+        "run.finished",
+        &[],
+        r#"{"outcome":"success","thread_state":{"durability":"p\"nd ng","durable_revision":3,"head_ref":"h"}}"#,
+    );
+    let v = broken(&[STARTED, odd], Rule::ThreadDurability, 1);
+    assert!(
+        v.message
+            .ends_with("thread_state.durability is <7 byte code>, not `committed`"),
+        "{v}"
+    );
+    for spec in [pending, odd] {
+        run_with(
+            &events(&[STARTED, spec]),
+            ValidatorOptions::new().mode(Mode::Adapter),
+        )
+        .unwrap();
+        // Ephemeral in full mode: any thread_state claims a commit.
+        let v = run_with(
+            &events(&[STARTED, spec]),
+            ValidatorOptions::new().ephemeral(true),
+        )
+        .unwrap_err();
+        assert_eq!(v.rule, Rule::ThreadDurability);
+    }
+}
+
 #[test]
 fn rule_14_pending_interrupt_in_both_modes() {
     for opts in [
@@ -614,11 +717,65 @@ fn rule_15_durability_uncertain_is_final() {
     run(&[STARTED, T_START, UNCERTAIN]).unwrap();
 }
 
+/// Issue 16: a D4 violation is a violation of rule 8, and reported as rule
+/// 8 with D4 as its detail (decisions.md, D4).
+#[test]
+fn d4_is_reported_as_rule_8() {
+    let tool_after: Spec<'_> = (
+        "tool.started",
+        &[],
+        r#"{"tool_call_id":"late","tool_name":"search","arguments":{"q":"x"}}"#,
+    );
+    let v = broken(
+        &[STARTED, FORM, tool_after, INTERRUPTED],
+        Rule::D4CloseEvents,
+        2,
+    );
+    assert_eq!(v.rule.id(), "8");
+    assert_eq!(v.rule.number(), Some(8));
+    assert_eq!(v.rule.decision(), Some("D4"));
+    assert_eq!(
+        v.to_string(),
+        "seq 2: rule 8 (interrupt_close_events, D4): tool.started after interrupt.requested; only close events may follow it"
+    );
+}
+
 #[test]
 fn d5_open_spans_at_terminals() {
-    broken(&[STARTED, T_START, FINISHED], Rule::D5OpenSpans, 2);
-    broken(&[STARTED, TOOL, FINISHED], Rule::D5OpenSpans, 2);
-    broken(&[STARTED, T_START, FORM, INTERRUPTED], Rule::D5OpenSpans, 3);
+    // Reported as the rule of the span left open: text and reasoning 5,
+    // tool calls 6, namespaces 9; D5 is the detail.
+    let v = broken(&[STARTED, T_START, FINISHED], Rule::D5OpenText, 2);
+    assert_eq!((v.rule.id(), v.rule.decision()), ("5", Some("D5")));
+    assert!(
+        v.to_string()
+            .starts_with("seq 2: rule 5 (text_span_open_at_terminal, D5): "),
+        "{v}"
+    );
+    let v = broken(&[STARTED, TOOL, FINISHED], Rule::D5OpenTool, 2);
+    assert_eq!((v.rule.id(), v.rule.decision()), ("6", Some("D5")));
+    let v = broken(&[STARTED, T_START, FORM, INTERRUPTED], Rule::D5OpenText, 3);
+    assert_eq!(v.rule.id(), "5");
+    let reasoning: Spec<'_> = (
+        "reasoning.started",
+        &[],
+        r#"{"message_id":"r","role":"assistant"}"#,
+    );
+    broken(&[STARTED, reasoning, FINISHED], Rule::D5OpenText, 2);
+    // An active namespace keeps its delegation call open (D2): the
+    // namespace is what was left open, rule 9.
+    let v = broken(&[STARTED, TOOL, ENTER, FINISHED], Rule::D5OpenNamespace, 3);
+    assert_eq!((v.rule.id(), v.rule.decision()), ("9", Some("D5")));
+    assert!(v.message.contains("1 tool call, 1 namespace"), "{v}");
+    // Text before namespaces and calls; the message lists everything open.
+    let v = broken(
+        &[STARTED, TOOL, ENTER, T_START, FINISHED],
+        Rule::D5OpenText,
+        4,
+    );
+    assert!(
+        v.message.contains("1 text, 1 tool call, 1 namespace"),
+        "{v}"
+    );
     // Tools and namespaces may stay open at run.interrupted; anything at
     // run.error / run.cancelled.
     run(&[
@@ -647,11 +804,17 @@ fn d6_streamed_arguments() {
     .unwrap();
     // No deltas: the arguments are the started `{}`.
     run(&[STARTED, TOOL_STREAMED, TOOL_DONE, FINISHED]).unwrap();
-    // Only after `{}`.
-    broken(
+    // Only after `{}`. D6 refines rule 6.
+    let v = broken(
         &[STARTED, TOOL, ("tool.arguments.delta", &[], &a)],
         Rule::D6Arguments,
         2,
+    );
+    assert_eq!((v.rule.id(), v.rule.decision()), ("6", Some("D6")));
+    assert!(
+        v.to_string()
+            .starts_with("seq 2: rule 6 (tool_arguments, D6): "),
+        "{v}"
     );
     // Not after another event.
     broken(
@@ -841,7 +1004,7 @@ fn clear_failure_recovers_a_missing_start_and_a_rejected_terminal() {
     let mut v = RunValidator::new(ValidatorOptions::new());
     v.push(&evs[0]).unwrap();
     v.push(&evs[1]).unwrap();
-    assert_eq!(v.push(&evs[2]).unwrap_err().rule, Rule::D5OpenSpans);
+    assert_eq!(v.push(&evs[2]).unwrap_err().rule, Rule::D5OpenText);
     v.clear_failure();
     assert!(v.is_terminated());
     assert_eq!(v.push(&evs[3]).unwrap_err().rule, Rule::AfterTerminal);
