@@ -40,7 +40,7 @@
 //! |---|---|---|
 //! | `run.finished` | 200 | `{"success":true,"content","thinking","agent_id","conversation_id","trace_id"}` |
 //! | `run.interrupted` | 400 | `{"success":false,"error":INTERRUPT_MESSAGE,"interrupt_type","agent_id","conversation_id","trace_id"}` |
-//! | `run.error` with a [`CAPACITY_CODES`] code | 503, `Retry-After` = max(5, `retry_after_seconds`) | `{"success":false,"error":CAPACITY_MESSAGE,"agent_id","conversation_id","trace_id"}` |
+//! | `run.error` with a [`CAPACITY_CODES`] code | 503, `Retry-After` = max(5, `retry_after_seconds` rounded up to whole seconds) | `{"success":false,"error":CAPACITY_MESSAGE,"agent_id","conversation_id","trace_id"}` |
 //! | any other `run.error`, `run.cancelled`, no terminal, an encode error | 500 | `{"success":false,"error":FAILURE_MESSAGE,"agent_id","conversation_id","trace_id"}` |
 //!
 //! Decisions: `capacity_exceeded` (`AdapterErrorKind::Capacity`) and
@@ -240,7 +240,12 @@ impl InvokeAccumulator {
             Payload::RunError(e) => {
                 self.outcome = InvokeOutcome::Failed {
                     code: e.code.clone(),
-                    retry_after_seconds: e.retry_after_seconds,
+                    // `Retry-After` takes whole seconds: a fraction (D19)
+                    // is rounded up.
+                    retry_after_seconds: e
+                        .retry_after_seconds
+                        .as_ref()
+                        .map(lce_types::RetryAfter::ceil_seconds),
                 };
             }
             Payload::RunCancelled(_) => self.outcome = InvokeOutcome::Cancelled,

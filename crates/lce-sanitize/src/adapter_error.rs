@@ -174,7 +174,9 @@ impl AdapterError {
             code: self.code().to_owned(),
             message: self.message().to_owned(),
             retryable: self.retryable(),
-            retry_after_seconds: self.retry_after_seconds,
+            retry_after_seconds: self
+                .retry_after_seconds
+                .map(lce_types::RetryAfter::saturating_from_seconds),
             side_effect_status,
         }
     }
@@ -246,7 +248,12 @@ mod tests {
         let r = e.to_run_error(SideEffectStatus::None);
         assert_eq!(r.code, "rate_limited");
         assert!(r.retryable);
-        assert_eq!(r.retry_after_seconds, Some(7));
+        assert_eq!(
+            r.retry_after_seconds
+                .as_ref()
+                .map(lce_types::RetryAfter::as_str),
+            Some("7")
+        );
         let r = AdapterError::new(AdapterErrorKind::Internal).with_retry_after(7);
         assert_eq!(r.retry_after_seconds(), None);
         assert!(std::error::Error::source(&e).is_none());

@@ -194,7 +194,7 @@ pub(crate) enum ErrorMarker {
 const MARK: &str = "lce-marker:";
 
 impl ErrorMarker {
-    fn kind(self) -> ParseErrorKind {
+    pub(crate) fn kind(self) -> ParseErrorKind {
         match self {
             ErrorMarker::Syntax => ParseErrorKind::Syntax,
             ErrorMarker::DuplicateKey => ParseErrorKind::DuplicateKey,

@@ -1027,6 +1027,18 @@ mod tests {
             "run.error",
             r#"{"code":"c","message":"m","retryable":true,"retry_after_seconds":5,"side_effect_status":"possible"}"#,
         ),
+        (
+            "run.error",
+            r#"{"code":"c","message":"m","retryable":true,"retry_after_seconds":0.25,"side_effect_status":"possible"}"#,
+        ),
+        (
+            "run.error",
+            r#"{"retry_after_seconds":8.64E+4,"side_effect_status":"none","retryable":false,"message":"m","code":"c"}"#,
+        ),
+        (
+            "run.error",
+            r#"{"code":"c","message":"m","retryable":true,"retry_after_seconds":null,"side_effect_status":"possible"}"#,
+        ),
         ("text.started", r#"{"message_id":"m","role":"assistant"}"#),
         (
             "text.started",
@@ -1233,6 +1245,104 @@ mod tests {
         }
     }
 
+    /// A `run.error` line whose `retry_after_seconds` is `value`.
+    fn retry_line(value: &str) -> String {
+        canonical(
+            "run.error",
+            &format!(
+                r#"{{"code":"rate_limited","message":"m","retryable":true,"retry_after_seconds":{value},"side_effect_status":"none"}}"#
+            ),
+        )
+    }
+
+    /// `run.error.retry_after_seconds` (D19, amended): `null` or any
+    /// non-negative finite number up to 86,400, fractions included, kept
+    /// as its exact text, the same on both paths; anything else an error at
+    /// its path.
+    #[test]
+    fn retry_after_numbers_agree() {
+        for value in [
+            "0",
+            "-0",
+            "-0.0",
+            "0.25",
+            "1e2",
+            "1E+2",
+            "8.64e4",
+            "86400",
+            "86400.0",
+            "86400e0",
+            "864e2",
+            "0.0000001",
+            "1e-400",
+            "0e999999999999999999999",
+            "30",
+            "2.50",
+        ] {
+            let l = retry_line(value);
+            assert!(agrees(&l).unwrap(), "{l}");
+            let e = Event::from_json(&l).unwrap();
+            let Payload::RunError(r) = &e.payload else {
+                panic!("{l}")
+            };
+            assert_eq!(r.retry_after_seconds.as_ref().unwrap().as_str(), value);
+            // Written back exactly.
+            assert!(
+                e.to_json()
+                    .contains(&format!(r#""retry_after_seconds":{value},"#))
+            );
+        }
+        let l = retry_line("null");
+        assert!(agrees(&l).unwrap());
+        let Payload::RunError(r) = Event::from_json(&l).unwrap().payload else {
+            panic!("{l}")
+        };
+        assert_eq!(r.retry_after_seconds, None);
+        for (value, kind) in [
+            ("-1", crate::ParseErrorKind::NumberOutOfRange),
+            ("-0.5", crate::ParseErrorKind::NumberOutOfRange),
+            ("-1e-400", crate::ParseErrorKind::NumberOutOfRange),
+            ("86400.5", crate::ParseErrorKind::NumberOutOfRange),
+            (
+                "86400.0000000000000000001",
+                crate::ParseErrorKind::NumberOutOfRange,
+            ),
+            ("86401", crate::ParseErrorKind::NumberOutOfRange),
+            ("8.6401e4", crate::ParseErrorKind::NumberOutOfRange),
+            ("1e400", crate::ParseErrorKind::NumberOutOfRange),
+            (
+                "1e99999999999999999999",
+                crate::ParseErrorKind::NumberOutOfRange,
+            ),
+            ("\"5\"", crate::ParseErrorKind::WrongType),
+            ("true", crate::ParseErrorKind::WrongType),
+            ("[1]", crate::ParseErrorKind::WrongType),
+            ("{}", crate::ParseErrorKind::WrongType),
+        ] {
+            let l = retry_line(value);
+            assert!(!agrees(&l).unwrap(), "{l}");
+            let err = Event::from_json(&l).unwrap_err();
+            assert_eq!(
+                (err.kind, err.path.as_str()),
+                (kind, "data.retry_after_seconds"),
+                "{value}: {err}"
+            );
+        }
+        // Not JSON at all (D17: no NaN or infinities in JSON text): the
+        // line's syntax error, located at the byte where the value starts.
+        for value in ["NaN", "Infinity", "-Infinity", ".5", "+1", "0x10"] {
+            let l = retry_line(value);
+            assert!(!agrees(&l).unwrap(), "{l}");
+            let err = Event::from_json(&l).unwrap_err();
+            let at = l.find(r#""retry_after_seconds":"#).unwrap() + 22;
+            assert_eq!(err.kind, crate::ParseErrorKind::Syntax, "{value}: {err}");
+            assert!(
+                err.offset.is_some_and(|o| (at..at + 2).contains(&o)),
+                "{value}: {err} (value at byte {at})"
+            );
+        }
+    }
+
     /// `thread_state.durability` (D19, amended): any code of at most 128
     /// bytes without control characters parses, the same on both paths;
     /// anything else is `invalid_value` at its path.
@@ -1367,6 +1477,34 @@ mod tests {
             let fast = agrees(&l)?;
             if Event::from_json_serde(&l, &mut SharedIds::default()).is_ok() && field != 5 {
                 prop_assert!(fast, "{}", l);
+            }
+        }
+
+        #[test]
+        fn retry_after_values_agree(
+            value in prop_oneof![
+                prop::sample::select(NUMBERS.to_vec()).prop_map(str::to_owned),
+                any::<u32>().prop_map(|n| n.to_string()),
+                any::<f64>().prop_map(|f| format!("{f:e}")),
+                (0.0f64..90_000.0).prop_map(|f| f.to_string()),
+                "-?[0-9]{1,6}(\\.[0-9]{1,4})?([eE][+-]?[0-9]{1,3})?",
+                arb_json_string(),
+            ],
+        ) {
+            // Both paths agree (fast path taken for every valid value), and
+            // a value that parses is kept byte for byte.
+            let l = retry_line(&value);
+            let fast = agrees(&l)?;
+            let slow = Event::from_json_serde(&l, &mut SharedIds::default());
+            prop_assert_eq!(fast, slow.is_ok(), "{}", l);
+            if let Ok(e) = slow {
+                let Payload::RunError(r) = &e.payload else {
+                    return Err(TestCaseError::fail("not a run.error"));
+                };
+                let r = r.retry_after_seconds.as_ref().map(|r| r.as_str().to_owned());
+                prop_assert_eq!(r.as_deref(), Some(value.as_str()).filter(|v| *v != "null"));
+                let again = Event::from_json(&e.to_json());
+                prop_assert_eq!(again.as_ref(), Ok(&e));
             }
         }
 

@@ -224,7 +224,7 @@ const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 /// is handed to `RawValue`'s own `Deserialize` the way serde_json's
 /// deserializer hands it over (one copy, no parse). Should that ever stop
 /// working, `from_string` is the fallback, so the result is always `text`.
-fn raw_from_valid(text: &str) -> Option<Box<RawValue>> {
+pub(crate) fn raw_from_valid(text: &str) -> Option<Box<RawValue>> {
     use serde::de::value::{Error, MapDeserializer};
     let de = MapDeserializer::<_, Error>::new(std::iter::once((RAW_VALUE_TOKEN, text)));
     match Box::<RawValue>::deserialize(de) {

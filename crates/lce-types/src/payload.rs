@@ -325,11 +325,291 @@ pub struct RunError {
     pub message: String,
     /// Whether retrying may help.
     pub retryable: bool,
-    /// Seconds to wait before retrying, when known.
+    /// Seconds to wait before retrying, when known: any non-negative number
+    /// up to a day, fractions included, kept as written (D19).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after_seconds: Option<u64>,
+    pub retry_after_seconds: Option<RetryAfter>,
     /// Whether side effects may have happened.
     pub side_effect_status: SideEffectStatus,
+}
+
+/// `run.error.retry_after_seconds` (D19, amended): a non-negative finite JSON
+/// number, integer or fraction (providers send `0.25`), at most
+/// [`RetryAfter::MAX_SECONDS`], kept as its exact JSON text: every wire
+/// that carries it writes that text (`0.25`, `1e2`, `30.0` stay as they are).
+///
+/// Negative numbers (`-0` is zero, and taken), numbers above a day
+/// (compared exactly, on the decimal text: `86400.0000001` is above), and
+/// anything that is not a number (a string `"5"`, a boolean, `NaN`) are
+/// parse errors at `data.retry_after_seconds`; `null` is "not given".
+///
+/// ```
+/// use lce_types::RetryAfter;
+/// let r = RetryAfter::parse("0.25").unwrap();
+/// assert_eq!((r.as_str(), r.as_f64(), r.ceil_seconds()), ("0.25", 0.25, 1));
+/// assert_eq!(RetryAfter::parse("1E2").unwrap().ceil_seconds(), 100);
+/// assert!(RetryAfter::parse("86400.5").is_err());
+/// assert!(RetryAfter::parse("-1").is_err());
+/// assert_eq!(RetryAfter::saturating_from_seconds(90_000).as_str(), "86400");
+/// ```
+#[derive(Clone)]
+pub struct RetryAfter(Box<serde_json::value::RawValue>);
+
+impl RetryAfter {
+    /// The largest delay: a day, 86,400 seconds (D19).
+    pub const MAX_SECONDS: u64 = 86_400;
+
+    /// Parses the exact JSON text of a delay (JSON whitespace around it
+    /// aside), with the errors of [`Event::from_json`](crate::Event::from_json)
+    /// (at `$`).
+    pub fn parse(text: &str) -> Result<RetryAfter, crate::ParseError> {
+        let t = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        match check_retry_after(t) {
+            Ok(()) => crate::opaque::raw_from_valid(t)
+                .map(RetryAfter)
+                .ok_or_else(|| {
+                    crate::ParseError::new(
+                        crate::ParseErrorKind::Syntax,
+                        "$",
+                        "retry_after_seconds is not a JSON number",
+                    )
+                }),
+            Err((marker, what)) => Err(crate::ParseError::new(marker.kind(), "$", what)),
+        }
+    }
+
+    /// `seconds` written as an integer; `None` above [`Self::MAX_SECONDS`].
+    pub fn from_seconds(seconds: u64) -> Option<RetryAfter> {
+        if seconds > Self::MAX_SECONDS {
+            return None;
+        }
+        crate::opaque::raw_from_valid(&seconds.to_string()).map(RetryAfter)
+    }
+
+    /// `seconds` written as an integer, at most [`Self::MAX_SECONDS`]
+    /// (a longer delay is cut to a day).
+    pub fn saturating_from_seconds(seconds: u64) -> RetryAfter {
+        match Self::from_seconds(seconds.min(Self::MAX_SECONDS)) {
+            Some(r) => r,
+            // Digits are always a valid JSON number; never reached.
+            None => RetryAfter(max_number()),
+        }
+    }
+
+    /// The JSON text, exactly as it arrived (`0.25`, `1e2`, `30`).
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value as the nearest `f64` (exact for integers and for the usual
+    /// fractions of a second written in binary-exact form such as `0.25`).
+    pub fn as_f64(&self) -> f64 {
+        self.as_str().parse().unwrap_or(0.0)
+    }
+
+    /// The delay rounded up to whole seconds, exactly (from the decimal
+    /// text): what an integer-only header such as HTTP `Retry-After` carries
+    /// (`0.25` -> 1, `30` -> 30, `1e-9` -> 1, `0` -> 0).
+    pub fn ceil_seconds(&self) -> u64 {
+        let Some(d) = Decimal::parse(self.as_str()) else {
+            return 0;
+        };
+        if d.digits.is_empty() {
+            return 0;
+        }
+        if d.point <= 0 {
+            return 1;
+        }
+        // point <= 5 here: the value is at most 86,400.
+        let point = usize::try_from(d.point).unwrap_or(usize::MAX);
+        let mut whole: u64 = 0;
+        for k in 0..point.min(20) {
+            let digit = d
+                .digits
+                .as_bytes()
+                .get(k)
+                .map_or(0, |b| u64::from(b - b'0'));
+            whole = whole.saturating_mul(10).saturating_add(digit);
+        }
+        whole.saturating_add(u64::from(d.digits.len() > point))
+    }
+}
+
+/// [`RetryAfter::MAX_SECONDS`] as a raw value, by the slow constructor.
+fn max_number() -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string(RetryAfter::MAX_SECONDS.to_string())
+        .unwrap_or_default()
+}
+
+impl PartialEq for RetryAfter {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+impl Eq for RetryAfter {}
+
+impl std::hash::Hash for RetryAfter {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl std::fmt::Debug for RetryAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RetryAfter({})", self.as_str())
+    }
+}
+
+impl std::fmt::Display for RetryAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for RetryAfter {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Written as it arrived: the exact number text.
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RetryAfter {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        check_retry_after(raw.get())
+            .map_err(|(marker, what)| D::Error::custom(marker.message(what)))?;
+        Ok(RetryAfter(raw))
+    }
+}
+
+/// What is wrong with the JSON text of a `retry_after_seconds`, if anything.
+fn check_retry_after(text: &str) -> Result<(), (crate::error::ErrorMarker, &'static str)> {
+    use crate::error::ErrorMarker;
+    let wrong = |found| Err((ErrorMarker::WrongType, found));
+    match text.as_bytes().first() {
+        Some(b'"') => return wrong("retry_after_seconds must be a number, found a string"),
+        Some(b't' | b'f') => return wrong("retry_after_seconds must be a number, found a boolean"),
+        Some(b'{') => return wrong("retry_after_seconds must be a number, found an object"),
+        Some(b'[') => return wrong("retry_after_seconds must be a number, found an array"),
+        Some(b'n') => return wrong("retry_after_seconds must be a number, found null"),
+        _ => {}
+    }
+    let Some(d) = Decimal::parse(text) else {
+        return Err((
+            ErrorMarker::Syntax,
+            "retry_after_seconds is not a JSON number",
+        ));
+    };
+    if d.is_zero() {
+        return Ok(());
+    }
+    if d.negative {
+        return Err((
+            ErrorMarker::NumberOutOfRange,
+            "retry_after_seconds is negative",
+        ));
+    }
+    // 86,400 = 0.864 x 10^5, compared on the decimal digits: exact.
+    let above = match d.point.cmp(&5) {
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Equal => d.digits.as_str() > "864",
+    };
+    if above {
+        return Err((
+            ErrorMarker::NumberOutOfRange,
+            "retry_after_seconds is above 86400 (a day)",
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON number's exact decimal value: `0.DIGITS x 10^point`, the digits
+/// without leading or trailing zeros (none for zero), and the sign.
+struct Decimal {
+    negative: bool,
+    digits: String,
+    point: i64,
+}
+
+impl Decimal {
+    /// `None` when `text` is not exactly one JSON number.
+    fn parse(text: &str) -> Option<Decimal> {
+        let b = text.as_bytes();
+        let digits_from = |mut i: usize| {
+            while matches!(b.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+            i
+        };
+        let negative = b.first() == Some(&b'-');
+        let int_start = usize::from(negative);
+        let int_end = match b.get(int_start) {
+            Some(b'0') => int_start + 1,
+            Some(b'1'..=b'9') => digits_from(int_start + 1),
+            _ => return None,
+        };
+        let mut i = int_end;
+        let (frac_start, frac_end) = if b.get(i) == Some(&b'.') {
+            let end = digits_from(i + 1);
+            if end == i + 1 {
+                return None;
+            }
+            let span = (i + 1, end);
+            i = end;
+            span
+        } else {
+            (i, i)
+        };
+        let mut exp: i64 = 0;
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            let minus = match b.get(i) {
+                Some(b'-') => {
+                    i += 1;
+                    true
+                }
+                Some(b'+') => {
+                    i += 1;
+                    false
+                }
+                _ => false,
+            };
+            let start = i;
+            while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                exp = exp.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+                i += 1;
+            }
+            if i == start {
+                return None;
+            }
+            if minus {
+                exp = -exp;
+            }
+        }
+        if i != b.len() {
+            return None;
+        }
+        let mut all = String::with_capacity(int_end - int_start + frac_end - frac_start);
+        all.push_str(text.get(int_start..int_end)?);
+        all.push_str(text.get(frac_start..frac_end)?);
+        let significant = all.trim_start_matches('0');
+        let leading = all.len() - significant.len();
+        let len = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let point = len(int_end - int_start)
+            .saturating_add(exp)
+            .saturating_sub(len(leading));
+        Some(Decimal {
+            negative,
+            digits: significant.trim_end_matches('0').to_owned(),
+            point,
+        })
+    }
+
+    fn is_zero(&self) -> bool {
+        self.digits.is_empty()
+    }
 }
 
 /// The `run.error` code of a failed final commit (rule 15).

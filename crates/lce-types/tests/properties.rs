@@ -95,6 +95,58 @@ fn every_event_type_round_trips() {
     }
 }
 
+/// Issue 16 (D19, amended): `retry_after_seconds` is `null` or any
+/// non-negative finite number up to 86,400, fraction or integer, kept as its
+/// exact text; anything else is a typed error at the member.
+#[test]
+fn retry_after_seconds_takes_fractions_and_keeps_their_text() {
+    let data = |v: &str| {
+        format!(
+            r#"{{"code":"rate_limited","message":"m","retryable":true,"retry_after_seconds":{v},"side_effect_status":"none"}}"#
+        )
+    };
+    for (v, ceil) in [("0.25", 1), ("0", 0), ("86400", 86_400), ("1e2", 100)] {
+        let line = envelope("run.error", &data(v));
+        let event = Event::from_json(&line).unwrap_or_else(|e| panic!("{v}: {e}"));
+        let lce_types::Payload::RunError(r) = &event.payload else {
+            panic!("{v}")
+        };
+        let r = r.retry_after_seconds.as_ref().unwrap();
+        assert_eq!((r.as_str(), r.ceil_seconds()), (v, ceil));
+        // Written back byte for byte, read back equal.
+        assert_eq!(event.to_json(), line, "{v}");
+        assert_eq!(Event::from_json(&event.to_json()).unwrap(), event);
+        assert_eq!(Event::from_slice(line.as_bytes()).unwrap(), event);
+    }
+    for (v, kind) in [
+        ("-1", ParseErrorKind::NumberOutOfRange),
+        ("86400.5", ParseErrorKind::NumberOutOfRange),
+        (r#""5""#, ParseErrorKind::WrongType),
+    ] {
+        let e = Event::from_json(&envelope("run.error", &data(v))).unwrap_err();
+        assert_eq!(
+            (e.kind, e.path.as_str()),
+            (kind, "data.retry_after_seconds"),
+            "{v}: {e}"
+        );
+        assert!(e.to_string().contains("retry_after_seconds"), "{e}");
+    }
+    // `NaN` is not JSON (D17): the line's syntax error, at the value's byte.
+    let line = envelope("run.error", &data("NaN"));
+    let e = Event::from_json(&line).unwrap_err();
+    assert_eq!(e.kind, ParseErrorKind::Syntax);
+    assert_eq!(e.offset, line.find("NaN"));
+    assert_eq!(
+        lce_types::RetryAfter::from_seconds(86_401),
+        None,
+        "a day at most"
+    );
+    assert_eq!(
+        lce_types::RetryAfter::from_seconds(30).map(|r| r.to_string()),
+        Some("30".to_owned())
+    );
+}
+
 #[test]
 fn approval_interrupt_rules() {
     let ok = r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"a","tool_approvals":[{"tool_call_id":"t","tool_name":"n","tool_args":{}}]}"#;

@@ -179,7 +179,11 @@ fn data_size(payload: &Payload) -> Option<u64> {
             .member("code", json_string_len(code))
             .member("message", json_string_len(message))
             .member("retryable", bool_len(*retryable))
-            .opt("retry_after_seconds", retry_after_seconds.map(digits))
+            // The exact number text, written as it arrived.
+            .opt(
+                "retry_after_seconds",
+                retry_after_seconds.as_ref().map(|r| raw_len(r.as_str())),
+            )
             .member("side_effect_status", name_len(side_effect_status.as_str()))
             .end(),
         // The rest.
@@ -499,6 +503,22 @@ mod tests {
         s.len() as u64 + 2
     }
 
+    /// A `run.error.retry_after_seconds`, as its exact text: integers,
+    /// fractions, exponents, `-0`.
+    fn retry_after() -> BoxedStrategy<lce_types::RetryAfter> {
+        prop_oneof![
+            (0u64..=86_400).prop_map(|s| s.to_string()),
+            "(0|[1-9][0-9]{0,3})(\\.[0-9]{1,6})?([eE][+-]?[0-2])?",
+            Just("-0".to_owned()),
+            Just("0.25".to_owned()),
+            Just("8.64e4".to_owned()),
+        ]
+        .prop_filter_map("a delay of at most a day", |t| {
+            lce_types::RetryAfter::parse(&t).ok()
+        })
+        .boxed()
+    }
+
     /// A `thread_state.durability`: a named value, or any other bounded code
     /// (escapes included).
     fn durability() -> BoxedStrategy<Durability> {
@@ -715,7 +735,7 @@ mod tests {
                 text(),
                 text(),
                 any::<bool>(),
-                proptest::option::of(any::<u64>()),
+                proptest::option::of(retry_after()),
                 one_of(SideEffectStatus::ALL)
             )
                 .prop_map(

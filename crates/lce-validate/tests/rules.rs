@@ -669,6 +669,33 @@ fn rule_13_durability_other_than_committed() {
     }
 }
 
+/// Issue 16 (D19, amended): a run ending in `run.error` with a fractional
+/// (or any other valid) `retry_after_seconds` validates, and its size (rule
+/// 11) counts the exact number text.
+#[test]
+fn run_error_with_a_fractional_retry_after_validates() {
+    for v in ["0.25", "0", "86400", "1e2"] {
+        let data = format!(
+            r#"{{"code":"rate_limited","message":"m","retryable":true,"retry_after_seconds":{v},"side_effect_status":"none"}}"#
+        );
+        let evs = events(&[STARTED, T_START, ("run.error", &[], &data)]);
+        for opts in [
+            ValidatorOptions::new(),
+            ValidatorOptions::new().mode(Mode::Adapter),
+        ] {
+            run_with(&evs, opts).unwrap();
+        }
+        let total: u64 = evs.iter().map(|e| e.to_json().len() as u64).sum();
+        assert!(evs[2].to_json().contains(&format!(":{v},")));
+        let mut limits = Limits::default();
+        limits.bytes_per_run = total;
+        run_with(&evs, ValidatorOptions::new().limits(limits.clone())).unwrap();
+        limits.bytes_per_run = total - 1;
+        let v = run_with(&evs, ValidatorOptions::new().limits(limits)).unwrap_err();
+        assert_eq!((v.rule, v.sequence), (Rule::Limits, 2));
+    }
+}
+
 #[test]
 fn rule_14_pending_interrupt_in_both_modes() {
     for opts in [
