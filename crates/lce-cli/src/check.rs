@@ -42,7 +42,7 @@
 //! Lines), in the order given, instead of the messages: for one FILE the
 //! output is exactly one object, as before this took several files:
 //! `{"file","lines","events","ok","errors":[{line,kind,path,offset,message}],
-//! "violations":[{line,sequence,rule,rule_name,event_type,message}]}`; a FILE
+//! "violations":[{line,sequence,rule,rule_name,decision,event_type,message}]}`; a FILE
 //! that could not be read is `{"file","ok":false,"io_error"}`.
 //!
 //! `--summary` ends the output with one line on stdout:
@@ -388,6 +388,7 @@ fn json_report(report: &Report) -> serde_json::Value {
                 "sequence": v.sequence,
                 "rule": v.rule.id(),
                 "rule_name": v.rule.name(),
+                "decision": v.rule.decision(),
                 "event_type": v.event_type.map(|t| t.as_str()),
                 "message": v.message,
             })

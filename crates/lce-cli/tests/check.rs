@@ -481,3 +481,25 @@ fn a_long_line_shows_80_characters_around_the_column() {
     );
     assert_eq!(lines[2], format!("  {}^", " ".repeat(40)));
 }
+
+#[test]
+fn a_decision_is_reported_as_the_contract_rule_it_refines() {
+    // D4 refines rule 8: the text and the JSON name rule 8, the decision is
+    // the detail (issue 16 item 3).
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/invalid/d4-tool-started-after-interrupt-requested.jsonl");
+    let file = file.to_str().unwrap();
+    let (code, _, stderr) = lce(&["check", file]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(": rule 8 (interrupt_close_events, D4): "),
+        "{stderr}"
+    );
+    let (code, stdout, _) = lce(&["check", "--json", file]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let v = &report["violations"][0];
+    assert_eq!(v["rule"], "8");
+    assert_eq!(v["decision"], "D4");
+    assert_eq!(v["rule_name"], "interrupt_close_events");
+}
