@@ -183,3 +183,40 @@ fn limits_come_from_a_file_then_the_environment() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_fractional_retry_after_is_a_valid_run_not_the_coordinators_error() {
+    // Issue 16 item 3: `retry_after_seconds: 0.25` was "integer out of range",
+    // so the run became the coordinator's generic error. It is valid (D19).
+    let full = std::fs::read_to_string(
+        root().join("fixtures/scenarios/run-error-capacity-retryable.jsonl"),
+    )
+    .unwrap();
+    assert!(full.contains("\"retry_after_seconds\":30,"));
+    let dir = std::env::temp_dir().join(format!("lce-encode-retry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = dir.join("fraction.jsonl");
+    std::fs::write(
+        &run,
+        full.replace(
+            "\"retry_after_seconds\":30,",
+            "\"retry_after_seconds\":0.25,",
+        ),
+    )
+    .unwrap();
+    let out = lce(&["encode", "--to", "custom", run.to_str().unwrap()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout,
+        "event: error\ndata: {\"error\": \"The model is at capacity. Please try again shortly.\"}\n\n"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let check = lce(&["check", run.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
