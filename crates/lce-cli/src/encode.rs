@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use futures::{FutureExt, Stream, StreamExt};
 use lce::prelude::*;
-use lce::stream::{MemoryAudit, WireFormat};
+use lce::stream::{Cause, MemoryAudit, WireFormat};
 use lce::types::ParseError;
 
 use crate::{UsageError, input};
@@ -259,8 +259,8 @@ async fn encode(
         // The adapter's terminal stood; the first line after it broke the rule.
         line += 1;
     }
-    match (record.rule.as_deref(), first_parse_error.borrow().as_ref()) {
-        (Some("parse"), Some(e)) => {
+    match (record.rule, first_parse_error.borrow().as_ref()) {
+        (Some(Cause::Parse), Some(e)) => {
             eprintln!(
                 "{name}:{}: {}",
                 e.line.unwrap_or(line),

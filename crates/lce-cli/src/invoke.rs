@@ -197,7 +197,7 @@ where
             Some(Err(e)) => {
                 // The coordinator yields events only; should it not, the run
                 // has no terminal and the answer is the generic failure.
-                tracing::error!(target: "lce::invoke", rule = %e.rule_id(), "run failed");
+                tracing::error!(target: "lce::invoke", rule = %e.cause(), "run failed");
                 break;
             }
         }

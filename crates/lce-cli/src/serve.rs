@@ -362,7 +362,7 @@ where
         r.map_err(|e| {
             // The coordinator's output always encodes; should it not, end the
             // body (the client sees a truncated stream) and say why, safely.
-            tracing::error!(target: "lce::serve", rule = %e.rule_id(), "frame could not be encoded");
+            tracing::error!(target: "lce::serve", rule = %e.cause(), "frame could not be encoded");
             std::io::Error::other("encode error")
         })
     });
@@ -491,7 +491,7 @@ pub(crate) fn audit_json(r: &AuditRecord) -> serde_json::Value {
         "sequence": r.sequence,
         "code": r.code,
         "side_effect_status": r.side_effect_status.map(|s| s.as_str()),
-        "rule": r.rule,
+        "rule": r.rule.map(|c| c.as_str()),
         "coordinator_terminal": r.coordinator_terminal,
         "events_in": r.counters.events_in,
         "forwarded": r.counters.forwarded,

@@ -149,7 +149,17 @@ fn a_scenario_cut_short_ends_with_the_coordinators_error() {
         lines[..lines.len() / 2].join("\n") + "\n",
     )
     .unwrap();
-    let server = Server::start(&["--speed", "0", "--scenarios", dir.to_str().unwrap()]);
+    // Not `.jsonl`: the directory is also the scenario directory.
+    let audit = dir.join("audit.log");
+    let _ = std::fs::remove_file(&audit);
+    let server = Server::start(&[
+        "--speed",
+        "0",
+        "--scenarios",
+        dir.to_str().unwrap(),
+        "--audit-log",
+        audit.to_str().unwrap(),
+    ]);
     let resp = post(
         &server.addr,
         "/api/v1/chat/stream/start",
@@ -158,6 +168,22 @@ fn a_scenario_cut_short_ends_with_the_coordinators_error() {
     let text = String::from_utf8(resp.body).unwrap();
     assert!(text.ends_with("event: error\ndata: {\"error\": \"Agent execution failed. Check server logs for details.\"}\n\n"), "{text}");
     assert!(!text.contains("event: done"));
+    // The audit names the rule by its id, as text (rule 12: no terminal).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        // A whole line: the server may be writing it.
+        if let Some((line, _)) = text.split_once('\n') {
+            break line.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no audit record for the cut run");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        line.contains(r#""code":"provider_stream_closed""#),
+        "{line}"
+    );
+    assert!(line.contains(r#""rule":"12""#), "{line}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

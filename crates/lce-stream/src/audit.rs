@@ -4,6 +4,8 @@ use std::sync::Mutex;
 
 use lce_types::{EventType, SideEffectStatus};
 
+use crate::error::Cause;
+
 /// Counters of one run, as the coordinator saw it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunCounters {
@@ -39,11 +41,12 @@ pub struct AuditRecord {
     pub code: Option<String>,
     /// The side-effect status of an error or cancellation.
     pub side_effect_status: Option<SideEffectStatus>,
-    /// When the adapter broke the contract: the rule id (`"12"`, `"6"`,
-    /// `"X"`, `"sanitize"`, `"4"` for events after its own terminal; a
-    /// decision's check has the number of the rule it refines, the decision
-    /// is in `reason`), never the payload.
-    pub rule: Option<String>,
+    /// When the adapter broke the contract: what it broke, never the
+    /// payload. Written as its id ([`Cause::as_str`]): `"12"`, `"6"`, `"X"`,
+    /// `"sanitize"`, `"parse"`, `"4"` for events after its own terminal; a
+    /// decision's check has the number of the rule it refines (the value
+    /// keeps the decision, and `reason` names it).
+    pub rule: Option<Cause>,
     /// When the coordinator intervened: what the validator, sanitizer or
     /// parser said, in their payload-free words (`seq 7: rule 5 (...): ...`).
     pub reason: Option<String>,
@@ -73,7 +76,7 @@ impl AuditSink for TracingAudit {
             sequence = r.sequence,
             code = r.code.as_deref(),
             side_effect_status = r.side_effect_status.map(|s| s.as_str()),
-            rule = r.rule.as_deref(),
+            rule = r.rule.map(Cause::as_str),
             reason = r.reason.as_deref(),
             coordinator_terminal = r.coordinator_terminal,
             events_in = r.counters.events_in,

@@ -37,12 +37,12 @@ use lce_types::{
     CancelReason, Durability, Event, EventType, Limits, Payload, RunCancelled, RunError,
     RunStarted, SideEffectStatus, ThreadState, Timestamp,
 };
-use lce_validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions};
+use lce_validate::{Mode, Rule, RunValidator, ToolSchemas, ValidatorOptions};
 use pin_project_lite::pin_project;
 
 use crate::audit::{AuditRecord, AuditSink, RunCounters, TracingAudit};
 use crate::cancel::CancelHandle;
-use crate::error::LceError;
+use crate::error::{Cause, LceError};
 use crate::store::{CommitError, CommitRequest, Committed, MemoryStore, ThreadStore};
 
 /// `run.error` code: the adapter broke the contract (D8).
@@ -249,6 +249,18 @@ enum State {
     Done,
 }
 
+impl State {
+    /// The state's name, for `Debug`.
+    fn name(&self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Committing { .. } => "committing",
+            State::Draining => "draining",
+            State::Done => "done",
+        }
+    }
+}
+
 /// What an adapter's error item says, for the audit and logs, without its
 /// text where that text is the adapter's own: an `io::Error` from an adapter
 /// carries whatever its provider said (raw error text, URLs with
@@ -269,7 +281,7 @@ struct End {
     sequence: Option<u64>,
     code: Option<String>,
     side_effect_status: Option<SideEffectStatus>,
-    rule: Option<String>,
+    rule: Option<Cause>,
     reason: Option<String>,
     coordinator_terminal: bool,
 }
@@ -330,16 +342,62 @@ pin_project! {
     }
 }
 
-impl<S> std::fmt::Debug for Coordinated<S> {
+/// The adapter stream (while the coordinator holds it), the run, where the
+/// coordinator is (`running`, `committing`, `draining`, `done`), how many of
+/// its events wait to be yielded, and the counters. Payload-free unless the
+/// adapter stream's own `Debug` is not.
+impl<S: std::fmt::Debug> std::fmt::Debug for Coordinated<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Coordinated")
+            .field("upstream", &self.upstream)
             .field("run_id", &self.inner.options.run_id)
+            .field("conversation_id", &self.inner.options.conversation_id)
+            .field("state", &self.inner.state.name())
+            .field("queued", &self.inner.queue.len())
+            .field("ended", &self.inner.end.is_some())
             .field("counters", &self.inner.counters)
             .finish_non_exhaustive()
     }
 }
 
+/// Access to the adapter stream, like `futures`' adaptors, except that the
+/// coordinator lets the adapter go as soon as it is done with it (after the
+/// terminal and the drain, on cancellation, or when the adapter ended): from
+/// then on there is none, and these return `None`.
+///
+/// Take care not to disturb the adapter stream's state while the run goes
+/// on: the coordinator counts and validates what it reads, not what is taken
+/// from the stream behind its back.
 impl<S> Coordinated<S> {
+    /// The adapter stream, while the coordinator holds it.
+    pub fn get_ref(&self) -> Option<&S> {
+        self.upstream.as_ref()
+    }
+
+    /// The adapter stream, mutably, while the coordinator holds it.
+    pub fn get_mut(&mut self) -> Option<&mut S> {
+        self.upstream.as_mut()
+    }
+
+    /// The pinned adapter stream, while the coordinator holds it.
+    pub fn get_pin_mut(self: Pin<&mut Self>) -> Option<Pin<&mut S>> {
+        self.project().upstream.as_pin_mut()
+    }
+
+    /// Ends the coordination and gives the adapter stream back, if the
+    /// coordinator still holds it.
+    ///
+    /// The coordinator itself is dropped, exactly as when the consumer drops
+    /// the stream: its audit record is sent now, and a run that had not
+    /// ended is audited as `run.cancelled{disconnect}` (D11). The adapter
+    /// stream is taken out of its slot rather than moved out of the struct
+    /// (which a type with a destructor forbids); no `unsafe` is involved, and
+    /// pinning is kept: a `Coordinated` held by value was never pinned, or
+    /// is `Unpin`.
+    pub fn into_inner(mut self) -> Option<S> {
+        self.upstream.take()
+    }
+
     /// The run's counters so far.
     pub fn counters(&self) -> RunCounters {
         self.inner.counters
@@ -423,7 +481,7 @@ impl Inner {
         &mut self,
         code: &str,
         message: &str,
-        rule: Option<String>,
+        rule: Option<Cause>,
         reason: Option<String>,
         retryable: bool,
     ) {
@@ -476,7 +534,7 @@ impl Inner {
 
     fn violation(
         &mut self,
-        rule: String,
+        rule: Cause,
         reason: String,
         sequence: Option<u64>,
         event_type: Option<EventType>,
@@ -510,7 +568,7 @@ impl Inner {
             Ok(e) => e,
             Err(err) => {
                 let (seq, ty) = (err.sequence(), err.event_type());
-                self.violation(err.rule_id(), safe_reason(&err), seq, ty);
+                self.violation(err.cause(), safe_reason(&err), seq, ty);
                 return None;
             }
         };
@@ -531,12 +589,7 @@ impl Inner {
                 Err(rejection) => {
                     tracing::debug!(target: "lce::coordinator", kind = ?rejection.kind, "sanitizer rejection");
                     let reason = format!("seq {sequence}: {event_type} rejected: {rejection}");
-                    self.violation(
-                        "sanitize".to_owned(),
-                        reason,
-                        Some(sequence),
-                        Some(event_type),
-                    );
+                    self.violation(Cause::Sanitize, reason, Some(sequence), Some(event_type));
                     return None;
                 }
             }
@@ -557,13 +610,13 @@ impl Inner {
             };
             if let Some((field, got, is, want)) = mismatch {
                 let v = lce_validate::Violation::new(
-                    lce_validate::Rule::RunIdentity,
+                    Rule::RunIdentity,
                     sequence,
                     Some(event_type),
                     format!("{event_type} has {field} `{got}` but the {is} `{want}`"),
                 );
                 self.violation(
-                    v.rule.id().to_owned(),
+                    Cause::Rule(v.rule),
                     v.to_string(),
                     Some(sequence),
                     Some(event_type),
@@ -573,7 +626,7 @@ impl Inner {
         }
         if let Err(v) = self.validator.push(&event) {
             self.violation(
-                v.rule.id().to_owned(),
+                Cause::Rule(v.rule),
                 v.to_string(),
                 Some(v.sequence),
                 v.event_type,
@@ -675,7 +728,7 @@ impl Inner {
                 self.end_with_error(
                     lce_types::THREAD_DURABILITY_UNCERTAIN,
                     THREAD_DURABILITY_UNCERTAIN_MESSAGE,
-                    Some("15".to_owned()),
+                    Some(Cause::Rule(Rule::DurabilityUncertain)),
                     Some(format!(
                         "seq {}: the {} commit failed ({e})",
                         terminal.sequence,
@@ -696,10 +749,10 @@ impl Inner {
         }
         let (rule, reason) = match item {
             Ok(event) => match self.validator.push(&event) {
-                Err(v) => (v.rule.id().to_owned(), v.to_string()),
+                Err(v) => (Cause::Rule(v.rule), v.to_string()),
                 Ok(()) => return,
             },
-            Err(e) => (e.rule_id(), safe_reason(&e)),
+            Err(e) => (e.cause(), safe_reason(&e)),
         };
         tracing::warn!(
             target: "lce::coordinator",
@@ -819,7 +872,7 @@ where
                         inner.end_with_error(
                             PROVIDER_STREAM_CLOSED,
                             PROVIDER_STREAM_CLOSED_MESSAGE,
-                            Some("12".to_owned()),
+                            Some(Cause::Rule(Rule::MissingTerminal)),
                             None,
                             false,
                         );
@@ -835,8 +888,8 @@ where
                         Poll::Ready(None) => {
                             this.upstream.set(None);
                             let (rule, reason) = match inner.validator.finish() {
-                                Err(v) => (v.rule.id().to_owned(), Some(v.to_string())),
-                                Ok(()) => ("12".to_owned(), None),
+                                Err(v) => (Cause::Rule(v.rule), Some(v.to_string())),
+                                Ok(()) => (Cause::Rule(Rule::MissingTerminal), None),
                             };
                             tracing::warn!(
                                 target: "lce::coordinator",

@@ -4,13 +4,15 @@ use bytes::BytesMut;
 use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
 use lce_encode_custom::{CustomOptions, CustomSseEncoder};
 use lce_types::Event;
+use lce_wire::EncodeError;
 
 /// An SSE encoder as the `encoded` adaptor drives it: one event in, zero or
 /// more complete frames appended; and a chance to release held frames when
 /// the upstream has nothing ready (D13a).
 pub trait FrameEncoder {
-    /// The encoder's error.
-    type Error: std::error::Error + Send + Sync + 'static;
+    /// The encoder's error: the `encoded` adaptor yields it as
+    /// [`LceError::Encode`](crate::LceError::Encode), an [`EncodeError`].
+    type Error: std::error::Error + Into<EncodeError> + Send + Sync + 'static;
 
     /// Appends the frames for `event` to `dst`.
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error>;
@@ -23,7 +25,7 @@ pub trait FrameEncoder {
 }
 
 impl FrameEncoder for CustomSseEncoder {
-    type Error = lce_wire::EncodeError;
+    type Error = EncodeError;
 
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error> {
         self.encode_event(event, dst)
@@ -35,7 +37,7 @@ impl FrameEncoder for CustomSseEncoder {
 }
 
 impl FrameEncoder for AguiSseEncoder {
-    type Error = lce_wire::EncodeError;
+    type Error = EncodeError;
 
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error> {
         self.encode_event(event, dst)
@@ -126,7 +128,7 @@ impl WireEncoder {
 }
 
 impl FrameEncoder for WireEncoder {
-    type Error = lce_wire::EncodeError;
+    type Error = EncodeError;
 
     fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), Self::Error> {
         match self {

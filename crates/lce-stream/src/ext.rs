@@ -1,11 +1,13 @@
 //! The adaptors: one small struct per step, and the extension trait that
 //! builds them.
 
+use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
+use futures::stream::FusedStream;
 use lce_sanitize::Sanitizer;
 use lce_types::Event;
 use lce_validate::{RunValidator, ValidatorOptions};
@@ -92,6 +94,55 @@ pub fn events<S: Stream<Item = Event>>(stream: S) -> futures::stream::Map<S, Lif
     futures::StreamExt::map(stream, Ok as LiftEvent)
 }
 
+/// `get_ref`, `get_mut`, `get_pin_mut` and `into_inner` for an adaptor whose
+/// stream is its pinned field `inner`, as `futures`' adaptors have them.
+macro_rules! delegate_access_inner {
+    ($name:ident<S $(, $param:ident)*>) => {
+        impl<S $(, $param)*> $name<S $(, $param)*> {
+            /// The underlying stream.
+            pub fn get_ref(&self) -> &S {
+                &self.inner
+            }
+
+            /// The underlying stream, mutably.
+            ///
+            /// Take care not to disturb its state in a way that confuses
+            /// this adaptor (say, by polling it directly).
+            pub fn get_mut(&mut self) -> &mut S {
+                &mut self.inner
+            }
+
+            /// The underlying stream, pinned.
+            ///
+            /// Take care not to disturb its state in a way that confuses
+            /// this adaptor (say, by polling it directly).
+            pub fn get_pin_mut(self: Pin<&mut Self>) -> Pin<&mut S> {
+                self.project().inner
+            }
+
+            /// The underlying stream, giving up this adaptor and its state.
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+    };
+}
+
+/// `FusedStream` for an adaptor that ends when its stream ends: terminated
+/// when the underlying stream is.
+macro_rules! fused_when_inner_is {
+    ($name:ident) => {
+        impl<S> FusedStream for $name<S>
+        where
+            S: FusedStream<Item = Result<Event, LceError>>,
+        {
+            fn is_terminated(&self) -> bool {
+                self.inner.is_terminated()
+            }
+        }
+    };
+}
+
 pin_project! {
     /// See [`LifecycleStreamExt::sequenced`].
     #[must_use = "streams do nothing unless polled"]
@@ -122,6 +173,9 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sequenced<S> {
         self.inner.size_hint()
     }
 }
+
+delegate_access_inner!(Sequenced<S>);
+fused_when_inner_is!(Sequenced);
 
 pin_project! {
     /// See [`LifecycleStreamExt::drop_empty_deltas`].
@@ -167,9 +221,13 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
     }
 }
 
+delegate_access_inner!(DropEmptyDeltas<S>);
+fused_when_inner_is!(DropEmptyDeltas);
+
 pin_project! {
     /// See [`LifecycleStreamExt::sanitized`].
     #[must_use = "streams do nothing unless polled"]
+    #[derive(Debug)]
     pub struct Sanitized<S> {
         #[pin]
         inner: S,
@@ -215,6 +273,9 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sanitized<S> {
         self.inner.size_hint()
     }
 }
+
+delegate_access_inner!(Sanitized<S>);
+fused_when_inner_is!(Sanitized);
 
 pin_project! {
     /// See [`LifecycleStreamExt::validated`].
@@ -267,6 +328,29 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
     }
 }
 
+delegate_access_inner!(Validated<S>);
+
+/// Terminated once it has yielded its last item: the first error, or the
+/// end of the run (and rule 12's violation, if there was one to report).
+impl<S: Stream<Item = Result<Event, LceError>>> FusedStream for Validated<S> {
+    fn is_terminated(&self) -> bool {
+        self.done
+    }
+}
+
+/// The underlying stream, how many events the validator accepted, and
+/// whether the adaptor is done; not the validator's state (open spans and
+/// ids, possibly many).
+impl<S: fmt::Debug> fmt::Debug for Validated<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Validated")
+            .field("inner", &self.inner)
+            .field("events", &self.validator.events())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
 pin_project! {
     /// See [`LifecycleStreamExt::encoded`].
     #[must_use = "streams do nothing unless polled"]
@@ -316,14 +400,14 @@ where
             match this.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(e))) => {
                     if let Err(err) = this.encoder.encode_frame(&e, this.buf) {
-                        return Poll::Ready(Some(Err(LceError::Encode(err.to_string()))));
+                        return Poll::Ready(Some(Err(LceError::Encode(err.into()))));
                     }
                 }
                 Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err))),
                 Poll::Ready(None) => *this.done = true,
                 Poll::Pending => {
                     if let Err(err) = this.encoder.on_idle(this.buf) {
-                        return Poll::Ready(Some(Err(LceError::Encode(err.to_string()))));
+                        return Poll::Ready(Some(Err(LceError::Encode(err.into()))));
                     }
                     match next_frame(this.buf, this.frame_end) {
                         Some(frame) => return Poll::Ready(Some(Ok(frame))),
@@ -337,5 +421,33 @@ where
     fn size_hint(&self) -> (usize, Option<usize>) {
         // An event may produce no frame or several.
         (0, None)
+    }
+}
+
+delegate_access_inner!(Encoded<S, E>);
+
+/// Terminated once the underlying stream has ended and every frame it led
+/// to has been yielded.
+impl<S, E> FusedStream for Encoded<S, E>
+where
+    S: Stream<Item = Result<Event, LceError>>,
+    E: FrameEncoder,
+{
+    fn is_terminated(&self) -> bool {
+        self.done && self.frame_end.find(&self.buf).is_none()
+    }
+}
+
+/// The underlying stream, the encoder, how many bytes of frames wait to be
+/// yielded (not the bytes: they are the events' text) and whether the
+/// underlying stream has ended.
+impl<S: fmt::Debug, E: fmt::Debug> fmt::Debug for Encoded<S, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Encoded")
+            .field("inner", &self.inner)
+            .field("encoder", &self.encoder)
+            .field("buffered", &self.buf.len())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }

@@ -7,7 +7,15 @@
 //!   [`validated`](LifecycleStreamExt::validated),
 //!   [`coordinated`](LifecycleStreamExt::coordinated) and
 //!   [`encoded`](LifecycleStreamExt::encoded) (SSE bytes, one chunk per
-//!   frame). [`events`] lifts a stream of plain events into one.
+//!   frame). [`events`] lifts a stream of plain events into one. Like
+//!   `futures`' adaptors, each gives access to the stream it wraps
+//!   (`get_ref`, `get_mut`, `get_pin_mut`, `into_inner`; the coordinator's
+//!   only while it holds the adapter), is a `FusedStream` (when its stream
+//!   is, or always where it tracks its own end) and `Debug` when its stream
+//!   is.
+//! - [`LceError`]: the error items, payload-free; [`LceError::cause`] says
+//!   what an item broke as a [`Cause`] (a [`Rule`], or the step that
+//!   refused it), which audit records carry too.
 //! - [`Coordinator`]: wraps any adapter stream and guarantees that its output
 //!   satisfies every rule of the contract (D8-D11): see [`coordinator`].
 //! - [`codec`]: tokio-util decoders for canonical JSON Lines and SSE frames,
@@ -35,11 +43,12 @@ pub use cancel::CancelHandle;
 pub use codec::{EventLinesDecoder, SseDecodeError, SseDecoder, SseFrame};
 pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions};
 pub use encoder::{FrameEncoder, WireEncoder, WireFormat};
-pub use error::LceError;
+pub use error::{Cause, LceError};
 pub use ext::{
     DropEmptyDeltas, Encoded, LifecycleStreamExt, LiftEvent, Sanitized, Sequenced, Validated,
     events,
 };
+pub use lce_validate::Rule;
 pub use lce_wire::EncodeError;
 pub use store::{
     CommitError, CommitRequest, Committed, Fault, FaultyStore, MemoryStore, ThreadStore,

@@ -1,13 +1,24 @@
 //! The stream adaptors one by one: what each does to a stream, that errors
-//! pass through, and that `encoded` never waits for more input before
-//! yielding what it has (D13a live release).
+//! pass through, that `encoded` never waits for more input before yielding
+//! what it has (D13a live release) and yields encoder errors typed; and what
+//! every adaptor offers like `futures`' own: access to the underlying stream
+//! (`get_ref`, `get_mut`, `get_pin_mut`, `into_inner`), `FusedStream` and
+//! `Debug`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::task::Poll;
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use bytes::BytesMut;
+use futures::stream::FusedStream;
 use futures::{Stream, StreamExt};
-use lce_stream::{LceError, LifecycleStreamExt, WireEncoder, WireFormat, events};
+use lce_stream::{
+    Cause, Coordinator, CoordinatorOptions, EncodeError, FrameEncoder, LceError,
+    LifecycleStreamExt, MemoryAudit, WireEncoder, WireFormat, events,
+};
 use lce_types::{Event, EventType};
 use lce_validate::ValidatorOptions;
 
@@ -162,4 +173,319 @@ fn encoded_releases_held_tool_starts_when_the_upstream_would_wait() {
         other => panic!("the held start was not released while idle: {other:?}"),
     }
     assert!(frames.as_mut().poll_next(&mut cx).is_pending());
+}
+
+/// A lifecycle stream that counts its polls and knows when it has ended
+/// (a `FusedStream`), so tests can see it through an adaptor.
+#[derive(Debug)]
+struct Source {
+    items: VecDeque<Result<Event, LceError>>,
+    polls: usize,
+    ended: bool,
+}
+
+impl Source {
+    fn new(events: Vec<Event>) -> Self {
+        Source {
+            items: events.into_iter().map(Ok).collect(),
+            polls: 0,
+            ended: false,
+        }
+    }
+}
+
+impl Stream for Source {
+    type Item = Result<Event, LceError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.polls += 1;
+        let next = self.items.pop_front();
+        if next.is_none() {
+            self.ended = true;
+        }
+        Poll::Ready(next)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.items.len(), Some(self.items.len()))
+    }
+}
+
+impl FusedStream for Source {
+    fn is_terminated(&self) -> bool {
+        self.ended
+    }
+}
+
+/// Checks `get_ref`, `get_mut`, `get_pin_mut` and `into_inner` of the
+/// adaptor `$make` builds around a [`Source`] of `run()`.
+macro_rules! check_access {
+    ($name:literal, $make:expr) => {{
+        let mut adaptor = $make(Source::new(run()));
+        assert_eq!(adaptor.get_ref().polls, 0, "{}: get_ref", $name);
+        assert_eq!(adaptor.get_ref().items.len(), 6, "{}: get_ref", $name);
+        // get_mut reaches the very stream the adaptor polls: take the
+        // first event away behind the adaptor's back.
+        let taken = adaptor.get_mut().items.pop_front().unwrap().unwrap();
+        assert_eq!(taken.event_type(), EventType::RunStarted, "{}", $name);
+        assert_eq!(adaptor.get_ref().items.len(), 5, "{}: get_mut", $name);
+        let mut pinned = Box::pin(adaptor);
+        assert!(
+            futures::executor::block_on(pinned.next()).is_some(),
+            "{}",
+            $name
+        );
+        let polls = pinned.as_mut().get_pin_mut().polls;
+        assert!(polls >= 1, "{}: get_pin_mut sees the polls", $name);
+        // get_pin_mut can drive the underlying stream too.
+        let skipped = pinned.as_mut().get_pin_mut().items.pop_front();
+        assert!(skipped.is_some(), "{}", $name);
+        let left = pinned.get_ref().items.len();
+        let source = Pin::into_inner(pinned).into_inner();
+        assert_eq!(
+            (source.polls, source.items.len()),
+            (polls, left),
+            "{}: into_inner gives back the same stream",
+            $name
+        );
+    }};
+}
+
+#[test]
+fn every_adaptor_gives_access_to_its_stream() {
+    check_access!("sequenced", |s: Source| s.sequenced());
+    check_access!("drop_empty_deltas", |s: Source| s.drop_empty_deltas());
+    check_access!("sanitized", |s: Source| s
+        .sanitized(lce_sanitize::Sanitizer::new(lce_types::Limits::default())));
+    check_access!("validated", |s: Source| s
+        .validated(ValidatorOptions::new()));
+    check_access!("encoded", |s: Source| s
+        .encoded(WireEncoder::new(WireFormat::AguiV1, None)));
+}
+
+fn coordinator(audit: &Arc<MemoryAudit>) -> Coordinator {
+    Coordinator::new(CoordinatorOptions::new("r", "c")).audit(audit.clone())
+}
+
+#[tokio::test]
+async fn coordinated_gives_access_to_the_adapter_while_it_holds_it() {
+    let audit = Arc::new(MemoryAudit::new());
+    // Unpin (so is `Source`): no box needed.
+    let mut run = Source::new(run()).coordinated(coordinator(&audit));
+    assert_eq!(run.get_ref().map(|s| s.polls), Some(0));
+    assert_eq!(run.get_mut().map(|s| s.items.len()), Some(6));
+    assert!(run.next().await.unwrap().is_ok());
+    assert_eq!(Pin::new(&mut run).get_pin_mut().map(|s| s.polls), Some(1));
+    // To the end: the coordinator lets the adapter go, then there is none.
+    let rest: Vec<_> = (&mut run).collect().await;
+    let last = rest.last().unwrap().as_ref().unwrap();
+    assert_eq!(last.event_type(), EventType::RunFinished);
+    assert!(run.get_ref().is_none());
+    assert!(run.get_mut().is_none());
+    assert!(Pin::new(&mut run).get_pin_mut().is_none());
+    assert!(run.into_inner().is_none());
+    let records = audit.records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].terminal, EventType::RunFinished);
+}
+
+#[tokio::test]
+async fn coordinated_into_inner_mid_run_is_a_disconnect() {
+    let audit = Arc::new(MemoryAudit::new());
+    let mut run = Source::new(run()).coordinated(coordinator(&audit));
+    assert!(run.next().await.unwrap().is_ok());
+    assert!(audit.records().is_empty());
+    let source = run.into_inner().expect("the adapter, still held");
+    assert_eq!((source.polls, source.items.len()), (1, 5));
+    // The coordinator is gone: its record says the consumer left.
+    let records = audit.records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].terminal, EventType::RunCancelled);
+    assert_eq!(records[0].code.as_deref(), Some("disconnect"));
+    assert!(records[0].coordinator_terminal);
+}
+
+/// Polls `stream` to its end, checking `is_terminated` before every item
+/// (false) and after the end (true).
+fn drain_fused<S: FusedStream + Unpin>(name: &str, mut stream: S) -> usize {
+    let mut items = 0;
+    loop {
+        assert!(!stream.is_terminated(), "{name}: terminated before the end");
+        match futures::executor::block_on(stream.next()) {
+            Some(_) => items += 1,
+            None => break,
+        }
+    }
+    assert!(
+        stream.is_terminated(),
+        "{name}: not terminated after the end"
+    );
+    items
+}
+
+#[test]
+fn adaptors_over_a_fused_stream_are_fused() {
+    assert_eq!(drain_fused("sequenced", Source::new(run()).sequenced()), 6);
+    assert_eq!(
+        drain_fused("drop_empty_deltas", Source::new(run()).drop_empty_deltas()),
+        5
+    );
+    assert_eq!(
+        drain_fused(
+            "sanitized",
+            Source::new(run())
+                .sanitized(lce_sanitize::Sanitizer::new(lce_types::Limits::default()))
+        ),
+        6
+    );
+    let two = Source::new(run()).sequenced().drop_empty_deltas();
+    assert_eq!(drain_fused("sequenced + drop_empty_deltas", two), 5);
+}
+
+#[test]
+fn validated_is_fused_over_any_stream() {
+    // Not a FusedStream underneath: `validated` tracks its own end.
+    let valid = events(futures::stream::iter(run())).validated(ValidatorOptions::new());
+    assert_eq!(drain_fused("validated", valid), 6);
+    // Ended by a violation: terminated as soon as it is yielded.
+    let mut input = run();
+    input.remove(1);
+    let mut invalid = events(futures::stream::iter(input)).validated(ValidatorOptions::new());
+    assert!(futures::executor::block_on(invalid.next()).unwrap().is_ok());
+    assert!(!invalid.is_terminated());
+    assert!(
+        futures::executor::block_on(invalid.next())
+            .unwrap()
+            .is_err()
+    );
+    assert!(invalid.is_terminated(), "nothing follows the violation");
+    assert!(futures::executor::block_on(invalid.next()).is_none());
+    // Rule 12 is yielded once the upstream has ended, as the last item.
+    let mut cut = run();
+    cut.truncate(3);
+    let mut cut = events(futures::stream::iter(cut)).validated(ValidatorOptions::new());
+    for _ in 0..3 {
+        assert!(!cut.is_terminated());
+        assert!(futures::executor::block_on(cut.next()).unwrap().is_ok());
+    }
+    assert!(!cut.is_terminated());
+    match futures::executor::block_on(cut.next()) {
+        Some(Err(e)) => assert_eq!(e.cause(), Cause::Rule(lce_stream::Rule::MissingTerminal)),
+        other => panic!("{other:?}"),
+    }
+    assert!(cut.is_terminated(), "nothing follows rule 12");
+    assert!(futures::executor::block_on(cut.next()).is_none());
+}
+
+#[test]
+fn encoded_is_fused_over_any_stream() {
+    let frames = events(futures::stream::iter(run()))
+        .drop_empty_deltas()
+        .encoded(WireEncoder::new(WireFormat::Agui, None));
+    assert!(drain_fused("encoded", frames) >= 5);
+}
+
+#[tokio::test]
+async fn coordinated_is_fused() {
+    let audit = Arc::new(MemoryAudit::new());
+    let mut run = Box::pin(events(futures::stream::iter(run())).coordinated(coordinator(&audit)));
+    let mut items = 0;
+    while !run.is_terminated() {
+        match run.next().await {
+            Some(_) => items += 1,
+            None => break,
+        }
+    }
+    assert_eq!(items, 5, "the empty delta is dropped");
+    assert!(run.is_terminated());
+    assert!(run.next().await.is_none());
+}
+
+#[test]
+fn every_adaptor_debugs_its_stream() {
+    let limits = lce_types::Limits::default;
+    let debug = [
+        format!("{:?}", Source::new(run()).sequenced()),
+        format!("{:?}", Source::new(run()).drop_empty_deltas()),
+        format!(
+            "{:?}",
+            Source::new(run()).sanitized(lce_sanitize::Sanitizer::new(limits()))
+        ),
+        format!(
+            "{:?}",
+            Source::new(vec![]).validated(ValidatorOptions::new())
+        ),
+        format!(
+            "{:?}",
+            Source::new(vec![]).encoded(WireEncoder::new(WireFormat::Custom, None))
+        ),
+        format!(
+            "{:?}",
+            Source::new(vec![]).coordinated(Coordinator::new(CoordinatorOptions::new("r", "c")))
+        ),
+    ];
+    for (d, name) in debug.iter().zip([
+        "Sequenced",
+        "DropEmptyDeltas",
+        "Sanitized",
+        "Validated",
+        "Encoded",
+        "Coordinated",
+    ]) {
+        assert!(d.starts_with(name) && d.contains("Source {"), "{d}");
+    }
+    assert!(debug[5].contains("run_id: \"r\"") && debug[5].contains("state: \"running\""));
+}
+
+#[test]
+fn encoded_shows_how_much_it_buffers_never_the_bytes() {
+    let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Event, LceError>>();
+    let mut frames = Box::pin(rx.encoded(WireEncoder::new(WireFormat::Agui, None)));
+    for e in run().into_iter().take(3) {
+        tx.unbounded_send(Ok(e)).unwrap();
+    }
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    assert!(matches!(
+        frames.as_mut().poll_next(&mut cx),
+        Poll::Ready(Some(Ok(_)))
+    ));
+    let debug = format!("{frames:?}");
+    assert!(debug.contains("buffered: "), "{debug}");
+    assert!(!debug.contains("Hi"), "payload in Debug: {debug}");
+}
+
+/// An encoder that refuses every event, as an encoder meeting an event kind
+/// it does not know would.
+#[derive(Debug)]
+struct Refusing;
+
+impl FrameEncoder for Refusing {
+    type Error = EncodeError;
+
+    fn encode_frame(&mut self, event: &Event, _: &mut BytesMut) -> Result<(), EncodeError> {
+        Err(EncodeError::Unsupported {
+            sequence: event.sequence,
+        })
+    }
+}
+
+#[test]
+fn encoded_yields_encoder_errors_typed() {
+    let mut frames = Box::pin(events(futures::stream::iter(run())).encoded(Refusing));
+    let err = futures::executor::block_on(frames.next())
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LceError::Encode(EncodeError::Unsupported { sequence: 0 })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.cause(), Cause::Encode);
+    assert_eq!(
+        err.to_string(),
+        "encode error: unsupported event kind (event sequence 0)"
+    );
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lce_stream::{
-    CancelHandle, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
-    LifecycleStreamExt, MemoryAudit, events,
+    CancelHandle, Cause, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
+    LifecycleStreamExt, MemoryAudit, Rule, events,
 };
 use lce_types::{CancelReason, Event, EventLines, EventType, Payload, SideEffectStatus};
 use lce_validate::{Mode, RunValidator, ValidatorOptions};
@@ -121,7 +121,10 @@ async fn a_run_cut_short_ends_with_provider_stream_closed() {
             SideEffectStatus::None
         };
         assert_eq!(e.side_effect_status, want, "cut {cut}");
-        assert_eq!(audit.records()[0].rule.as_deref(), Some("12"));
+        assert_eq!(
+            audit.records()[0].rule,
+            Some(Cause::Rule(Rule::MissingTerminal))
+        );
     }
 }
 
@@ -164,7 +167,8 @@ async fn a_violation_ends_the_run_and_drops_the_rest() {
         "fixed safe text"
     );
     let record = &audit.records()[0];
-    assert_eq!(record.rule.as_deref(), Some("5"));
+    assert_eq!(record.rule, Some(Cause::Rule(Rule::TextSpan)));
+    assert_eq!(record.rule.map(Cause::as_str), Some("5"));
     assert!(record.counters.dropped >= 1);
     assert_eq!(record.counters.events_in, input.len() as u64 - 1);
 }
@@ -183,7 +187,7 @@ async fn an_error_item_counts_as_a_violation() {
         (e.code.as_str(), e.side_effect_status),
         ("harness_event_invalid", SideEffectStatus::None)
     );
-    assert_eq!(audit.records()[0].rule.as_deref(), Some("parse"));
+    assert_eq!(audit.records()[0].rule, Some(Cause::Parse));
 }
 
 #[tokio::test]
@@ -204,8 +208,8 @@ async fn events_after_the_terminal_are_dropped_and_counted() {
         "the adapter's terminal stands"
     );
     assert_eq!(
-        record.rule.as_deref(),
-        Some("4"),
+        record.rule,
+        Some(Cause::Rule(Rule::AfterTerminal)),
         "the first extra event is named"
     );
 }
@@ -231,7 +235,10 @@ async fn a_failed_commit_becomes_thread_durability_uncertain_once() {
         assert_eq!(e.code, "thread_durability_uncertain");
         assert_eq!(e.side_effect_status, SideEffectStatus::Possible);
         assert_eq!(store.calls(), 1, "never retried");
-        assert_eq!(audit.records()[0].rule.as_deref(), Some("15"));
+        assert_eq!(
+            audit.records()[0].rule,
+            Some(Cause::Rule(Rule::DurabilityUncertain))
+        );
     }
 }
 
