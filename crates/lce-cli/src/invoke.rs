@@ -35,11 +35,11 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::{FutureExt as _, Stream, StreamExt as _};
-use lce::prelude::*;
-use lce::stream::MemoryAudit;
-use lce_encode_custom::invoke::{
+use lce::custom::invoke::{
     CONTENT_TYPE, InvokeAccumulator, InvokeIds, InvokeOptions, InvokeResponse,
 };
+use lce::prelude::*;
+use lce::stream::MemoryAudit;
 
 use crate::serve::{App, bad_request, parse_body};
 use crate::{UsageError, input};
@@ -238,7 +238,7 @@ fn http_response(r: InvokeResponse) -> Response {
         return bad_request(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
-            "Agent execution failed. Check server logs for details.",
+            lce::types::AGENT_EXECUTION_FAILED,
         );
     };
     let mut response = Response::new(Body::from(r.body));

@@ -93,8 +93,9 @@ pub const INTERRUPT_MESSAGE: &str = "Agent requires human interaction which is n
 /// The `error` of the 503 answer to a capacity failure.
 pub const CAPACITY_MESSAGE: &str =
     "This agent is at capacity right now. Please try again in a moment.";
-/// The `error` of the 500 answer to any other failure.
-pub const FAILURE_MESSAGE: &str = "Agent execution failed. Check server logs for details.";
+/// The `error` of the 500 answer to any other failure: DA's generic failure
+/// text, [`lce_types::AGENT_EXECUTION_FAILED`].
+pub const FAILURE_MESSAGE: &str = lce_types::AGENT_EXECUTION_FAILED;
 /// The `run.error` codes answered as capacity failures (503): lce-sanitize's
 /// `AdapterErrorKind::Capacity` and `AdapterErrorKind::Throttled` codes.
 pub const CAPACITY_CODES: &[&str] = &["capacity_exceeded", "rate_limited"];
@@ -687,8 +688,11 @@ mod tests {
             r#"{"message_id":"m","delta":"Café \"q\"\n\u0001\u007f\ud83d\ude00"}"#,
         );
         let acc = run(&[text, r.done()]);
-        assert!(body(&acc).contains(r#""content":"Café \"q\"\n\u0001"#));
-        assert!(body(&acc).contains("\u{7f}\u{1f600}\""));
+        // `"`, `\` and C0 escaped; DEL and the astral character raw.
+        assert_eq!(
+            body(&acc),
+            "{\"success\":true,\"content\":\"Café \\\"q\\\"\\n\\u0001\u{7f}\u{1f600}\",\"thinking\":null,\"agent_id\":\"agent\",\"conversation_id\":\"conv\",\"trace_id\":null}"
+        );
     }
 
     #[test]

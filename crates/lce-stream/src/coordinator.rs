@@ -49,10 +49,10 @@ use crate::store::{CommitError, CommitRequest, Committed, MemoryStore, ThreadSto
 pub const HARNESS_EVENT_INVALID: &str = "harness_event_invalid";
 /// `run.error` code: the adapter stream ended without a terminal (D9).
 pub const PROVIDER_STREAM_CLOSED: &str = "provider_stream_closed";
-/// DA's generic failure text: what DA's clients already show for a run that
-/// failed. Every terminal the coordinator writes itself uses it, so clients
-/// see no new text; the `code` tells the cases apart.
-pub const AGENT_EXECUTION_FAILED: &str = "Agent execution failed. Check server logs for details.";
+/// DA's generic failure text (its one home is `lce-types`): every terminal
+/// the coordinator writes itself uses it, so clients see no new text; the
+/// `code` tells the cases apart.
+pub use lce_types::AGENT_EXECUTION_FAILED;
 /// The fixed, safe message of `harness_event_invalid`.
 pub const HARNESS_EVENT_INVALID_MESSAGE: &str = AGENT_EXECUTION_FAILED;
 /// The fixed, safe message of `provider_stream_closed`.

@@ -615,6 +615,15 @@ impl Decimal {
 /// The `run.error` code of a failed final commit (rule 15).
 pub const THREAD_DURABILITY_UNCERTAIN: &str = "thread_durability_uncertain";
 
+/// DA's generic failure text, the one home of it: what DA's clients already
+/// show for a run that failed. It is the `run.error.message` of every
+/// terminal the coordinator writes itself (so clients see no new text; the
+/// `code` tells the cases apart) and the `error` of the invoke endpoint's
+/// generic 500 answer. Here, in the bottom layer, so every layer that writes
+/// it (`lce-stream`'s coordinator, `lce-encode-custom`'s invoke, the CLI's
+/// server) shares one spelling.
+pub const AGENT_EXECUTION_FAILED: &str = "Agent execution failed. Check server logs for details.";
+
 /// `text.started` / `reasoning.started`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
