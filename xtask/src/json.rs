@@ -1,5 +1,8 @@
 //! A minimal JSON reader for the output of `cargo metadata` (xtask stays
 //! std-only). Numbers are kept as their text; objects keep member order.
+//! Also [`write_string`], a JSON string as `serde_json` writes it.
+
+use std::fmt::Write as _;
 
 /// A JSON value.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +67,29 @@ impl Json {
             _ => None,
         }
     }
+}
+
+/// Appends `s` as a JSON string, escaped exactly as `serde_json` does: `"`,
+/// `\\`, and the C0 controls (`\b \f \n \r \t` short, the others as
+/// `\u00xx`); everything else raw (DEL and non-ASCII included).
+pub(crate) fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// Recursive-descent parser state.
@@ -259,5 +285,18 @@ mod tests {
         );
         assert!(Json::parse("{\"a\":1,}").is_err());
         assert!(Json::parse("[1] 2").is_err());
+    }
+
+    #[test]
+    fn writes_strings_as_serde_json_does() {
+        let text = "a\"\\/\u{8}\u{c}\n\r\t\u{0}\u{1f}\u{7f}é🚀\u{2028}";
+        let mut out = String::new();
+        super::write_string(&mut out, text);
+        // Escaped: the quote, the backslash, C0; raw: `/`, DEL, non-ASCII.
+        assert_eq!(
+            out,
+            "\"a\\\"\\\\/\\b\\f\\n\\r\\t\\u0000\\u001f\u{7f}é🚀\u{2028}\""
+        );
+        assert_eq!(Json::parse(&out).unwrap().as_str(), Some(text));
     }
 }

@@ -2,10 +2,10 @@
 //! for byte, what `lce encode --to <format>` writes for
 //! `fixtures/scenarios/<scenario>.jsonl`.
 //!
-//! Every format `lce encode` knows is checked; a format whose encoder is not
-//! built in yet (`format not available`) is skipped with a note. To rewrite
-//! the files after an intended change: `cargo xtask bless [--format F]`,
-//! then read the diff it prints.
+//! Every format (`custom`, `agui`, `agui-v1`) and every scenario is
+//! checked. This test only compares; to rewrite the files after an intended
+//! change run `cargo xtask bless [--only FORMAT]` and read the diff it
+//! prints.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod common;
@@ -27,23 +27,20 @@ fn scenarios() -> Vec<PathBuf> {
     v
 }
 
-/// Runs `lce encode --to format file`: `None` when the format is not built in.
-fn encode(format: &str, file: &Path) -> Option<Vec<u8>> {
+/// Runs `lce encode --to format file`.
+fn encode(format: &str, file: &Path) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_lce"))
         .args(["encode", "--to", format])
         .arg(file)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(2) && stderr.contains("format not available") {
-        return None;
-    }
     assert!(
         out.status.success(),
-        "lce encode --to {format} {} failed: {stderr}",
-        file.display()
+        "lce encode --to {format} {} failed: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
     );
-    Some(out.stdout)
+    out.stdout
 }
 
 /// Where two outputs first differ, as `frame N (line L)`.
@@ -64,20 +61,18 @@ fn first_difference(want: &[u8], got: &[u8]) -> String {
 
 #[test]
 fn golden_files_match_encoder_output() {
+    let scenarios = scenarios();
     let mut failures = Vec::new();
     let mut checked = 0;
     for format in FORMATS {
         let dir = root().join("fixtures/golden").join(format);
-        for scenario in scenarios() {
-            let Some(got) = encode(format, &scenario) else {
-                eprintln!("golden: skipping `{format}`: not built into lce yet");
-                break;
-            };
+        for scenario in &scenarios {
+            let got = encode(format, scenario);
             let stem = scenario.file_stem().unwrap().to_string_lossy().into_owned();
             let golden = dir.join(format!("{stem}.sse"));
             match std::fs::read(&golden) {
                 Err(_) => failures.push(format!(
-                    "{format}/{stem}.sse is missing (run `cargo xtask bless --format {format}`)"
+                    "{format}/{stem}.sse is missing (run `cargo xtask bless --only {format}`)"
                 )),
                 Ok(want) if want != got => failures.push(format!(
                     "{format}/{stem}.sse differs: {}",
@@ -93,10 +88,7 @@ fn golden_files_match_encoder_output() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(
-        checked >= scenarios().len(),
-        "the custom goldens must always be checked"
-    );
+    assert_eq!(checked, FORMATS.len() * scenarios.len());
 }
 
 #[test]
@@ -106,9 +98,7 @@ fn no_stray_golden_files() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     for format in FORMATS {
-        let Ok(dir) = std::fs::read_dir(root().join("fixtures/golden").join(format)) else {
-            continue;
-        };
+        let dir = std::fs::read_dir(root().join("fixtures/golden").join(format)).unwrap();
         for entry in dir {
             let path = entry.unwrap().path();
             let stem = path.file_stem().unwrap().to_string_lossy().into_owned();

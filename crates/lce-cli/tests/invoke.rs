@@ -4,13 +4,13 @@
 //! no tool calls at all; the options and exit statuses; and
 //! `POST /api/v1/chat/invoke` through `lce serve` answering the same bytes.
 //!
-//! Golden format (one JSON object, written by this test):
+//! Golden format (one JSON object, in the one layout `golden_text` checks):
 //! `{"status": N, "headers": {"retry-after": "S"}, "body": "<the exact body>"}`
 //! with `headers` only when the answer has one besides
 //! `Content-Type: application/json`. The body is a JSON string, so its bytes
-//! are exact (UTF-8 raw, every escape of the body kept as text). To rewrite
-//! the goldens after an intended change: `LCE_BLESS=1 cargo test -p lce-cli
-//! --test invoke`, then review `git diff fixtures/golden/invoke`.
+//! are exact (UTF-8 raw, every escape of the body kept as text). This test
+//! only compares; to rewrite the goldens after an intended change run
+//! `cargo xtask bless --only invoke` and review the diff it prints.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -95,8 +95,12 @@ fn golden_text(status: u16, retry_after: Option<&str>, body: &str) -> String {
 /// A golden answer: (status, retry-after, body).
 fn golden(name: &str) -> (u16, Option<String>, String) {
     let path = root().join(format!("fixtures/golden/invoke/{name}.json"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (bless with LCE_BLESS=1)", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (write it with `cargo xtask bless --only invoke`)",
+            path.display()
+        )
+    });
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let status = u16::try_from(v["status"].as_u64().unwrap()).unwrap();
     let retry = v["headers"]["retry-after"].as_str().map(str::to_owned);
@@ -109,13 +113,15 @@ fn golden(name: &str) -> (u16, Option<String>, String) {
     (status, retry, body)
 }
 
+/// `plain-text-answer`'s whole answer text (no tool call: all content).
+const PLAIN_ANSWER: &str = "RBAC stands for role-based access control: permissions are granted to roles, and users receive roles.";
+
 fn body_json(name: &str) -> serde_json::Value {
     serde_json::from_str(&golden(name).2).unwrap()
 }
 
 #[test]
 fn every_scenario_answers_its_golden() {
-    let bless = std::env::var_os("LCE_BLESS").is_some_and(|v| v == "1");
     let dir = root().join("fixtures/golden/invoke");
     let mut names = Vec::new();
     for scenario in scenarios() {
@@ -125,15 +131,6 @@ fn every_scenario_answers_its_golden() {
         // The body is compact JSON with DA's first keys.
         let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
         assert_eq!(v["success"], a.status == 200, "{name}");
-        let text = golden_text(a.status, a.retry_after.as_deref(), &a.body);
-        let path = dir.join(format!("{name}.json"));
-        if bless {
-            std::fs::create_dir_all(&dir).unwrap();
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(&text) {
-                std::fs::write(&path, &text).unwrap();
-                eprintln!("blessed {}", path.display());
-            }
-        }
         let (status, retry, body) = golden(&name);
         assert_eq!(
             (a.status, a.retry_after.as_deref()),
@@ -150,12 +147,11 @@ fn every_scenario_answers_its_golden() {
     // No golden without a scenario.
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        let name = stem(&path);
-        if bless && !names.contains(&name) {
-            std::fs::remove_file(&path).unwrap();
-            continue;
-        }
-        assert!(names.contains(&name), "{}: no scenario", path.display());
+        assert!(
+            names.contains(&stem(&path)),
+            "{}: no scenario (`cargo xtask bless --only invoke` removes it)",
+            path.display()
+        );
     }
 }
 
@@ -195,23 +191,18 @@ fn bodies_are_compact_with_keys_in_das_order() {
         with(&["success", "error"])
     );
     assert_eq!(keys("cancelled-mid-text"), with(&["success", "error"]));
-    // Compact separators, UTF-8 raw.
-    let body = golden("unicode-everywhere").2;
-    assert!(
-        body.starts_with(r#"{"success":true,"content":"Traduction : « 5ユーロかかります » 💶","#),
-        "{body}"
+    // Compact separators, UTF-8 raw (no `\u` escape).
+    assert_eq!(
+        golden("unicode-everywhere").2,
+        r#"{"success":true,"content":"Traduction : « 5ユーロかかります » 💶","thinking":"Voilà, café crème à São Paulo — naïve façade. 日本語のテキスト、中文，한국어. Emoji: 😀🚀👩‍💻 𝄞 العربية: مرحبا بالعالم עברית: שלום עולם","agent_id":"unicode-everywhere","conversation_id":"conv-unicode-0015","trace_id":null}"#
     );
-    assert!(!body.contains("\\u"));
 }
 
 #[test]
 fn content_and_thinking_splits() {
     // No tool calls at all: everything is content, thinking is null.
     let v = body_json("plain-text-answer");
-    assert_eq!(
-        v["content"],
-        "RBAC stands for role-based access control: permissions are granted to roles, and users receive roles."
-    );
+    assert_eq!(v["content"], PLAIN_ANSWER);
     assert!(v["thinking"].is_null());
     // Reasoning is never text: still no thinking.
     assert!(body_json("reasoning-then-text")["thinking"].is_null());
@@ -333,15 +324,21 @@ fn options_ids_statuses_and_exit_codes() {
         None,
     );
     assert_eq!((a.status, a.exit), (200, 0));
-    assert!(a.body.ends_with(
-        r#""agent_id":"my-agent","conversation_id":"conv-plain-0001","trace_id":"tr-1"}"#
-    ));
+    assert_eq!(
+        a.body,
+        format!(
+            r#"{{"success":true,"content":"{PLAIN_ANSWER}","thinking":null,"agent_id":"my-agent","conversation_id":"conv-plain-0001","trace_id":"tr-1"}}"#
+        )
+    );
     // stdin: the agent is the run's harness.
     let text = std::fs::read_to_string(&file).unwrap();
     let a = invoke(&[], Some(&text));
-    assert!(a.body.ends_with(
-        r#""agent_id":"deepagents","conversation_id":"conv-plain-0001","trace_id":null}"#
-    ));
+    assert_eq!(
+        a.body,
+        format!(
+            r#"{{"success":true,"content":"{PLAIN_ANSWER}","thinking":null,"agent_id":"deepagents","conversation_id":"conv-plain-0001","trace_id":null}}"#
+        )
+    );
     // 400 and 503 exit 1; 503 says its Retry-After (the run's 30 > 5).
     let f = root().join("fixtures/scenarios/form-input-interrupt.jsonl");
     let a = invoke(&[f.to_str().unwrap()], None);
@@ -357,7 +354,17 @@ fn options_ids_statuses_and_exit_codes() {
     let cut: Vec<&str> = text.lines().take(3).collect();
     let a = invoke(&[], Some(&(cut.join("\n") + "\n")));
     assert_eq!((a.status, a.exit), (500, 1));
-    assert!(a.stderr.contains("<stdin>: "), "{}", a.stderr);
+    assert_eq!(
+        a.stderr,
+        "<stdin>: seq 2: rule 12 (missing_terminal): input ended without a run terminal\nstatus 500\n"
+    );
+    assert_eq!(
+        a.body,
+        format!(
+            r#"{{"success":false,"error":"{}","agent_id":"deepagents","conversation_id":"conv-plain-0001","trace_id":null}}"#,
+            lce::custom::invoke::FAILURE_MESSAGE
+        )
+    );
     // Usage errors exit 2.
     let out = Command::new(env!("CARGO_BIN_EXE_lce"))
         .args(["invoke", "--nope"])
@@ -368,8 +375,8 @@ fn options_ids_statuses_and_exit_codes() {
 
 #[test]
 fn capacity_codes_are_the_sanitizers() {
+    use lce::custom::invoke::{CAPACITY_CODES, is_capacity_code};
     use lce::sanitize::AdapterErrorKind;
-    use lce_encode_custom::invoke::{CAPACITY_CODES, is_capacity_code};
     assert_eq!(
         CAPACITY_CODES,
         [
@@ -439,9 +446,12 @@ fn serve_answers_every_scenario_with_its_golden() {
         r#"{"message":"m","conversation_id":"conv-other","agent_id":"plain-text-answer"}"#,
     );
     assert_eq!(resp.status, 200);
-    assert!(String::from_utf8(resp.body).unwrap().ends_with(
-        r#""agent_id":"plain-text-answer","conversation_id":"conv-other","trace_id":null}"#
-    ));
+    assert_eq!(
+        String::from_utf8(resp.body).unwrap(),
+        format!(
+            r#"{{"success":true,"content":"{PLAIN_ANSWER}","thinking":null,"agent_id":"plain-text-answer","conversation_id":"conv-other","trace_id":null}}"#
+        )
+    );
 }
 
 #[test]
@@ -453,17 +463,30 @@ fn serve_refuses_bad_invoke_requests_with_a_json_4xx() {
         "--scenarios",
         scenarios_dir.to_str().unwrap(),
     ]);
-    for (body, status) in [
-        ("{not json", 400),
-        (r#"{"message":"m","agent_id":"plain-text-answer"}"#, 422),
+    let invalid = "The request body is not a valid request.";
+    for (body, status, code, error) in [
+        ("{not json", 400, "malformed_json", invalid),
+        (
+            r#"{"message":"m","agent_id":"plain-text-answer"}"#,
+            422,
+            "invalid_request",
+            invalid,
+        ),
         (
             r#"{"message":"m","conversation_id":"c","agent_id":"no-such-agent"}"#,
             404,
+            "unknown_agent",
+            "No agent with this id.",
         ),
     ] {
         let resp = post(&server.addr, "/api/v1/chat/invoke", body);
         assert_eq!(resp.status, status, "{body}");
+        assert_eq!(resp.header("content-type"), Some("application/json"));
         let v: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
-        assert!(v["error"].is_string() && v["code"].is_string(), "{v}");
+        assert_eq!(
+            v,
+            serde_json::json!({"error": error, "code": code}),
+            "{body}"
+        );
     }
 }
