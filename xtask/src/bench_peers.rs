@@ -49,6 +49,50 @@ struct Row {
 
 /// Runs the task with the arguments after `bench-peers`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let (events, mix, seconds) = parse_args(args)?;
+    let root = workspace_root();
+    let target = root.join("target");
+    let work = target.join("peers");
+    fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+
+    println!("bench-peers: {events} {mix} events, about {seconds} s per contender");
+    println!("machine: {} cores, {}", cores(), cpu_model());
+
+    let lce = build_lce(&root)?;
+    let (corpus, v1_sse) = inputs(&lce, &work, events, &mix)?;
+
+    let mut versions = vec![format!("lce {}", env!("CARGO_PKG_VERSION"))];
+    let mut rows = Vec::new();
+    for format in ["custom", "agui", "agui-v1"] {
+        rows.push(Row {
+            who: "lce encode (Rust)".to_owned(),
+            format,
+            result: time_lce(&lce, format, &corpus, events, seconds),
+        });
+    }
+    let peers = Peers {
+        root: &root,
+        target: &target,
+        corpus: &corpus,
+        v1_sse: &v1_sse,
+        seconds: &seconds.to_string(),
+    };
+    peers.python(&mut rows, &mut versions);
+    peers.node(&mut rows, &mut versions);
+    peers.rust(&mut rows, &mut versions);
+
+    println!("versions: {}", versions.join("; "));
+    println!();
+    print!("{}", table(&rows));
+    println!();
+    println!(
+        "reproduce: cargo xtask bench-peers --events {events} --mix {mix} --seconds {seconds}"
+    );
+    Ok(())
+}
+
+/// `--events N --mix M --seconds S`, with their defaults.
+fn parse_args(args: &[String]) -> Result<(u64, String, f64), String> {
     let mut events: u64 = 100_000;
     let mut mix = "mixed".to_owned();
     let mut seconds: f64 = 5.0;
@@ -71,15 +115,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if events < 2 {
         return Err("--events needs at least 2".to_owned());
     }
-    let root = workspace_root();
-    let target = root.join("target");
-    let work = target.join("peers");
-    fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    Ok((events, mix, seconds))
+}
 
-    println!("bench-peers: {events} {mix} events, about {seconds} s per contender");
-    println!("machine: {} cores, {}", cores(), cpu_model());
-
-    let lce = build_lce(&root)?;
+/// The corpus (generated once per mix and size, seed 1) and lce's `agui-v1`
+/// encoding of it (the AG-UI 1.0 peers' input), under `work`.
+fn inputs(lce: &Path, work: &Path, events: u64, mix: &str) -> Result<(PathBuf, PathBuf), String> {
     let corpus = work.join(format!("corpus-{mix}-{events}.jsonl"));
     if !corpus.is_file() {
         let me = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
@@ -90,7 +131,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     "--events",
                     &events.to_string(),
                     "--mix",
-                    &mix,
+                    mix,
                     "--seed",
                     "1",
                     "--out",
@@ -100,7 +141,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     let v1_sse = work.join(format!("corpus-{mix}-{events}.agui-v1.sse"));
     let out = fs::File::create(&v1_sse).map_err(|e| format!("{}: {e}", v1_sse.display()))?;
-    let status = Command::new(&lce)
+    let status = Command::new(lce)
         .args(["encode", "--to", "agui-v1"])
         .arg(&corpus)
         .stdout(out)
@@ -111,109 +152,109 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "lce encode --to agui-v1 failed ({status}): is the run over the default limits?"
         ));
     }
+    Ok((corpus, v1_sse))
+}
 
-    let mut versions = vec![format!("lce {}", env!("CARGO_PKG_VERSION"))];
-    let mut rows = Vec::new();
-    for format in ["custom", "agui", "agui-v1"] {
-        rows.push(Row {
-            who: "lce encode (Rust)".to_owned(),
-            format,
-            result: time_lce(&lce, format, &corpus, events, seconds),
-        });
-    }
+/// What every peer runs on.
+struct Peers<'a> {
+    root: &'a Path,
+    target: &'a Path,
+    corpus: &'a Path,
+    v1_sse: &'a Path,
+    /// `--seconds`, as the peers take it.
+    seconds: &'a str,
+}
 
-    // Python: the DA-style encoder and the official SDK, in one venv.
-    let python = ensure_venv(&root, &target);
-    match &python {
-        Ok(py) => {
-            versions.push(capture(Command::new(py).arg("--version")).unwrap_or_default());
-            if let Ok(freeze) = capture(Command::new(py).args(["-m", "pip", "freeze"])) {
-                let pins: Vec<&str> = freeze
-                    .lines()
-                    .filter(|l| l.starts_with("ag-ui-protocol") || l.starts_with("pydantic"))
-                    .collect();
-                versions.push(pins.join(" "));
+impl Peers<'_> {
+    /// Python: the DA-style encoder and the official SDK, in one venv.
+    fn python(&self, rows: &mut Vec<Row>, versions: &mut Vec<String>) {
+        let python = ensure_venv(self.root, self.target);
+        match &python {
+            Ok(py) => {
+                versions.push(capture(Command::new(py).arg("--version")).unwrap_or_default());
+                if let Ok(freeze) = capture(Command::new(py).args(["-m", "pip", "freeze"])) {
+                    let pins: Vec<&str> = freeze
+                        .lines()
+                        .filter(|l| l.starts_with("ag-ui-protocol") || l.starts_with("pydantic"))
+                        .collect();
+                    versions.push(pins.join(" "));
+                }
             }
+            Err(e) => versions.push(format!("python: {e}")),
         }
-        Err(e) => versions.push(format!("python: {e}")),
-    }
-    let peers = root.join("xtask/peers");
-    for format in ["custom", "agui"] {
+        let peers = self.root.join("xtask/peers");
+        for format in ["custom", "agui"] {
+            rows.push(Row {
+                who: "Python DA-style (json.loads + json.dumps)".to_owned(),
+                format,
+                result: python.clone().and_then(|py| {
+                    peer(
+                        Command::new(py)
+                            .arg(peers.join("da_encode.py"))
+                            .args(["--format", format, "--seconds", self.seconds])
+                            .arg(self.corpus),
+                    )
+                }),
+            });
+        }
         rows.push(Row {
-            who: "Python DA-style (json.loads + json.dumps)".to_owned(),
-            format,
-            result: python.clone().and_then(|py| {
+            who: "Python ag-ui-protocol 1.0.0 (pydantic strict + EventEncoder)".to_owned(),
+            format: "agui-v1",
+            result: python.and_then(|py| {
                 peer(
                     Command::new(py)
-                        .arg(peers.join("da_encode.py"))
-                        .args(["--format", format, "--seconds", &seconds.to_string()])
-                        .arg(&corpus),
+                        .arg(peers.join("agui_v1_official.py"))
+                        .args(["--seconds", self.seconds])
+                        .arg(self.v1_sse),
                 )
             }),
         });
     }
-    rows.push(Row {
-        who: "Python ag-ui-protocol 1.0.0 (pydantic strict + EventEncoder)".to_owned(),
-        format: "agui-v1",
-        result: python.clone().and_then(|py| {
-            peer(
-                Command::new(py)
-                    .arg(peers.join("agui_v1_official.py"))
-                    .args(["--seconds", &seconds.to_string()])
-                    .arg(&v1_sse),
-            )
-        }),
-    });
 
-    // Node: the official client's verifier and the official encoder.
-    let node = ensure_node(&root, &target);
-    if let Ok(dir) = &node {
-        versions.push(format!(
-            "node {} @ag-ui/client {} @ag-ui/encoder {}",
-            capture(Command::new("node").arg("--version"))
-                .unwrap_or_default()
-                .trim(),
-            npm_version(dir, "@ag-ui/client"),
-            npm_version(dir, "@ag-ui/encoder")
-        ));
+    /// Node: the official client's verifier and the official encoder.
+    fn node(&self, rows: &mut Vec<Row>, versions: &mut Vec<String>) {
+        let node = ensure_node(self.root, self.target);
+        if let Ok(dir) = &node {
+            versions.push(format!(
+                "node {} @ag-ui/client {} @ag-ui/encoder {}",
+                capture(Command::new("node").arg("--version"))
+                    .unwrap_or_default()
+                    .trim(),
+                npm_version(dir, "@ag-ui/client"),
+                npm_version(dir, "@ag-ui/encoder")
+            ));
+        }
+        rows.push(Row {
+            who: "Node @ag-ui/client verifyEvents + @ag-ui/encoder 1.0.0".to_owned(),
+            format: "agui-v1",
+            result: node.and_then(|dir| {
+                peer(
+                    Command::new("node")
+                        .current_dir(&dir)
+                        .arg(dir.join("agui_v1_official.mjs"))
+                        .args(["--seconds", self.seconds])
+                        .arg(self.v1_sse),
+                )
+            }),
+        });
     }
-    rows.push(Row {
-        who: "Node @ag-ui/client verifyEvents + @ag-ui/encoder 1.0.0".to_owned(),
-        format: "agui-v1",
-        result: node.and_then(|dir| {
-            peer(
-                Command::new("node")
-                    .current_dir(&dir)
-                    .arg(dir.join("agui_v1_official.mjs"))
-                    .args(["--seconds", &seconds.to_string()])
-                    .arg(&v1_sse),
-            )
-        }),
-    });
 
-    // Rust: the ag-ui crate, if it builds here.
-    let rust = build_rust_peer(&root, &target);
-    versions.push("ag-ui (crates.io) 0.5.0-alpha.3".to_owned());
-    rows.push(Row {
-        who: "Rust ag-ui 0.5.0-alpha.3 (serde + Verifier + SseFormatter)".to_owned(),
-        format: "agui-v1",
-        result: rust.and_then(|bin| {
-            peer(
-                Command::new(bin)
-                    .args(["--seconds", &seconds.to_string()])
-                    .arg(&v1_sse),
-            )
-        }),
-    });
-
-    println!("versions: {}", versions.join("; "));
-    println!();
-    print!("{}", table(&rows));
-    println!();
-    println!(
-        "reproduce: cargo xtask bench-peers --events {events} --mix {mix} --seconds {seconds}"
-    );
-    Ok(())
+    /// Rust: the ag-ui crate, if it builds here.
+    fn rust(&self, rows: &mut Vec<Row>, versions: &mut Vec<String>) {
+        let rust = build_rust_peer(self.root, self.target);
+        versions.push("ag-ui (crates.io) 0.5.0-alpha.3".to_owned());
+        rows.push(Row {
+            who: "Rust ag-ui 0.5.0-alpha.3 (serde + Verifier + SseFormatter)".to_owned(),
+            format: "agui-v1",
+            result: rust.and_then(|bin| {
+                peer(
+                    Command::new(bin)
+                        .args(["--seconds", self.seconds])
+                        .arg(self.v1_sse),
+                )
+            }),
+        });
+    }
 }
 
 /// The markdown table: events/s, and how many times faster lce is.

@@ -62,22 +62,7 @@ struct Options {
 /// Runs the task with the arguments after `release`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let options = parse_args(args)?;
-    let root = options.workspace.clone();
-    let (work, target_dir) = if options.dry_run {
-        let scratch = root.join("target").join("xtask-release");
-        let work = scratch.join("workspace");
-        if work.exists() {
-            fs::remove_dir_all(&work)
-                .map_err(|e| format!("cannot clear {}: {e}", work.display()))?;
-        }
-        copy_tree(&root, &work)?;
-        (work, Some(scratch.join("target")))
-    } else {
-        if !options.allow_dirty {
-            ensure_clean(&root)?;
-        }
-        (root.clone(), None)
-    };
+    let (work, target_dir) = prepare_workspace(&options)?;
     let cargo = Cargo {
         dir: work.clone(),
         target_dir,
@@ -92,21 +77,51 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             String::new()
         }
     );
+    let members = bump_versions(&work, &cargo, &options.version)?;
+    move_changelog(&work, &new, &options.date)?;
+    let order = package_and_check(&cargo, &members)?;
+    print_plan(&order, &new, options.dry_run.then_some(work.as_path()));
+    Ok(())
+}
 
-    // 1. Versions.
+/// Step 2: the workspace to work in, and its build folder: a scratch copy
+/// for a dry run, else the real tree, which must be clean.
+fn prepare_workspace(options: &Options) -> Result<(PathBuf, Option<PathBuf>), String> {
+    let root = &options.workspace;
+    if options.dry_run {
+        let scratch = root.join("target").join("xtask-release");
+        let work = scratch.join("workspace");
+        if work.exists() {
+            fs::remove_dir_all(&work)
+                .map_err(|e| format!("cannot clear {}: {e}", work.display()))?;
+        }
+        copy_tree(root, &work)?;
+        Ok((work, Some(scratch.join("target"))))
+    } else {
+        if !options.allow_dirty {
+            ensure_clean(root)?;
+        }
+        Ok((root.clone(), None))
+    }
+}
+
+/// Steps 1 and 3: checks `version` is greater than the current one, then
+/// bumps every manifest in lockstep and refreshes `Cargo.lock`. Returns the
+/// members (from `cargo metadata` before the bump).
+fn bump_versions(work: &Path, cargo: &Cargo, version: &Version) -> Result<Vec<Member>, String> {
+    let new = version.to_string();
     let root_manifest = work.join("Cargo.toml");
     let root_text = read(&root_manifest)?;
     let current_text = workspace_package_value(&root_text, "version")
         .ok_or("Cargo.toml: no `version` in [workspace.package]")?;
     let current = Version::parse(&current_text)
         .map_err(|e| format!("Cargo.toml: current version `{current_text}`: {e}"))?;
-    if options.version <= current {
+    if *version <= current {
         return Err(format!(
             "{new} is not greater than the current version {current}"
         ));
     }
 
-    // 3. Bump (members come from `cargo metadata` before the bump).
     let members = cargo.members()?;
     let (root_bumped, internal) = bump_manifest(&root_text, &new, true);
     write(&root_manifest, &root_bumped)?;
@@ -131,18 +146,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     cargo.run(&["update", "--workspace"])?;
+    Ok(members)
+}
 
-    // 4. Changelog.
+/// Step 4: the Unreleased notes move under `## <new> - <date>`.
+fn move_changelog(work: &Path, new: &str, date: &str) -> Result<(), String> {
     let changelog = work.join("CHANGELOG.md");
-    let (moved, lines) = move_unreleased(&read(&changelog)?, &new, &options.date)?;
+    let (moved, lines) = move_unreleased(&read(&changelog)?, new, date)?;
     write(&changelog, &moved)?;
-    println!(
-        "  CHANGELOG.md: {lines} line(s) of Unreleased notes moved under `## {new} - {}`",
-        options.date
-    );
+    println!("  CHANGELOG.md: {lines} line(s) of Unreleased notes moved under `## {new} - {date}`");
+    Ok(())
+}
 
-    // 5. Package and feature checks.
-    let order = publish_order(&members)?;
+/// Step 5: packages every publishable member together, then checks each
+/// member with features without its defaults and with each feature alone.
+/// Returns the publish order.
+fn package_and_check(cargo: &Cargo, members: &[Member]) -> Result<Vec<String>, String> {
+    let order = publish_order(members)?;
     if order.is_empty() {
         return Err("no publishable crate (every member has publish = false)".into());
     }
@@ -176,25 +196,26 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             member.features.join(", ")
         );
     }
+    Ok(order)
+}
 
-    // 6. The plan.
+/// Step 6: what would be published, and how (`dry_run`: the prepared copy).
+fn print_plan(order: &[String], new: &str, dry_run: Option<&Path>) {
     println!("would publish, in order:");
     for (i, name) in order.iter().enumerate() {
         println!("  {}. {name} {new}", i + 1);
     }
     println!("stopped before publishing; to publish, in this order:");
-    for name in &order {
+    for name in order {
         println!("  cargo publish -p {name}");
     }
-    if options.dry_run {
-        println!(
+    match dry_run {
+        Some(work) => println!(
             "(dry run: the real tree is unchanged; the prepared copy is {})",
             work.display()
-        );
-    } else {
-        println!("then tag: git commit -am 'Release {new}' && git tag v{new}");
+        ),
+        None => println!("then tag: git commit -am 'Release {new}' && git tag v{new}"),
     }
-    Ok(())
 }
 
 /// Parses the arguments after `release`.
@@ -802,10 +823,12 @@ mod tests {
         let manifest = "[workspace.package]\nversion = \"0.1.0\"\nrust-version = \"1.85\"\n\n[workspace.dependencies]\na = { path = \"crates/a\", version = \"0.1.0\" }\nserde = { version = \"1.0.0\", features = [\"derive\"] }\n# b = { path = \"x\", version = \"0.1.0\" }\n";
         let (out, n) = bump_manifest(manifest, "0.2.0", true);
         assert_eq!(n, 1);
-        assert!(out.contains("version = \"0.2.0\"\nrust-version = \"1.85\""));
-        assert!(out.contains("a = { path = \"crates/a\", version = \"0.2.0\" }"));
-        assert!(out.contains("serde = { version = \"1.0.0\""));
-        assert!(out.contains("# b = { path = \"x\", version = \"0.1.0\" }"));
+        // The workspace version and the path dependency's; not serde's, not
+        // a comment.
+        assert_eq!(
+            out,
+            "[workspace.package]\nversion = \"0.2.0\"\nrust-version = \"1.85\"\n\n[workspace.dependencies]\na = { path = \"crates/a\", version = \"0.2.0\" }\nserde = { version = \"1.0.0\", features = [\"derive\"] }\n# b = { path = \"x\", version = \"0.1.0\" }\n"
+        );
         assert_eq!(
             workspace_package_value(&out, "version").as_deref(),
             Some("0.2.0")

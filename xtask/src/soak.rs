@@ -165,163 +165,24 @@ fn soak(
     seconds: u64,
     clients: u64,
 ) -> Result<(), String> {
-    // Warm-up: one complete run of every scenario in every protocol, so the
-    // baseline includes what the server allocates once.
-    for (i, s) in scenarios.iter().enumerate() {
-        for protocol in ["custom", "agui", "agui-v1"] {
-            let conv = format!("warm-{i}-{protocol}");
-            let o = request(
-                &server.addr,
-                s,
-                protocol,
-                &conv,
-                Behaviour::Full,
-                &mut Rng(1),
-            )?;
-            o.frames
-                .map_err(|e| format!("warm-up {s} {protocol}: {e}"))?;
-        }
-    }
-    let warm_runs = scenarios.len() * 3;
-    wait_for_records(audit_path, warm_runs, Duration::from_secs(10));
-    thread::sleep(Duration::from_millis(300));
+    let warm_runs = warm_up(server, scenarios, audit_path)?;
     let (rss0, fds0) = (server.rss_kib()?, server.fds()?);
     println!("baseline after warm-up: RSS {rss0} KiB, {fds0} fds");
 
-    let counters = Arc::new(Counters::default());
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    let peak_rss = Arc::new(AtomicU64::new(rss0));
-    let peak_fds = Arc::new(AtomicU64::new(fds0));
-    let started = Instant::now();
-    let mut handles = Vec::new();
-    for t in 0..clients {
-        let addr = server.addr.clone();
-        let scenarios = scenarios.to_vec();
-        let counters = counters.clone();
-        let h = thread::Builder::new()
-            .stack_size(256 * 1024)
-            .spawn(move || client(t, &addr, &scenarios, deadline, &counters))
-            .map_err(|e| format!("cannot start client thread: {e}"))?;
-        handles.push(h);
-    }
-    // Sample the server while the load runs.
-    while Instant::now() < deadline {
-        if let (Ok(r), Ok(f)) = (server.rss_kib(), server.fds()) {
-            peak_rss.fetch_max(r, Ordering::Relaxed);
-            peak_fds.fetch_max(f, Ordering::Relaxed);
-        }
-        thread::sleep(Duration::from_millis(200));
-    }
-    let mut outcomes = Vec::new();
-    for h in handles {
-        outcomes.extend(
-            h.join()
-                .map_err(|_| "a client thread panicked".to_owned())??,
-        );
-    }
-    let load_secs = started.elapsed().as_secs_f64();
+    let load = load(server, scenarios, seconds, clients, (rss0, fds0))?;
 
     // Every run that started must reach the audit log once.
     // (Clients gone before the response may not have started a run.)
     let expected = warm_runs
-        + outcomes
+        + load
+            .outcomes
             .iter()
             .filter(|o| o.behaviour != Behaviour::HalfRequest)
             .filter(|o| !(o.behaviour == Behaviour::Disconnect && o.bytes == 0))
             .count();
     wait_for_records(audit_path, expected, Duration::from_secs(20));
     let records = read_audit(audit_path)?;
-    let mut by_conv: HashMap<&str, Vec<&AuditLine>> = HashMap::new();
-    for r in &records {
-        by_conv
-            .entry(r.conversation_id.as_str())
-            .or_default()
-            .push(r);
-    }
-
-    let mut problems = Vec::new();
-    let mut tally: HashMap<String, u64> = HashMap::new();
-    let mut frames_checked = 0usize;
-    for o in &outcomes {
-        let recs = by_conv
-            .get(o.conversation_id.as_str())
-            .map_or(&[][..], Vec::as_slice);
-        let kind = format!("{:?}", o.behaviour);
-        *tally.entry(kind.clone()).or_default() += 1;
-        if o.behaviour == Behaviour::HalfRequest {
-            if !recs.is_empty() {
-                problems.push(format!(
-                    "{}: a half request started a run",
-                    o.conversation_id
-                ));
-            }
-            continue;
-        }
-        if o.behaviour == Behaviour::Disconnect && o.bytes == 0 && recs.is_empty() {
-            // Gone before the response started: hyper drops the request
-            // when it sees the connection close first, and no run starts.
-            *tally
-                .entry("Disconnect -> gone before the response, no run".to_owned())
-                .or_default() += 1;
-            continue;
-        }
-        if recs.len() != 1 {
-            problems.push(format!(
-                "{} ({kind}, {}): {} audit records",
-                o.conversation_id,
-                o.scenario,
-                recs.len()
-            ));
-            continue;
-        }
-        let r = recs[0];
-        let end = format!(
-            "{}{}",
-            r.terminal,
-            r.code
-                .as_deref()
-                .map(|c| format!("/{c}"))
-                .unwrap_or_default()
-        );
-        *tally.entry(format!("{kind} -> {end}")).or_default() += 1;
-        match o.behaviour {
-            Behaviour::Full | Behaviour::Slow => {
-                match &o.frames {
-                    Ok(n) => frames_checked += n,
-                    Err(e) => problems.push(format!(
-                        "{} ({kind}, {}): {e}",
-                        o.conversation_id, o.scenario
-                    )),
-                }
-                if r.code.as_deref() == Some("disconnect") {
-                    problems.push(format!(
-                        "{}: read in full but audited {end}",
-                        o.conversation_id
-                    ));
-                }
-                if o.scenario.starts_with("cut-")
-                    && r.code.as_deref() != Some("provider_stream_closed")
-                {
-                    problems.push(format!("{}: cut scenario audited {end}", o.conversation_id));
-                }
-            }
-            Behaviour::Disconnect => {
-                // Audited as a disconnect, or (the run ended before the
-                // server noticed) as the scenario's own terminal: both are
-                // one record, which is what is checked above.
-            }
-            Behaviour::HalfRequest => {}
-        }
-    }
-    let stray = records
-        .iter()
-        .filter(|r| {
-            !r.conversation_id.starts_with("warm-") && !r.conversation_id.starts_with("soak-")
-        })
-        .count();
-    if stray > 0 {
-        problems.push(format!("{stray} audit records of unknown runs"));
-    }
+    let mut check = check_outcomes(&load.outcomes, &records);
 
     // Back to baseline: fds exactly (a little slack for the runtime), RSS near.
     let settle = Instant::now();
@@ -333,14 +194,16 @@ fn soak(
         rss1 = server.rss_kib()?;
         fds1 = server.fds()?;
     }
-    let requests = counters.requests.load(Ordering::Relaxed);
+    let requests = load.counters.requests.load(Ordering::Relaxed);
     println!(
-        "load: {clients} clients for {load_secs:.1} s: {requests} requests ({:.0}/s), {} MiB of SSE read, {} frames parsed ({frames_checked} in complete responses)",
-        requests as f64 / load_secs.max(0.001),
-        counters.bytes.load(Ordering::Relaxed) / (1024 * 1024),
-        counters.frames.load(Ordering::Relaxed),
+        "load: {clients} clients for {:.1} s: {requests} requests ({:.0}/s), {} MiB of SSE read, {} frames parsed ({} in complete responses)",
+        load.secs,
+        requests as f64 / load.secs.max(0.001),
+        load.counters.bytes.load(Ordering::Relaxed) / (1024 * 1024),
+        load.counters.frames.load(Ordering::Relaxed),
+        check.frames_checked,
     );
-    let mut kinds: Vec<_> = tally.into_iter().collect();
+    let mut kinds: Vec<_> = check.tally.into_iter().collect();
     kinds.sort();
     for (k, n) in kinds {
         println!("  {k}: {n}");
@@ -349,13 +212,14 @@ fn soak(
         "audit records: {} ({} runs expected); server peak RSS {} KiB, peak fds {}",
         records.len(),
         expected,
-        peak_rss.load(Ordering::Relaxed),
-        peak_fds.load(Ordering::Relaxed)
+        load.peak_rss,
+        load.peak_fds
     );
     println!(
         "after the load: RSS {rss1} KiB (baseline {rss0}), fds {fds1} (baseline {fds0}), settled in {:.1} s",
         settle.elapsed().as_secs_f64()
     );
+    let problems = &mut check.problems;
     if fds1 > fds0 + 2 {
         problems.push(format!(
             "open fds did not return to baseline: {fds1} > {fds0}"
@@ -374,6 +238,206 @@ fn soak(
             eprintln!("soak: {p}");
         }
         Err(format!("soak failed: {} problems", problems.len()))
+    }
+}
+
+/// One complete run of every scenario in every protocol, so the baseline
+/// includes what the server allocates once. Returns the runs it made.
+fn warm_up(server: &Server, scenarios: &[String], audit_path: &Path) -> Result<usize, String> {
+    for (i, s) in scenarios.iter().enumerate() {
+        for protocol in ["custom", "agui", "agui-v1"] {
+            let conv = format!("warm-{i}-{protocol}");
+            let o = request(
+                &server.addr,
+                s,
+                protocol,
+                &conv,
+                Behaviour::Full,
+                &mut Rng(1),
+            )?;
+            o.frames
+                .map_err(|e| format!("warm-up {s} {protocol}: {e}"))?;
+        }
+    }
+    let warm_runs = scenarios.len() * 3;
+    wait_for_records(audit_path, warm_runs, Duration::from_secs(10));
+    thread::sleep(Duration::from_millis(300));
+    Ok(warm_runs)
+}
+
+/// What the load did.
+struct Load {
+    /// Every request's outcome.
+    outcomes: Vec<Outcome>,
+    counters: Arc<Counters>,
+    /// The server's peak RSS (KiB) and open fds while it ran.
+    peak_rss: u64,
+    peak_fds: u64,
+    /// How long it ran.
+    secs: f64,
+}
+
+/// `clients` client threads for `seconds`, sampling the server's RSS and
+/// fds (from `baseline`) meanwhile.
+fn load(
+    server: &Server,
+    scenarios: &[String],
+    seconds: u64,
+    clients: u64,
+    baseline: (u64, u64),
+) -> Result<Load, String> {
+    let counters = Arc::new(Counters::default());
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let (mut peak_rss, mut peak_fds) = baseline;
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..clients {
+        let addr = server.addr.clone();
+        let scenarios = scenarios.to_vec();
+        let counters = counters.clone();
+        let h = thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || client(t, &addr, &scenarios, deadline, &counters))
+            .map_err(|e| format!("cannot start client thread: {e}"))?;
+        handles.push(h);
+    }
+    // Sample the server while the load runs.
+    while Instant::now() < deadline {
+        if let (Ok(r), Ok(f)) = (server.rss_kib(), server.fds()) {
+            peak_rss = peak_rss.max(r);
+            peak_fds = peak_fds.max(f);
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let mut outcomes = Vec::new();
+    for h in handles {
+        outcomes.extend(
+            h.join()
+                .map_err(|_| "a client thread panicked".to_owned())??,
+        );
+    }
+    Ok(Load {
+        outcomes,
+        counters,
+        peak_rss,
+        peak_fds,
+        secs: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// What the audit log says about the load.
+struct Check {
+    problems: Vec<String>,
+    /// Outcomes by behaviour and audited terminal.
+    tally: HashMap<String, u64>,
+    /// Frames parsed in complete responses.
+    frames_checked: usize,
+}
+
+/// Checks every outcome against its run's audit records (one per run, the
+/// terminal a complete read of a whole or cut scenario must have), and that
+/// no record belongs to an unknown run.
+fn check_outcomes(outcomes: &[Outcome], records: &[AuditLine]) -> Check {
+    let mut by_conv: HashMap<&str, Vec<&AuditLine>> = HashMap::new();
+    for r in records {
+        by_conv
+            .entry(r.conversation_id.as_str())
+            .or_default()
+            .push(r);
+    }
+    let mut check = Check {
+        problems: Vec::new(),
+        tally: HashMap::new(),
+        frames_checked: 0,
+    };
+    for o in outcomes {
+        let recs = by_conv
+            .get(o.conversation_id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        check_outcome(o, recs, &mut check);
+    }
+    let stray = records
+        .iter()
+        .filter(|r| {
+            !r.conversation_id.starts_with("warm-") && !r.conversation_id.starts_with("soak-")
+        })
+        .count();
+    if stray > 0 {
+        check
+            .problems
+            .push(format!("{stray} audit records of unknown runs"));
+    }
+    check
+}
+
+/// One outcome against the audit records of its conversation.
+fn check_outcome(o: &Outcome, recs: &[&AuditLine], check: &mut Check) {
+    let problems = &mut check.problems;
+    let kind = format!("{:?}", o.behaviour);
+    *check.tally.entry(kind.clone()).or_default() += 1;
+    if o.behaviour == Behaviour::HalfRequest {
+        if !recs.is_empty() {
+            problems.push(format!(
+                "{}: a half request started a run",
+                o.conversation_id
+            ));
+        }
+        return;
+    }
+    if o.behaviour == Behaviour::Disconnect && o.bytes == 0 && recs.is_empty() {
+        // Gone before the response started: hyper drops the request
+        // when it sees the connection close first, and no run starts.
+        *check
+            .tally
+            .entry("Disconnect -> gone before the response, no run".to_owned())
+            .or_default() += 1;
+        return;
+    }
+    if recs.len() != 1 {
+        problems.push(format!(
+            "{} ({kind}, {}): {} audit records",
+            o.conversation_id,
+            o.scenario,
+            recs.len()
+        ));
+        return;
+    }
+    let r = recs[0];
+    let end = format!(
+        "{}{}",
+        r.terminal,
+        r.code
+            .as_deref()
+            .map(|c| format!("/{c}"))
+            .unwrap_or_default()
+    );
+    *check.tally.entry(format!("{kind} -> {end}")).or_default() += 1;
+    match o.behaviour {
+        Behaviour::Full | Behaviour::Slow => {
+            match &o.frames {
+                Ok(n) => check.frames_checked += n,
+                Err(e) => problems.push(format!(
+                    "{} ({kind}, {}): {e}",
+                    o.conversation_id, o.scenario
+                )),
+            }
+            if r.code.as_deref() == Some("disconnect") {
+                problems.push(format!(
+                    "{}: read in full but audited {end}",
+                    o.conversation_id
+                ));
+            }
+            if o.scenario.starts_with("cut-") && r.code.as_deref() != Some("provider_stream_closed")
+            {
+                problems.push(format!("{}: cut scenario audited {end}", o.conversation_id));
+            }
+        }
+        Behaviour::Disconnect => {
+            // Audited as a disconnect, or (the run ended before the
+            // server noticed) as the scenario's own terminal: both are
+            // one record, which is what is checked above.
+        }
+        Behaviour::HalfRequest => {}
     }
 }
 

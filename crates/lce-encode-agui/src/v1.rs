@@ -2,9 +2,11 @@
 
 use bytes::BytesMut;
 use lce_types::{
-    Event, FormField, InterruptRequested, InterruptType, NamespaceOutcome, Payload, UsageUpdated,
+    Event, FormField, InterruptRequested, InterruptType, NamespaceEntered, NamespaceExited,
+    NamespaceOutcome, Payload, ProviderMetadata, RunInterrupted, SpanStarted, ToolArgumentsDelta,
+    ToolError, ToolStarted, UsageUpdated, Warning,
 };
-use lce_wire::{JsonWriter, Member, Style, WireError};
+use lce_wire::{JsonWriter, Key, Member, Style, WireError};
 
 use crate::AguiOptions;
 use crate::frame::{V1Head, json_text, v1_flat, v1_frame};
@@ -95,12 +97,6 @@ impl V1Encoder {
         }
         let millis = ev.timestamp.unix_millis();
         let sub = ev.namespace.last().map(String::as_str);
-        let head = |ty| V1Head {
-            ty,
-            millis,
-            error_code: None,
-            subagent: sub,
-        };
         match &ev.payload {
             Payload::RunStarted(_) => {
                 self.reset();
@@ -136,19 +132,7 @@ impl V1Encoder {
                 };
                 text_end(dst, millis, &span)
             }
-            Payload::ReasoningStarted(p) => {
-                self.reasonings.push(Span {
-                    id: p.message_id.to_string(),
-                    sub: sub.map(str::to_owned),
-                });
-                v1_flat!(dst, "REASONING_START", millis, sub,
-                    Str "messageId" => &p.message_id,
-                )?;
-                v1_flat!(dst, "REASONING_MESSAGE_START", millis, sub,
-                    Str "messageId" => &p.message_id,
-                    Str "role" => "reasoning",
-                )
-            }
+            Payload::ReasoningStarted(p) => self.reasoning_started(dst, millis, sub, p),
             Payload::ReasoningDelta(p) => {
                 if p.delta.is_empty() {
                     return Ok(()); // D7
@@ -165,133 +149,28 @@ impl V1Encoder {
                 };
                 reasoning_end(dst, millis, &span)
             }
-            Payload::ToolStarted(p) => {
-                self.tools.push(OpenTool {
-                    id: p.tool_call_id.clone(),
-                    sub: sub.map(str::to_owned),
-                    namespace: ev.namespace.clone(),
-                    parent_message_id: p.parent_message_id.clone(),
-                });
-                v1_flat!(dst, "TOOL_CALL_START", millis, sub,
-                    Str "toolCallId" => &p.tool_call_id,
-                    Str "toolCallName" => &p.tool_name,
-                    OptStr "parentMessageId" => p.parent_message_id.as_deref(),
-                )?;
-                if p.arguments.is_empty_object() {
-                    return Ok(());
-                }
-                let text = json_text(p.arguments.get(), Style::Compact)?;
-                v1_flat!(dst, "TOOL_CALL_ARGS", millis, sub,
-                    Str "toolCallId" => &p.tool_call_id,
-                    Str "delta" => &text,
-                )
-            }
-            Payload::ToolArgumentsDelta(p) => {
-                if p.delta.is_empty() {
-                    return Ok(()); // D7
-                }
-                let sub = self
-                    .tools
-                    .iter()
-                    .find(|t| t.id == p.tool_call_id)
-                    .map_or(sub, |t| t.sub.as_deref());
-                v1_flat!(dst, "TOOL_CALL_ARGS", millis, sub,
-                    Str "toolCallId" => &p.tool_call_id,
-                    Str "delta" => &p.delta,
-                )
-            }
+            Payload::ToolStarted(p) => self.tool_started(dst, millis, &ev.namespace, p),
+            Payload::ToolArgumentsDelta(p) => self.tool_arguments(dst, millis, sub, p),
             Payload::ToolFinished(p) => {
                 self.tool_end(dst, millis, &p.tool_call_id)?;
                 let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
-                tool_result(
-                    dst,
-                    &head(k!("TOOL_CALL_RESULT")),
-                    message_id,
-                    &p.tool_call_id,
-                    &p.result,
-                )
+                let head = v1_head(k!("TOOL_CALL_RESULT"), millis, sub);
+                tool_result(dst, &head, message_id, &p.tool_call_id, &p.result)
             }
-            Payload::ToolError(p) => {
-                self.tool_end(dst, millis, &p.tool_call_id)?;
-                let content = format!("ERROR: {}", p.message);
-                let head = V1Head {
-                    error_code: Some(&p.code),
-                    ..head(k!("TOOL_CALL_RESULT"))
-                };
-                tool_result(dst, &head, &p.tool_call_id, &p.tool_call_id, &content)
-            }
+            Payload::ToolError(p) => self.tool_error(dst, millis, sub, p),
             Payload::InterruptRequested(p) => {
                 self.interrupt = Some((ev.namespace.clone(), p.clone()));
                 Ok(())
             }
-            Payload::NamespaceEntered(p) => {
-                let mut path = ev.namespace.clone();
-                path.push(p.parent_tool_call_id.clone());
-                let parent_message = self
-                    .tools
-                    .iter()
-                    .find(|t| t.id == p.parent_tool_call_id)
-                    .and_then(|t| t.parent_message_id.clone());
-                self.subagents.push(OpenSubagent { path });
-                let head = V1Head {
-                    subagent: Some(&p.parent_tool_call_id),
-                    ..head(k!("SUBAGENT_STARTED"))
-                };
-                v1_frame(dst, &head, |w| {
-                    w.field_str_k(k!("name"), &p.agent_name);
-                    if let Some(parent) = sub {
-                        w.field_str_k(k!("parentSubagentRunId"), parent);
-                    }
-                    w.field_str_k(k!("parentToolCallId"), &p.parent_tool_call_id);
-                    if let Some(m) = &parent_message {
-                        w.field_str_k(k!("parentMessageId"), m);
-                    }
-                    Ok(())
-                })
-            }
-            Payload::NamespaceExited(p) => {
-                let pos = self.subagents.iter().position(|s| {
-                    s.path.last() == Some(&p.parent_tool_call_id)
-                        && s.path.get(..s.path.len().saturating_sub(1))
-                            == Some(ev.namespace.as_slice())
-                });
-                let Some(pos) = pos else {
-                    return Ok(()); // never announced: nothing to finish
-                };
-                let subagent = self.subagents.remove(pos);
-                let closing = match p.outcome {
-                    NamespaceOutcome::Success => Closing::Success,
-                    NamespaceOutcome::Interrupted => Closing::Suspended,
-                    NamespaceOutcome::Cancelled => Closing::Cancelled,
-                    _ => return subagent_error(dst, millis, subagent.id(), false),
-                };
-                self.subagent_close(dst, millis, &subagent, closing)
-            }
-            Payload::Warning(p) => v1_frame(dst, &head(k!("CUSTOM")), |w| {
-                w.field_str_k(k!("name"), "WARNING");
-                w.key_k(k!("value"));
-                w.begin_object();
-                w.field_str_k(k!("code"), &p.code);
-                w.field_str_k(k!("message"), &p.message);
-                if let Some(details) = &p.details {
-                    w.field_opaque("details", details.get())?;
-                }
-                w.end_object();
-                Ok(())
-            }),
+            Payload::NamespaceEntered(p) => self.subagent_started(dst, millis, &ev.namespace, p),
+            Payload::NamespaceExited(p) => self.subagent_exited(dst, millis, &ev.namespace, p),
+            Payload::Warning(p) => warning(dst, millis, sub, p),
             Payload::UsageUpdated(p) => {
                 self.merge_usage(p);
                 Ok(())
             }
             Payload::ProviderMetadata(p) => {
-                // A later event for the same provider that names no model
-                // keeps the model already known.
-                let model = match (&self.provider, &p.model) {
-                    (_, Some(m)) => Some(m.clone()),
-                    (Some((provider, known)), None) if *provider == p.provider => known.clone(),
-                    _ => None,
-                };
-                self.provider = Some((p.provider.clone(), model));
+                self.merge_provider(p);
                 Ok(())
             }
             Payload::RunFinished(_) => {
@@ -301,27 +180,7 @@ impl V1Encoder {
                     Ok(())
                 })
             }
-            Payload::RunInterrupted(p) => {
-                self.close_all(dst, millis, Closing::Suspended)?;
-                let held = self.interrupt.take();
-                let agent = self.options.agent_name.clone();
-                self.run_finished(dst, ev, millis, |w| {
-                    w.field_str_k(k!("type"), "interrupt");
-                    w.key_k(k!("interrupts"));
-                    w.begin_array();
-                    match &held {
-                        Some((ns, ir)) => write_interrupts(w, ns, ir, agent.as_deref())?,
-                        None => {
-                            w.begin_object();
-                            w.field_str_k(k!("id"), &p.interrupt_id);
-                            w.field_str_k(k!("reason"), p.reason.as_str());
-                            w.end_object();
-                        }
-                    }
-                    w.end_array();
-                    Ok(())
-                })
-            }
+            Payload::RunInterrupted(p) => self.run_interrupted(dst, ev, millis, p),
             Payload::RunCancelled(_) => {
                 self.close_all(dst, millis, Closing::Cancelled)?;
                 self.run_finished(dst, ev, millis, |w| {
@@ -330,10 +189,7 @@ impl V1Encoder {
                 })
             }
             Payload::RunError(p) => {
-                let head = V1Head {
-                    subagent: None,
-                    ..head(k!("RUN_ERROR"))
-                };
+                let head = v1_head(k!("RUN_ERROR"), millis, None);
                 v1_frame(dst, &head, |w| {
                     w.field_str_k(k!("message"), &p.message);
                     w.field_str_k(k!("code"), &p.code);
@@ -343,6 +199,201 @@ impl V1Encoder {
             }
             _ => Ok(()),
         }
+    }
+
+    /// `reasoning.started`: `REASONING_START` then `REASONING_MESSAGE_START`.
+    #[inline]
+    fn reasoning_started(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        sub: Option<&str>,
+        p: &SpanStarted,
+    ) -> Result<(), WireError> {
+        self.reasonings.push(Span {
+            id: p.message_id.to_string(),
+            sub: sub.map(str::to_owned),
+        });
+        v1_flat!(dst, "REASONING_START", millis, sub,
+            Str "messageId" => &p.message_id,
+        )?;
+        v1_flat!(dst, "REASONING_MESSAGE_START", millis, sub,
+            Str "messageId" => &p.message_id,
+            Str "role" => "reasoning",
+        )
+    }
+
+    /// `tool.started`: `TOOL_CALL_START`, then the arguments given at start
+    /// (not `{}`) as one `TOOL_CALL_ARGS`.
+    #[inline]
+    fn tool_started(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        namespace: &[String],
+        p: &ToolStarted,
+    ) -> Result<(), WireError> {
+        let sub = namespace.last().map(String::as_str);
+        self.tools.push(OpenTool {
+            id: p.tool_call_id.clone(),
+            sub: sub.map(str::to_owned),
+            namespace: namespace.to_vec(),
+            parent_message_id: p.parent_message_id.clone(),
+        });
+        v1_flat!(dst, "TOOL_CALL_START", millis, sub,
+            Str "toolCallId" => &p.tool_call_id,
+            Str "toolCallName" => &p.tool_name,
+            OptStr "parentMessageId" => p.parent_message_id.as_deref(),
+        )?;
+        if p.arguments.is_empty_object() {
+            return Ok(());
+        }
+        let text = json_text(p.arguments.get(), Style::Compact)?;
+        v1_flat!(dst, "TOOL_CALL_ARGS", millis, sub,
+            Str "toolCallId" => &p.tool_call_id,
+            Str "delta" => &text,
+        )
+    }
+
+    /// `tool.arguments.delta`: `TOOL_CALL_ARGS`, attributed where the call
+    /// started.
+    #[inline]
+    fn tool_arguments(
+        &self,
+        dst: &mut BytesMut,
+        millis: i64,
+        sub: Option<&str>,
+        p: &ToolArgumentsDelta,
+    ) -> Result<(), WireError> {
+        if p.delta.is_empty() {
+            return Ok(()); // D7
+        }
+        let sub = self
+            .tools
+            .iter()
+            .find(|t| t.id == p.tool_call_id)
+            .map_or(sub, |t| t.sub.as_deref());
+        v1_flat!(dst, "TOOL_CALL_ARGS", millis, sub,
+            Str "toolCallId" => &p.tool_call_id,
+            Str "delta" => &p.delta,
+        )
+    }
+
+    /// `tool.error`: `TOOL_CALL_END`, then a `TOOL_CALL_RESULT` of
+    /// `ERROR: <message>` with the code in `metadata.lce.error.code`.
+    fn tool_error(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        sub: Option<&str>,
+        p: &ToolError,
+    ) -> Result<(), WireError> {
+        self.tool_end(dst, millis, &p.tool_call_id)?;
+        let content = format!("ERROR: {}", p.message);
+        let head = V1Head {
+            error_code: Some(&p.code),
+            ..v1_head(k!("TOOL_CALL_RESULT"), millis, sub)
+        };
+        tool_result(dst, &head, &p.tool_call_id, &p.tool_call_id, &content)
+    }
+
+    /// `namespace.entered`: `SUBAGENT_STARTED`, linked to its parent
+    /// subagent, its delegation call and that call's message.
+    fn subagent_started(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        namespace: &[String],
+        p: &NamespaceEntered,
+    ) -> Result<(), WireError> {
+        let sub = namespace.last().map(String::as_str);
+        let mut path = namespace.to_vec();
+        path.push(p.parent_tool_call_id.clone());
+        let parent_message = self
+            .tools
+            .iter()
+            .find(|t| t.id == p.parent_tool_call_id)
+            .and_then(|t| t.parent_message_id.clone());
+        self.subagents.push(OpenSubagent { path });
+        let head = v1_head(k!("SUBAGENT_STARTED"), millis, Some(&p.parent_tool_call_id));
+        v1_frame(dst, &head, |w| {
+            w.field_str_k(k!("name"), &p.agent_name);
+            if let Some(parent) = sub {
+                w.field_str_k(k!("parentSubagentRunId"), parent);
+            }
+            w.field_str_k(k!("parentToolCallId"), &p.parent_tool_call_id);
+            if let Some(m) = &parent_message {
+                w.field_str_k(k!("parentMessageId"), m);
+            }
+            Ok(())
+        })
+    }
+
+    /// `namespace.exited`: closes the announced subagent by its outcome
+    /// (nothing for one never announced).
+    fn subagent_exited(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        namespace: &[String],
+        p: &NamespaceExited,
+    ) -> Result<(), WireError> {
+        let pos = self.subagents.iter().position(|s| {
+            s.path.last() == Some(&p.parent_tool_call_id)
+                && s.path.get(..s.path.len().saturating_sub(1)) == Some(namespace)
+        });
+        let Some(pos) = pos else {
+            return Ok(()); // never announced: nothing to finish
+        };
+        let subagent = self.subagents.remove(pos);
+        let closing = match p.outcome {
+            NamespaceOutcome::Success => Closing::Success,
+            NamespaceOutcome::Interrupted => Closing::Suspended,
+            NamespaceOutcome::Cancelled => Closing::Cancelled,
+            _ => return subagent_error(dst, millis, subagent.id(), false),
+        };
+        self.subagent_close(dst, millis, &subagent, closing)
+    }
+
+    /// `provider.metadata`: remembered for `usage`. A later event for the
+    /// same provider that names no model keeps the model already known.
+    fn merge_provider(&mut self, p: &ProviderMetadata) {
+        let model = match (&self.provider, &p.model) {
+            (_, Some(m)) => Some(m.clone()),
+            (Some((provider, known)), None) if *provider == p.provider => known.clone(),
+            _ => None,
+        };
+        self.provider = Some((p.provider.clone(), model));
+    }
+
+    /// `run.interrupted`: closes everything (subagents suspended), then
+    /// `RUN_FINISHED` with the pending interrupt's items.
+    fn run_interrupted(
+        &mut self,
+        dst: &mut BytesMut,
+        ev: &Event,
+        millis: i64,
+        p: &RunInterrupted,
+    ) -> Result<(), WireError> {
+        self.close_all(dst, millis, Closing::Suspended)?;
+        let held = self.interrupt.take();
+        let agent = self.options.agent_name.clone();
+        self.run_finished(dst, ev, millis, |w| {
+            w.field_str_k(k!("type"), "interrupt");
+            w.key_k(k!("interrupts"));
+            w.begin_array();
+            match &held {
+                Some((ns, ir)) => write_interrupts(w, ns, ir, agent.as_deref())?,
+                None => {
+                    w.begin_object();
+                    w.field_str_k(k!("id"), &p.interrupt_id);
+                    w.field_str_k(k!("reason"), p.reason.as_str());
+                    w.end_object();
+                }
+            }
+            w.end_array();
+            Ok(())
+        })
     }
 
     fn merge_usage(&mut self, p: &UsageUpdated) {
@@ -493,6 +544,38 @@ impl V1Encoder {
         }
         Ok(())
     }
+}
+
+/// The head of a frame with no error code.
+#[inline]
+fn v1_head<'a>(ty: &'a Key, millis: i64, subagent: Option<&'a str>) -> V1Head<'a> {
+    V1Head {
+        ty,
+        millis,
+        error_code: None,
+        subagent,
+    }
+}
+
+/// `warning`: `CUSTOM` named `WARNING` with `{code, message, details?}`.
+fn warning(
+    dst: &mut BytesMut,
+    millis: i64,
+    sub: Option<&str>,
+    p: &Warning,
+) -> Result<(), WireError> {
+    v1_frame(dst, &v1_head(k!("CUSTOM"), millis, sub), |w| {
+        w.field_str_k(k!("name"), "WARNING");
+        w.key_k(k!("value"));
+        w.begin_object();
+        w.field_str_k(k!("code"), &p.code);
+        w.field_str_k(k!("message"), &p.message);
+        if let Some(details) = &p.details {
+            w.field_opaque("details", details.get())?;
+        }
+        w.end_object();
+        Ok(())
+    })
 }
 
 fn opener_sub<'a>(spans: &'a [Span], id: &str, fallback: Option<&'a str>) -> Option<&'a str> {

@@ -140,8 +140,25 @@ fn wire_formats_section_4_examples() {
         "event: TOOL_CALL_RESULT\ndata: {\"type\": \"TOOL_CALL_RESULT\", \"message_id\": \"tc-1\", \"tool_call_id\": \"tc-1\", \"content\": \"ok\", \"role\": \"tool\", \"timestamp\": 1786924802.0}\n\n",
         "event: RUN_FINISHED\ndata: {\"type\": \"RUN_FINISHED\", \"runId\": \"run-1\", \"threadId\": \"conv-1\", \"outcome\": \"interrupt\", \"interrupt\": {\"id\": \"toolu_9\", \"reason\": \"tool_approval\", \"payload\": {\"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"allowed_decisions\": [\"approve\", \"edit\", \"reject\"], \"agent\": \"My Agent\"}}, \"timestamp\": 1786924803.0}\n\n",
     ];
+    // The whole stream, exactly; `expected` (the §4 examples) are among
+    // its frames.
+    let whole = [
+        r#"{"type": "RUN_STARTED", "runId": "run-1", "threadId": "conv-1", "timestamp": 1786924800.0}"#,
+        r#"{"type": "TEXT_MESSAGE_START", "messageId": "m-1", "role": "assistant", "timestamp": 1786924800.2}"#,
+        r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "Café ✓", "timestamp": 1786924800.5}"#,
+        r#"{"type": "TOOL_CALL_START", "toolCallId": "tc-1", "toolCallName": "search", "timestamp": 1786924801.0}"#,
+        r#"{"type": "TOOL_CALL_ARGS", "toolCallId": "tc-1", "delta": "{\"q\": \"caf\\u00e9\"}", "timestamp": 1786924801.0}"#,
+        r#"{"type": "TOOL_CALL_RESULT", "message_id": "tc-1", "tool_call_id": "tc-1", "content": "ok", "role": "tool", "timestamp": 1786924802.0}"#,
+        r#"{"type": "TOOL_CALL_END", "toolCallId": "tc-1", "timestamp": 1786924802.0}"#,
+        r#"{"type": "TOOL_CALL_START", "toolCallId": "toolu_9", "toolCallName": "delete_file", "timestamp": 1786924802.5}"#,
+        r#"{"type": "TOOL_CALL_ARGS", "toolCallId": "toolu_9", "delta": "{\"path\": \"/tmp/a\"}", "timestamp": 1786924802.5}"#,
+        r#"{"type": "TEXT_MESSAGE_END", "messageId": "m-1", "timestamp": 1786924803.0}"#,
+        r#"{"type": "RUN_FINISHED", "runId": "run-1", "threadId": "conv-1", "outcome": "interrupt", "interrupt": {"id": "toolu_9", "reason": "tool_approval", "payload": {"tool_name": "delete_file", "tool_args": {"path": "/tmp/a"}, "allowed_decisions": ["approve", "edit", "reject"], "agent": "My Agent"}}, "timestamp": 1786924803.0}"#,
+    ];
+    assert_eq!(datas(&out), whole);
     for frame in expected {
-        assert!(out.contains(frame), "missing {frame}\nin\n{out}");
+        let data = frame.split_once("\ndata: ").unwrap().1.trim_end();
+        assert!(whole.contains(&data), "{frame}");
     }
     assert_eq!(
         names(&out),
@@ -160,9 +177,18 @@ fn wire_formats_section_4_examples() {
             "RUN_FINISHED",
         ]
     );
-    // D15: without the option, the interrupt's agent_id.
-    let out = da(&events);
-    assert!(out.contains("\"agent\": \"agent-x\""));
+    // Event names and data in `event: N\ndata: D\n\n` frames: the bytes.
+    let stream: String = names(&out)
+        .iter()
+        .zip(whole)
+        .map(|(n, d)| format!("event: {n}\ndata: {d}\n\n"))
+        .collect();
+    assert_eq!(out, stream);
+    // D15: without the option, the interrupt's agent_id; nothing else changes.
+    assert_eq!(
+        da(&events),
+        out.replace("\"agent\": \"My Agent\"", "\"agent\": \"agent-x\"")
+    );
 }
 
 #[test]
@@ -285,8 +311,17 @@ fn da_rejected_re_emission_is_suppressed_entirely() {
     assert_eq!(names(&da(&events)), ["RUN_STARTED", "RUN_FINISHED"]);
     // agui-v1 has no hold: the call and its error are shown.
     let out = v1(&events);
-    assert!(out.contains(r#""metadata":{"lce":{"error":{"code":"tool_rejected"}}}"#));
-    assert!(out.contains(r#""content":"ERROR: rejected","role":"tool""#));
+    assert_eq!(
+        datas(&out),
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"t-del","toolCallName":"delete_file"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924801000,"toolCallId":"t-del","delta":"{\"path\":\"/x\"}"}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924802000,"toolCallId":"t-del"}"#,
+            r#"{"type":"TOOL_CALL_RESULT","timestamp":1786924802000,"metadata":{"lce":{"error":{"code":"tool_rejected"}}},"messageId":"t-del","toolCallId":"t-del","content":"ERROR: rejected","role":"tool"}"#,
+            r#"{"type":"RUN_FINISHED","timestamp":1786924803000,"threadId":"conv-1","runId":"run-1","outcome":{"type":"success"}}"#,
+        ]
+    );
 }
 
 #[test]
@@ -337,14 +372,20 @@ fn da_streamed_arguments_become_one_args_frame_with_python_numbers() {
         datas(&out)[2],
         r#"{"type": "TOOL_CALL_ARGS", "toolCallId": "t", "delta": "{\"a\": 100.0, \"b\": 1e+16, \"c\": \"\\u00e9\", \"d\": 100000000000000000000}", "timestamp": 1786924801.0}"#
     );
-    // agui-v1: every delta as it came (compact text is not re-laid).
-    let out = v1(&events);
+    // agui-v1: every delta as it came (compact text is not re-laid); an
+    // empty result is still a TOOL_CALL_RESULT.
     assert_eq!(
-        datas(&out)
-            .iter()
-            .filter(|d| d.contains("TOOL_CALL_ARGS"))
-            .count(),
-        3
+        datas(&v1(&events)),
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"t","toolCallName":"calc"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"{\"a\": 1E2, "}"#,
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"\"b\": 1e16, \"c\": \"é"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"\", \"d\": 100000000000000000000}"}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924803000,"toolCallId":"t"}"#,
+            r#"{"type":"TOOL_CALL_RESULT","timestamp":1786924803000,"messageId":"t","toolCallId":"t","content":"","role":"tool"}"#,
+            r#"{"type":"RUN_FINISHED","timestamp":1786924804000,"threadId":"conv-1","runId":"run-1","outcome":{"type":"success"}}"#,
+        ]
     );
 }
 
@@ -395,20 +436,35 @@ fn da_error_result_is_truncated_and_run_error_leaves_text_open() {
         ]
     );
     let d = datas(&out);
-    let want = format!("\"content\": \"ERROR: {}...[12 chars]\"", "é".repeat(1993));
-    assert!(d[4].contains(&want), "{}", d[4]);
+    // 2000 characters shown: `ERROR: ` and 1993 of the 2005, then DA's
+    // marker of the 12 left out.
+    assert_eq!(
+        d[4],
+        format!(
+            r#"{{"type": "TOOL_CALL_RESULT", "message_id": "t", "tool_call_id": "t", "content": "ERROR: {}...[12 chars]", "role": "tool", "timestamp": 1786924803.0}}"#,
+            "é".repeat(1993)
+        )
+    );
     assert_eq!(
         d[6],
         r#"{"type": "RUN_ERROR", "message": "Agent failed.", "timestamp": 1786924804.0}"#
     );
     // agui-v1: RUN_ERROR with code; internal fields never appear.
     let out = v1(&events);
-    let last = *datas(&out).last().unwrap();
     assert_eq!(
-        last,
-        r#"{"type":"RUN_ERROR","timestamp":1786924804000,"message":"Agent failed.","code":"internal"}"#
+        datas(&out),
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#.to_owned(),
+            r#"{"type":"TEXT_MESSAGE_START","timestamp":1786924801000,"messageId":"m","role":"assistant"}"#.to_owned(),
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924802000,"toolCallId":"t","toolCallName":"x"}"#.to_owned(),
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"{\"k\":1}"}"#.to_owned(),
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924803000,"toolCallId":"t"}"#.to_owned(),
+            format!(
+                r#"{{"type":"TOOL_CALL_RESULT","timestamp":1786924803000,"metadata":{{"lce":{{"error":{{"code":"tool_error"}}}}}},"messageId":"t","toolCallId":"t","content":"ERROR: {long}","role":"tool"}}"#
+            ),
+            r#"{"type":"RUN_ERROR","timestamp":1786924804000,"message":"Agent failed.","code":"internal"}"#.to_owned(),
+        ]
     );
-    assert!(!out.contains("retryable") && !out.contains("side_effect"));
 }
 
 #[test]
@@ -787,12 +843,18 @@ fn multi_approval_interrupts_keep_every_call() {
             r#"{"interrupt_id":"i","reason":"tool_approval"}"#,
         ),
     ];
-    let out = v1(&events);
-    assert!(out.contains(
-        r#""interrupts":[{"id":"i:c1","reason":"tool_approval","toolCallId":"c1","metadata":{"lce":{"interruptId":"i","agentId":"ag","agent":"ag","toolName":"a","toolArgs":{"n":1},"allowedDecisions":["approve","edit","reject"]}}},{"id":"i:c2","reason":"tool_approval","toolCallId":"c2","metadata":{"lce":{"interruptId":"i","agentId":"ag","agent":"ag","toolName":"b","toolArgs":{"s":"ü"},"allowedDecisions":["approve","reject"]}}}]"#
-    ), "{out}");
-    let out = da(&events);
-    assert!(out.contains(
-        r#""payload": {"tool_name": "a", "tool_args": {"n": 1}, "allowed_decisions": ["approve", "edit", "reject"], "agent": "ag", "tool_approvals": [{"tool_name": "a", "tool_args": {"n": 1}, "tool_call_id": "c1", "allowed_decisions": ["approve", "edit", "reject"]}, {"tool_name": "b", "tool_args": {"s": "ü"}, "tool_call_id": "c2", "allowed_decisions": ["approve", "reject"]}]}"#
-    ), "{out}");
+    assert_eq!(
+        datas(&v1(&events)),
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            r#"{"type":"RUN_FINISHED","timestamp":1786924802000,"threadId":"conv-1","runId":"run-1","outcome":{"type":"interrupt","interrupts":[{"id":"i:c1","reason":"tool_approval","toolCallId":"c1","metadata":{"lce":{"interruptId":"i","agentId":"ag","agent":"ag","toolName":"a","toolArgs":{"n":1},"allowedDecisions":["approve","edit","reject"]}}},{"id":"i:c2","reason":"tool_approval","toolCallId":"c2","metadata":{"lce":{"interruptId":"i","agentId":"ag","agent":"ag","toolName":"b","toolArgs":{"s":"ü"},"allowedDecisions":["approve","reject"]}}}]}}"#,
+        ]
+    );
+    assert_eq!(
+        datas(&da(&events)),
+        [
+            r#"{"type": "RUN_STARTED", "runId": "run-1", "threadId": "conv-1", "timestamp": 1786924800.0}"#,
+            r#"{"type": "RUN_FINISHED", "runId": "run-1", "threadId": "conv-1", "outcome": "interrupt", "interrupt": {"id": "i", "reason": "tool_approval", "payload": {"tool_name": "a", "tool_args": {"n": 1}, "allowed_decisions": ["approve", "edit", "reject"], "agent": "ag", "tool_approvals": [{"tool_name": "a", "tool_args": {"n": 1}, "tool_call_id": "c1", "allowed_decisions": ["approve", "edit", "reject"]}, {"tool_name": "b", "tool_args": {"s": "ü"}, "tool_call_id": "c2", "allowed_decisions": ["approve", "reject"]}]}}, "timestamp": 1786924802.0}"#,
+        ]
+    );
 }

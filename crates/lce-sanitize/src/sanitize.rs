@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use lce_types::{Event, JsonObject, Limits, Payload};
+use lce_types::{Event, InterruptRequested, JsonObject, Limits, Payload};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -528,33 +528,7 @@ impl Cx<'_> {
                 self.name("data.code", &d.code)?;
                 self.message("data.message", &mut d.message);
             }
-            Payload::InterruptRequested(d) => {
-                self.id("data.interrupt_id", &d.interrupt_id)?;
-                self.name("data.agent_id", &d.agent_id)?;
-                for (i, f) in d.fields.iter().flatten().enumerate() {
-                    self.name_at("data.fields.field_name", i, &f.field_name)?;
-                    self.name_at("data.fields.field_type", i, &f.field_type)?;
-                }
-                for (i, a) in d.tool_approvals.iter().flatten().enumerate() {
-                    self.id_at("data.tool_approvals.tool_call_id", i, &a.tool_call_id)?;
-                    self.name_at("data.tool_approvals.tool_name", i, &a.tool_name)?;
-                    self.arguments("data.tool_approvals.tool_args", Some(i), &a.tool_args)?;
-                }
-                if let Some(p) = &mut d.prompt {
-                    self.display_truncate("data.prompt", p);
-                }
-                for f in d.fields.iter_mut().flatten() {
-                    if let Some(t) = &mut f.field_label {
-                        self.display_truncate("data.fields.field_label", t);
-                    }
-                    if let Some(t) = &mut f.field_description {
-                        self.display_truncate("data.fields.field_description", t);
-                    }
-                    if let Some(t) = &mut f.placeholder {
-                        self.display_truncate("data.fields.placeholder", t);
-                    }
-                }
-            }
+            Payload::InterruptRequested(d) => self.interrupt_requested(d)?,
             Payload::NamespaceEntered(d) => {
                 self.name("data.agent_id", &d.agent_id)?;
                 self.name("data.agent_name", &d.agent_name)?;
@@ -593,6 +567,37 @@ impl Cx<'_> {
             // A payload added to lce-types later: nothing to clean yet.
             #[allow(unreachable_patterns)]
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// `interrupt.requested`: every id and name is checked (a bad one
+    /// rejects the event) before any display text is cut.
+    fn interrupt_requested(&mut self, d: &mut InterruptRequested) -> Result<(), Rejection> {
+        self.id("data.interrupt_id", &d.interrupt_id)?;
+        self.name("data.agent_id", &d.agent_id)?;
+        for (i, f) in d.fields.iter().flatten().enumerate() {
+            self.name_at("data.fields.field_name", i, &f.field_name)?;
+            self.name_at("data.fields.field_type", i, &f.field_type)?;
+        }
+        for (i, a) in d.tool_approvals.iter().flatten().enumerate() {
+            self.id_at("data.tool_approvals.tool_call_id", i, &a.tool_call_id)?;
+            self.name_at("data.tool_approvals.tool_name", i, &a.tool_name)?;
+            self.arguments("data.tool_approvals.tool_args", Some(i), &a.tool_args)?;
+        }
+        if let Some(p) = &mut d.prompt {
+            self.display_truncate("data.prompt", p);
+        }
+        for f in d.fields.iter_mut().flatten() {
+            if let Some(t) = &mut f.field_label {
+                self.display_truncate("data.fields.field_label", t);
+            }
+            if let Some(t) = &mut f.field_description {
+                self.display_truncate("data.fields.field_description", t);
+            }
+            if let Some(t) = &mut f.placeholder {
+                self.display_truncate("data.fields.placeholder", t);
+            }
         }
         Ok(())
     }

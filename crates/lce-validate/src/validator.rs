@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use lce_types::{
-    Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload,
-    THREAD_DURABILITY_UNCERTAIN,
+    Event, EventType, InterruptType, JsonObject, NamespaceOutcome, Payload, RunFinished,
+    RunInterrupted, SpanFinished, SpanStarted, THREAD_DURABILITY_UNCERTAIN, ToolArgumentsDelta,
+    ToolStarted,
 };
 
 use crate::options::{Mode, ValidatorOptions};
@@ -462,112 +463,11 @@ impl RunValidator {
     fn step(&mut self, e: &Event) -> Step {
         let ty = e.event_type();
         let seq = e.sequence;
-        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
-
-        // X: one run only.
-        if let Some((run_id, conversation_id)) = &self.identity {
-            // Events from one parser share the run's ids: the pointer
-            // compare settles it without reading the bytes.
-            if !Arc::ptr_eq(run_id, &e.run_id) && **run_id != *e.run_id {
-                return fail(
-                    Rule::RunIdentity,
-                    format!(
-                        "{ty} has run_id {} but the run is {}",
-                        safe_id(&e.run_id),
-                        safe_id(run_id)
-                    ),
-                );
-            }
-            if !Arc::ptr_eq(conversation_id, &e.conversation_id)
-                && **conversation_id != *e.conversation_id
-            {
-                return fail(
-                    Rule::RunIdentity,
-                    format!(
-                        "{ty} has conversation_id {} but the run's is {}",
-                        safe_id(&e.conversation_id),
-                        safe_id(conversation_id)
-                    ),
-                );
-            }
-        }
-
-        // 1 (and D3): strictly increasing.
-        if let Some((last, _)) = self.last {
-            if seq <= last {
-                let what = if seq == last {
-                    "repeats"
-                } else {
-                    "goes back from"
-                };
-                return fail(Rule::Sequence, format!("sequence {seq} {what} {last}"));
-            }
-            if self.opts.contiguous && seq != last.saturating_add(1) {
-                return fail(
-                    Rule::D3Contiguous,
-                    format!("sequence jumps from {last} to {seq}"),
-                );
-            }
-        }
-
-        // 15, 3, 4: nothing after a terminal.
-        match self.terminal {
-            Some(Terminal::DurabilityUncertain) => {
-                return fail(
-                    Rule::DurabilityUncertain,
-                    format!("{ty} after run.error({THREAD_DURABILITY_UNCERTAIN}), which is final"),
-                );
-            }
-            Some(Terminal::Ordinary(t)) => {
-                let rule = if ty.is_terminal() {
-                    Rule::SingleTerminal
-                } else {
-                    Rule::AfterTerminal
-                };
-                return fail(rule, format!("{ty} after the run terminal {t}"));
-            }
-            None => {}
-        }
-
-        // 2: run.started first, at sequence 0, once.
-        if !self.started {
-            if ty != EventType::RunStarted {
-                return fail(
-                    Rule::RunStarted,
-                    format!("first event is {ty}, not run.started"),
-                );
-            }
-            if seq != 0 {
-                return fail(
-                    Rule::RunStarted,
-                    format!("run.started at sequence {seq}, not 0"),
-                );
-            }
-        } else if ty == EventType::RunStarted {
-            return fail(Rule::RunStarted, "run.started again".to_owned());
-        }
-
-        // 11: events and bytes per run.
-        let limits = &self.opts.limits;
-        let events = self.events.saturating_add(1);
-        if events > limits.events_per_run {
-            return fail(
-                Rule::Limits,
-                format!("more than {} events in the run", limits.events_per_run),
-            );
-        }
-        // The identity was checked equal to the run's (X): its size is known.
-        let known = self.identity.is_some().then_some(self.identity_size);
-        let bytes = self.bytes.saturating_add(canonical_size(e, known));
-        if bytes > limits.bytes_per_run {
-            return fail(
-                Rule::Limits,
-                format!(
-                    "more than {} bytes of events in the run",
-                    limits.bytes_per_run
-                ),
-            );
-        }
+        self.check_identity(e, ty, seq)?;
+        self.check_sequence(ty, seq)?;
+        self.check_not_ended(ty, seq)?;
+        self.check_run_started(ty, seq)?;
+        let (events, bytes) = self.count(e, ty, seq)?;
 
         // D7: an empty delta is dropped, not rejected: after the checks of
         // the envelope above it has no effect at all.
@@ -590,7 +490,125 @@ impl RunValidator {
         result
     }
 
-    /// The rules of the event itself, after the envelope's.
+    /// X: one run only (the ids of the run's first event).
+    #[inline]
+    fn check_identity(&self, e: &Event, ty: EventType, seq: u64) -> Step {
+        let Some((run_id, conversation_id)) = &self.identity else {
+            return Ok(());
+        };
+        let fail = |msg: String| Err(Violation::new(Rule::RunIdentity, seq, Some(ty), msg));
+        // Events from one parser share the run's ids: the pointer compare
+        // settles it without reading the bytes.
+        if !Arc::ptr_eq(run_id, &e.run_id) && **run_id != *e.run_id {
+            return fail(format!(
+                "{ty} has run_id {} but the run is {}",
+                safe_id(&e.run_id),
+                safe_id(run_id)
+            ));
+        }
+        if !Arc::ptr_eq(conversation_id, &e.conversation_id)
+            && **conversation_id != *e.conversation_id
+        {
+            return fail(format!(
+                "{ty} has conversation_id {} but the run's is {}",
+                safe_id(&e.conversation_id),
+                safe_id(conversation_id)
+            ));
+        }
+        Ok(())
+    }
+
+    /// 1 (and D3): strictly increasing (and contiguous).
+    #[inline]
+    fn check_sequence(&self, ty: EventType, seq: u64) -> Step {
+        let Some((last, _)) = self.last else {
+            return Ok(());
+        };
+        if seq <= last {
+            let what = if seq == last {
+                "repeats"
+            } else {
+                "goes back from"
+            };
+            return Err(Violation::new(
+                Rule::Sequence,
+                seq,
+                Some(ty),
+                format!("sequence {seq} {what} {last}"),
+            ));
+        }
+        if self.opts.contiguous && seq != last.saturating_add(1) {
+            return Err(Violation::new(
+                Rule::D3Contiguous,
+                seq,
+                Some(ty),
+                format!("sequence jumps from {last} to {seq}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// 15, 3, 4: nothing after a terminal.
+    #[inline]
+    fn check_not_ended(&self, ty: EventType, seq: u64) -> Step {
+        let (rule, msg) = match self.terminal {
+            None => return Ok(()),
+            Some(Terminal::DurabilityUncertain) => (
+                Rule::DurabilityUncertain,
+                format!("{ty} after run.error({THREAD_DURABILITY_UNCERTAIN}), which is final"),
+            ),
+            Some(Terminal::Ordinary(t)) => {
+                let rule = if ty.is_terminal() {
+                    Rule::SingleTerminal
+                } else {
+                    Rule::AfterTerminal
+                };
+                (rule, format!("{ty} after the run terminal {t}"))
+            }
+        };
+        Err(Violation::new(rule, seq, Some(ty), msg))
+    }
+
+    /// 2: run.started first, at sequence 0, once.
+    #[inline]
+    fn check_run_started(&self, ty: EventType, seq: u64) -> Step {
+        let fail = |msg: String| Err(Violation::new(Rule::RunStarted, seq, Some(ty), msg));
+        if self.started {
+            if ty == EventType::RunStarted {
+                return fail("run.started again".to_owned());
+            }
+        } else if ty != EventType::RunStarted {
+            return fail(format!("first event is {ty}, not run.started"));
+        } else if seq != 0 {
+            return fail(format!("run.started at sequence {seq}, not 0"));
+        }
+        Ok(())
+    }
+
+    /// 11: events and bytes per run. Returns both counts with this event.
+    #[inline]
+    fn count(&self, e: &Event, ty: EventType, seq: u64) -> Result<(u64, u64), Violation> {
+        let fail = |msg: String| Err(Violation::new(Rule::Limits, seq, Some(ty), msg));
+        let limits = &self.opts.limits;
+        let events = self.events.saturating_add(1);
+        if events > limits.events_per_run {
+            return fail(format!(
+                "more than {} events in the run",
+                limits.events_per_run
+            ));
+        }
+        // The identity was checked equal to the run's (X): its size is known.
+        let known = self.identity.is_some().then_some(self.identity_size);
+        let bytes = self.bytes.saturating_add(canonical_size(e, known));
+        if bytes > limits.bytes_per_run {
+            return fail(format!(
+                "more than {} bytes of events in the run",
+                limits.bytes_per_run
+            ));
+        }
+        Ok((events, bytes))
+    }
+
     /// The rules of the event itself, after the envelope's; also tells
     /// whether the event was applied (see `apply`).
     fn event(&mut self, e: &Event, ty: EventType, seq: u64) -> (Step, bool) {
@@ -686,73 +704,16 @@ impl RunValidator {
 
     /// The rules of each event type, and its effects when it keeps them.
     fn apply(&mut self, e: &Event, ty: EventType, seq: u64, ns: NsId) -> Step {
-        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
         match &e.payload {
             Payload::RunStarted(_) => {
                 self.started = true;
+                Ok(())
             }
-            Payload::RunFinished(f) => {
-                self.check_all_closed(ty, seq, true)?;
-                if self.opts.mode == Mode::Full {
-                    match (&f.thread_state, self.opts.ephemeral) {
-                        (None, false) => {
-                            return fail(
-                                Rule::ThreadDurability,
-                                "run.finished without thread_state".to_owned(),
-                            );
-                        }
-                        (Some(t), false) if !t.durability.is_committed() => {
-                            return fail(
-                                Rule::ThreadDurability,
-                                format!(
-                                    "run.finished thread_state.durability is {}, not `committed`",
-                                    safe_code(t.durability.as_str())
-                                ),
-                            );
-                        }
-                        (Some(_), true) => {
-                            return fail(
-                                Rule::ThreadDurability,
-                                "run.finished of an ephemeral harness with thread_state (nothing is committed)"
-                                    .to_owned(),
-                            );
-                        }
-                        _ => {}
-                    }
-                }
-                self.terminal = Some(Terminal::Ordinary(ty));
-            }
-            Payload::RunInterrupted(r) => {
-                let Some(p) = &self.pending else {
-                    return fail(
-                        Rule::PendingInterrupt,
-                        "run.interrupted without a pending interrupt.requested".to_owned(),
-                    );
-                };
-                if p.interrupt_id != r.interrupt_id {
-                    return fail(
-                        Rule::PendingInterrupt,
-                        format!(
-                            "run.interrupted names interrupt {} but {} is pending",
-                            safe_id(&r.interrupt_id),
-                            safe_id(&p.interrupt_id)
-                        ),
-                    );
-                }
-                if p.interrupt_type.reason() != r.reason {
-                    return fail(
-                        Rule::PendingInterrupt,
-                        format!(
-                            "run.interrupted reason {} does not match interrupt_type {}",
-                            r.reason, p.interrupt_type
-                        ),
-                    );
-                }
-                self.check_all_closed(ty, seq, false)?;
-                self.terminal = Some(Terminal::Ordinary(ty));
-            }
+            Payload::RunFinished(f) => self.run_finished(f, ty, seq),
+            Payload::RunInterrupted(r) => self.run_interrupted(r, ty, seq),
             Payload::RunCancelled(_) => {
                 self.terminal = Some(Terminal::Ordinary(ty));
+                Ok(())
             }
             Payload::RunError(r) => {
                 self.terminal = Some(if r.code == THREAD_DURABILITY_UNCERTAIN {
@@ -760,36 +721,10 @@ impl RunValidator {
                 } else {
                     Terminal::Ordinary(ty)
                 });
+                Ok(())
             }
             Payload::TextStarted(s) | Payload::ReasoningStarted(s) => {
-                let text = ty == EventType::TextStarted;
-                let spans = if text {
-                    &mut self.texts
-                } else {
-                    &mut self.reasonings
-                };
-                if spans.contains(&s.message_id) {
-                    return fail(
-                        Rule::TextSpan,
-                        format!(
-                            "{ty} for message {} that was already started",
-                            safe_id(&s.message_id)
-                        ),
-                    );
-                }
-                spans.insert(
-                    &s.message_id,
-                    Span {
-                        ns,
-                        open: true,
-                        id_size: json_string_len(&s.message_id),
-                    },
-                );
-                if text {
-                    self.open_texts += 1;
-                } else {
-                    self.open_reasonings += 1;
-                }
+                self.span_started(s, ns, ty, seq)
             }
             Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
                 // The hot path: one look-up by &str, no allocation.
@@ -800,208 +735,343 @@ impl RunValidator {
                 };
                 let forgot = spans.forgot();
                 let span = spans.get(&d.message_id);
-                Self::span_event(span, forgot, &d.message_id, ns, ty, seq)?;
+                Self::span_event(span, forgot, &d.message_id, ns, ty, seq)
             }
             Payload::TextFinished(s) | Payload::ReasoningFinished(s) => {
-                let text = ty == EventType::TextFinished;
-                let spans = if text {
-                    &mut self.texts
-                } else {
-                    &mut self.reasonings
-                };
-                let forgot = spans.forgot();
-                let span = spans.get_mut(&s.message_id);
-                Self::span_event(span.as_deref(), forgot, &s.message_id, ns, ty, seq)?;
-                if let Some(span) = span {
-                    span.open = false;
-                }
-                spans.closed(&s.message_id);
-                if text {
-                    self.open_texts = self.open_texts.saturating_sub(1);
-                } else {
-                    self.open_reasonings = self.open_reasonings.saturating_sub(1);
-                }
+                self.span_finished(s, ns, ty, seq)
             }
-            Payload::ToolStarted(t) => {
-                if self.tools.contains(t.tool_call_id.as_str()) {
-                    return fail(
-                        Rule::ToolCall,
-                        format!(
-                            "tool.started for call {} that was already started",
-                            safe_id(&t.tool_call_id)
-                        ),
-                    );
-                }
-                let max = self.opts.limits.tool_arguments_bytes;
-                if t.arguments.len() > max {
-                    return fail(
-                        Rule::Limits,
-                        format!(
-                            "tool arguments of {} bytes (limit {max})",
-                            t.arguments.len()
-                        ),
-                    );
-                }
-                let streamed = t.arguments.is_empty_object();
-                if !streamed {
-                    // Complete at start: validate now (D6).
-                    if let Err(msg) = self.opts.schemas.check(&t.tool_name, t.arguments.get()) {
-                        return fail(Rule::D6Arguments, msg);
-                    }
-                }
-                self.tools.insert(
-                    &t.tool_call_id,
-                    Tool {
-                        ns,
-                        end: ToolEnd::Open,
-                        streamed,
-                        child: Child::None,
-                    },
-                );
-                self.open_tools += 1;
-                if streamed {
-                    self.assembly = Some(Assembly {
-                        tool_call_id: t.tool_call_id.clone(),
-                        tool_name: t.tool_name.clone(),
-                        buf: String::new(),
-                        any: false,
-                    });
-                }
+            Payload::ToolStarted(t) => self.tool_started(t, ns, ty, seq),
+            Payload::ToolArgumentsDelta(d) => self.arguments_delta(d, ns, ty, seq),
+            Payload::ToolFinished(f) => {
+                self.tool_ended(&f.tool_call_id, Some(f.result.len()), ns, ty, seq)
             }
-            Payload::ToolArgumentsDelta(d) => {
-                let id = d.tool_call_id.as_str();
-                let Some(tool) = self.tools.get(id) else {
-                    return fail(
-                        Rule::ToolCall,
-                        format!(
-                            "tool.arguments.delta for call {} that was {}",
-                            safe_id(id),
-                            never(self.tools.forgot(), "started", "ended")
-                        ),
-                    );
-                };
-                if tool.ns != ns {
-                    return fail(
-                        Rule::NamespaceActive,
-                        format!(
-                            "tool.arguments.delta for call {} outside the namespace it started in",
-                            safe_id(id)
-                        ),
-                    );
-                }
-                let Some(a) = self.assembly.as_mut().filter(|a| a.tool_call_id == id) else {
-                    let why = if !tool.streamed {
-                        "its arguments were given at tool.started (only `{}` may stream)"
-                    } else if tool.end != ToolEnd::Open {
-                        "the call already ended"
-                    } else {
-                        "its arguments are already complete (another event came between)"
-                    };
-                    return fail(
-                        Rule::D6Arguments,
-                        format!("tool.arguments.delta for call {}, but {why}", safe_id(id)),
-                    );
-                };
-                let max = self.opts.limits.tool_arguments_bytes;
-                let total = a.buf.len().saturating_add(d.delta.len());
-                if total > max {
-                    return fail(
-                        Rule::Limits,
-                        format!(
-                            "tool arguments of call {} reach {total} bytes (limit {max})",
-                            safe_id(id)
-                        ),
-                    );
-                }
-                a.buf.push_str(&d.delta);
-                a.any = true;
-            }
-            Payload::ToolFinished(_) | Payload::ToolError(_) => {
-                let (id, finished) = match &e.payload {
-                    Payload::ToolFinished(f) => (f.tool_call_id.as_str(), true),
-                    Payload::ToolError(f) => (f.tool_call_id.as_str(), false),
-                    _ => return Ok(()),
-                };
-                let forgot = self.tools.forgot();
-                let Some(tool) = self.tools.get_mut(id) else {
-                    return fail(
-                        Rule::ToolCall,
-                        format!(
-                            "{ty} for call {} that was {}",
-                            safe_id(id),
-                            never(forgot, "started", "ended")
-                        ),
-                    );
-                };
-                match (tool.end, finished) {
-                    (ToolEnd::Open, _) => {}
-                    (ToolEnd::Finished, true) | (ToolEnd::Errored, false) => {
-                        return fail(
-                            Rule::ToolCall,
-                            format!("{ty} again for call {}", safe_id(id)),
-                        );
-                    }
-                    (ToolEnd::Finished, false) => {
-                        return fail(
-                            Rule::ToolOutcome,
-                            format!("tool.error for call {} that already finished", safe_id(id)),
-                        );
-                    }
-                    (ToolEnd::Errored, true) => {
-                        return fail(
-                            Rule::ToolOutcome,
-                            format!(
-                                "tool.finished for call {} that already errored",
-                                safe_id(id)
-                            ),
-                        );
-                    }
-                }
-                if tool.ns != ns {
-                    return fail(
-                        Rule::NamespaceActive,
-                        format!(
-                            "{ty} for call {} outside the namespace it started in",
-                            safe_id(id)
-                        ),
-                    );
-                }
-                if tool.child == Child::Active {
-                    return fail(
-                        Rule::NamespaceActive,
-                        format!(
-                            "{ty} for delegation call {} while its namespace is active (exit first, D2)",
-                            safe_id(id)
-                        ),
-                    );
-                }
-                if let Payload::ToolFinished(f) = &e.payload {
-                    let max = self.opts.limits.tool_result_bytes;
-                    if f.result.len() > max {
-                        return fail(
-                            Rule::Limits,
-                            format!("tool result of {} bytes (limit {max})", f.result.len()),
-                        );
-                    }
-                }
-                tool.end = if finished {
-                    ToolEnd::Finished
-                } else {
-                    ToolEnd::Errored
-                };
-                self.tools.closed(id);
-                self.open_tools = self.open_tools.saturating_sub(1);
-            }
+            Payload::ToolError(f) => self.tool_ended(&f.tool_call_id, None, ns, ty, seq),
             Payload::InterruptRequested(i) => {
                 self.pending = Some(Pending {
                     interrupt_id: i.interrupt_id.clone(),
                     interrupt_type: i.interrupt_type,
                 });
+                Ok(())
             }
-            Payload::NamespaceEntered(n) => self.enter(n, &e.namespace, ns, ty, seq)?,
-            Payload::NamespaceExited(n) => self.exit(n, &e.namespace, ns, ty, seq)?,
-            _ => {}
+            Payload::NamespaceEntered(n) => self.enter(n, &e.namespace, ns, ty, seq),
+            Payload::NamespaceExited(n) => self.exit(n, &e.namespace, ns, ty, seq),
+            _ => Ok(()),
         }
+    }
+
+    /// `run.finished`: D5 (nothing open) and, in full mode, rule 13 (the
+    /// thread state is committed, or absent for an ephemeral harness).
+    fn run_finished(&mut self, f: &RunFinished, ty: EventType, seq: u64) -> Step {
+        let fail = |msg: String| Err(Violation::new(Rule::ThreadDurability, seq, Some(ty), msg));
+        self.check_all_closed(ty, seq, true)?;
+        if self.opts.mode == Mode::Full {
+            match (&f.thread_state, self.opts.ephemeral) {
+                (None, false) => {
+                    return fail("run.finished without thread_state".to_owned());
+                }
+                (Some(t), false) if !t.durability.is_committed() => {
+                    return fail(format!(
+                        "run.finished thread_state.durability is {}, not `committed`",
+                        safe_code(t.durability.as_str())
+                    ));
+                }
+                (Some(_), true) => {
+                    return fail(
+                        "run.finished of an ephemeral harness with thread_state (nothing is committed)"
+                            .to_owned(),
+                    );
+                }
+                _ => {}
+            }
+        }
+        self.terminal = Some(Terminal::Ordinary(ty));
+        Ok(())
+    }
+
+    /// `run.interrupted`: rule 14 (it names the pending interrupt, with the
+    /// reason of its type), then D5 for spans.
+    fn run_interrupted(&mut self, r: &RunInterrupted, ty: EventType, seq: u64) -> Step {
+        let fail = |msg: String| Err(Violation::new(Rule::PendingInterrupt, seq, Some(ty), msg));
+        let Some(p) = &self.pending else {
+            return fail("run.interrupted without a pending interrupt.requested".to_owned());
+        };
+        if p.interrupt_id != r.interrupt_id {
+            return fail(format!(
+                "run.interrupted names interrupt {} but {} is pending",
+                safe_id(&r.interrupt_id),
+                safe_id(&p.interrupt_id)
+            ));
+        }
+        if p.interrupt_type.reason() != r.reason {
+            return fail(format!(
+                "run.interrupted reason {} does not match interrupt_type {}",
+                r.reason, p.interrupt_type
+            ));
+        }
+        self.check_all_closed(ty, seq, false)?;
+        self.terminal = Some(Terminal::Ordinary(ty));
+        Ok(())
+    }
+
+    /// `text.started` / `reasoning.started`: rule 5 (a new span), then
+    /// opens it in the event's namespace.
+    #[inline]
+    fn span_started(&mut self, s: &SpanStarted, ns: NsId, ty: EventType, seq: u64) -> Step {
+        let text = ty == EventType::TextStarted;
+        let spans = if text {
+            &mut self.texts
+        } else {
+            &mut self.reasonings
+        };
+        if spans.contains(&s.message_id) {
+            return Err(Violation::new(
+                Rule::TextSpan,
+                seq,
+                Some(ty),
+                format!(
+                    "{ty} for message {} that was already started",
+                    safe_id(&s.message_id)
+                ),
+            ));
+        }
+        spans.insert(
+            &s.message_id,
+            Span {
+                ns,
+                open: true,
+                id_size: json_string_len(&s.message_id),
+            },
+        );
+        if text {
+            self.open_texts += 1;
+        } else {
+            self.open_reasonings += 1;
+        }
+        Ok(())
+    }
+
+    /// `text.finished` / `reasoning.finished`: rules 5 and 10 for the span,
+    /// then closes it.
+    #[inline]
+    fn span_finished(&mut self, s: &SpanFinished, ns: NsId, ty: EventType, seq: u64) -> Step {
+        let text = ty == EventType::TextFinished;
+        let spans = if text {
+            &mut self.texts
+        } else {
+            &mut self.reasonings
+        };
+        let forgot = spans.forgot();
+        let span = spans.get_mut(&s.message_id);
+        Self::span_event(span.as_deref(), forgot, &s.message_id, ns, ty, seq)?;
+        if let Some(span) = span {
+            span.open = false;
+        }
+        spans.closed(&s.message_id);
+        if text {
+            self.open_texts = self.open_texts.saturating_sub(1);
+        } else {
+            self.open_reasonings = self.open_reasonings.saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    /// `tool.started`: rule 6 (a new call), rule 11 (arguments' size), D6
+    /// (arguments given at start match the tool's schema; `{}` starts
+    /// streaming them), then opens the call.
+    #[inline]
+    fn tool_started(&mut self, t: &ToolStarted, ns: NsId, ty: EventType, seq: u64) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+        if self.tools.contains(t.tool_call_id.as_str()) {
+            return fail(
+                Rule::ToolCall,
+                format!(
+                    "tool.started for call {} that was already started",
+                    safe_id(&t.tool_call_id)
+                ),
+            );
+        }
+        let max = self.opts.limits.tool_arguments_bytes;
+        if t.arguments.len() > max {
+            return fail(
+                Rule::Limits,
+                format!(
+                    "tool arguments of {} bytes (limit {max})",
+                    t.arguments.len()
+                ),
+            );
+        }
+        let streamed = t.arguments.is_empty_object();
+        if !streamed {
+            // Complete at start: validate now (D6).
+            if let Err(msg) = self.opts.schemas.check(&t.tool_name, t.arguments.get()) {
+                return fail(Rule::D6Arguments, msg);
+            }
+        }
+        self.tools.insert(
+            &t.tool_call_id,
+            Tool {
+                ns,
+                end: ToolEnd::Open,
+                streamed,
+                child: Child::None,
+            },
+        );
+        self.open_tools += 1;
+        if streamed {
+            self.assembly = Some(Assembly {
+                tool_call_id: t.tool_call_id.clone(),
+                tool_name: t.tool_name.clone(),
+                buf: String::new(),
+                any: false,
+            });
+        }
+        Ok(())
+    }
+
+    /// `tool.arguments.delta`: rules 6 and 10 for the call, D6 (its
+    /// arguments are streaming), rule 11 (their size), then appends it.
+    #[inline]
+    fn arguments_delta(
+        &mut self,
+        d: &ToolArgumentsDelta,
+        ns: NsId,
+        ty: EventType,
+        seq: u64,
+    ) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+        let id = d.tool_call_id.as_str();
+        let Some(tool) = self.tools.get(id) else {
+            return fail(
+                Rule::ToolCall,
+                format!(
+                    "tool.arguments.delta for call {} that was {}",
+                    safe_id(id),
+                    never(self.tools.forgot(), "started", "ended")
+                ),
+            );
+        };
+        if tool.ns != ns {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "tool.arguments.delta for call {} outside the namespace it started in",
+                    safe_id(id)
+                ),
+            );
+        }
+        let Some(a) = self.assembly.as_mut().filter(|a| a.tool_call_id == id) else {
+            let why = if !tool.streamed {
+                "its arguments were given at tool.started (only `{}` may stream)"
+            } else if tool.end != ToolEnd::Open {
+                "the call already ended"
+            } else {
+                "its arguments are already complete (another event came between)"
+            };
+            return fail(
+                Rule::D6Arguments,
+                format!("tool.arguments.delta for call {}, but {why}", safe_id(id)),
+            );
+        };
+        let max = self.opts.limits.tool_arguments_bytes;
+        let total = a.buf.len().saturating_add(d.delta.len());
+        if total > max {
+            return fail(
+                Rule::Limits,
+                format!(
+                    "tool arguments of call {} reach {total} bytes (limit {max})",
+                    safe_id(id)
+                ),
+            );
+        }
+        a.buf.push_str(&d.delta);
+        a.any = true;
+        Ok(())
+    }
+
+    /// `tool.finished` (`result_len` is its result's size) or `tool.error`
+    /// (`None`): rules 6 and 7 (an open call ends once), 10 (in its
+    /// namespace, after its subagent exited, D2) and 11 (the result's size),
+    /// then closes the call.
+    #[inline]
+    fn tool_ended(
+        &mut self,
+        id: &str,
+        result_len: Option<usize>,
+        ns: NsId,
+        ty: EventType,
+        seq: u64,
+    ) -> Step {
+        let fail = |rule: Rule, msg: String| Err(Violation::new(rule, seq, Some(ty), msg));
+        let finished = result_len.is_some();
+        let forgot = self.tools.forgot();
+        let Some(tool) = self.tools.get_mut(id) else {
+            return fail(
+                Rule::ToolCall,
+                format!(
+                    "{ty} for call {} that was {}",
+                    safe_id(id),
+                    never(forgot, "started", "ended")
+                ),
+            );
+        };
+        match (tool.end, finished) {
+            (ToolEnd::Open, _) => {}
+            (ToolEnd::Finished, true) | (ToolEnd::Errored, false) => {
+                return fail(
+                    Rule::ToolCall,
+                    format!("{ty} again for call {}", safe_id(id)),
+                );
+            }
+            (ToolEnd::Finished, false) => {
+                return fail(
+                    Rule::ToolOutcome,
+                    format!("tool.error for call {} that already finished", safe_id(id)),
+                );
+            }
+            (ToolEnd::Errored, true) => {
+                return fail(
+                    Rule::ToolOutcome,
+                    format!(
+                        "tool.finished for call {} that already errored",
+                        safe_id(id)
+                    ),
+                );
+            }
+        }
+        if tool.ns != ns {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "{ty} for call {} outside the namespace it started in",
+                    safe_id(id)
+                ),
+            );
+        }
+        if tool.child == Child::Active {
+            return fail(
+                Rule::NamespaceActive,
+                format!(
+                    "{ty} for delegation call {} while its namespace is active (exit first, D2)",
+                    safe_id(id)
+                ),
+            );
+        }
+        if let Some(len) = result_len {
+            let max = self.opts.limits.tool_result_bytes;
+            if len > max {
+                return fail(
+                    Rule::Limits,
+                    format!("tool result of {len} bytes (limit {max})"),
+                );
+            }
+        }
+        tool.end = if finished {
+            ToolEnd::Finished
+        } else {
+            ToolEnd::Errored
+        };
+        self.tools.closed(id);
+        self.open_tools = self.open_tools.saturating_sub(1);
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 // Test helpers may panic: a panic is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use lce_types::{Event, EventLines};
@@ -42,10 +42,49 @@ fn run(evs: &[Event], opts: ValidatorOptions) -> Result<(), Violation> {
     v.finish()
 }
 
+/// The rows of the table under `## <section>` in `fixtures/README.md`:
+/// (first column, the fixture names in backticks in the second column).
+fn readme_table(section: &str) -> Vec<(String, BTreeSet<String>)> {
+    let readme = std::fs::read_to_string(fixtures().join("README.md")).unwrap();
+    let start = readme
+        .find(&format!("\n## `{section}/`"))
+        .unwrap_or_else(|| panic!("README.md has no `{section}/` section"));
+    let text = &readme[start + 1..];
+    let text = &text[..text[3..].find("\n## ").map_or(text.len(), |i| i + 3)];
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split_once(" | "))
+        .filter(|(key, _)| !matches!(*key, "file" | "rule" | "kind" | "---"))
+        .map(|(key, rest)| {
+            let names = rest
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                // Fixture names have a hyphen; other quoted words are notes.
+                .filter(|n| n.contains('-') && !n.contains(' ') && !n.starts_with('-'))
+                .map(str::to_owned)
+                .collect();
+            (key.trim_matches('`').to_owned(), names)
+        })
+        .collect()
+}
+
+fn stems(files: &[PathBuf]) -> BTreeSet<String> {
+    files
+        .iter()
+        .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
 #[test]
 fn every_scenario_passes_in_full_and_adapter_mode() {
     let files = files("scenarios", "jsonl");
-    assert!(files.len() >= 20, "scenarios missing");
+    // Exactly the scenarios `fixtures/README.md` lists.
+    let listed: BTreeSet<String> = readme_table("scenarios")
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(stems(&files), listed, "scenarios vs fixtures/README.md");
     for f in files {
         let evs = events(&f);
         for opts in [
@@ -148,6 +187,26 @@ fn every_rule_has_at_least_two_invalid_fixtures() {
         let n = count.get(rule).copied().unwrap_or(0);
         assert!(n >= 2, "{rule} has {n} invalid fixture(s), need 2");
     }
+}
+
+/// Each rule's invalid fixtures are exactly those `fixtures/README.md`
+/// lists for it (the row `N` of a contract rule, `N / D` of a decision's
+/// check).
+#[test]
+fn invalid_fixtures_are_the_ones_the_readme_lists() {
+    let mut by_rule: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (f, exp) in expectations() {
+        let key = match &exp.decision {
+            Some(d) => format!("{} / {d}", exp.rule),
+            None => exp.rule.clone(),
+        };
+        by_rule
+            .entry(key)
+            .or_default()
+            .extend(stems(std::slice::from_ref(&f)));
+    }
+    let listed: BTreeMap<String, BTreeSet<String>> = readme_table("invalid").into_iter().collect();
+    assert_eq!(by_rule, listed, "invalid fixtures vs fixtures/README.md");
 }
 
 #[test]

@@ -97,187 +97,210 @@ impl Gen {
 
     fn step(&mut self, action: u8, arg: u8) {
         match action % 12 {
-            0 | 3 => {
-                let ns = self.active_ns(arg);
-                let text = action % 12 == 0;
-                let id = self.fresh(if text { "m" } else { "r" });
-                let s = SpanStarted {
-                    message_id: id.clone().into(),
-                    role: Role::Assistant,
-                };
-                if text {
-                    self.emit(ns, Payload::TextStarted(s));
-                    self.texts.push((id, ns));
+            0 => self.start_span(true, arg),
+            3 => self.start_span(false, arg),
+            1 => self.span_delta(true, arg),
+            4 => self.span_delta(false, arg),
+            2 => self.finish_span(true, arg),
+            5 => self.finish_span(false, arg),
+            6 => self.start_tool(arg),
+            7 => self.end_ready_call(true, arg),
+            8 => self.end_ready_call(false, arg),
+            9 => self.enter_namespace(arg),
+            10 => self.exit_leaf_namespace(arg),
+            _ => self.note(arg),
+        }
+    }
+
+    /// A text (or reasoning) span starts in an active namespace.
+    fn start_span(&mut self, text: bool, arg: u8) {
+        let ns = self.active_ns(arg);
+        let id = self.fresh(if text { "m" } else { "r" });
+        let s = SpanStarted {
+            message_id: id.clone().into(),
+            role: Role::Assistant,
+        };
+        if text {
+            self.emit(ns, Payload::TextStarted(s));
+            self.texts.push((id, ns));
+        } else {
+            self.emit(ns, Payload::ReasoningStarted(s));
+            self.reasonings.push((id, ns));
+        }
+    }
+
+    /// A delta of an open text (or reasoning) span.
+    fn span_delta(&mut self, text: bool, arg: u8) {
+        let spans = if text { &self.texts } else { &self.reasonings };
+        if spans.is_empty() {
+            return;
+        }
+        let (id, ns) = spans[arg as usize % spans.len()].clone();
+        let d = SpanDelta {
+            message_id: id.into(),
+            // Now and then an empty delta (D7: dropped, not rejected).
+            delta: if arg % 7 == 0 {
+                String::new()
+            } else {
+                "tok \"x\"\n".into()
+            },
+        };
+        self.emit(
+            ns,
+            if text {
+                Payload::TextDelta(d)
+            } else {
+                Payload::ReasoningDelta(d)
+            },
+        );
+    }
+
+    /// An open text (or reasoning) span finishes.
+    fn finish_span(&mut self, text: bool, arg: u8) {
+        let spans = if text {
+            &mut self.texts
+        } else {
+            &mut self.reasonings
+        };
+        if spans.is_empty() {
+            return;
+        }
+        let (id, ns) = spans.remove(arg as usize % spans.len());
+        let f = SpanFinished {
+            message_id: id.into(),
+        };
+        self.emit(
+            ns,
+            if text {
+                Payload::TextFinished(f)
+            } else {
+                Payload::ReasoningFinished(f)
+            },
+        );
+    }
+
+    /// A tool call starts, its arguments complete or streamed in pieces.
+    fn start_tool(&mut self, arg: u8) {
+        let ns = self.active_ns(arg / 2);
+        let id = self.fresh("t");
+        let streamed = arg % 2 == 0;
+        let args = r#"{"q":"x y","n":[1,2.5e3,{"k":null}]}"#;
+        self.emit(
+            ns,
+            Payload::ToolStarted(ToolStarted {
+                tool_call_id: id.clone(),
+                tool_name: "search".into(),
+                arguments: if streamed {
+                    JsonObject::empty()
                 } else {
-                    self.emit(ns, Payload::ReasoningStarted(s));
-                    self.reasonings.push((id, ns));
-                }
-            }
-            1 | 4 => {
-                let text = action % 12 == 1;
-                let spans = if text { &self.texts } else { &self.reasonings };
-                if spans.is_empty() {
-                    return;
-                }
-                let (id, ns) = spans[arg as usize % spans.len()].clone();
-                let d = SpanDelta {
-                    message_id: id.into(),
-                    // Now and then an empty delta (D7: dropped, not rejected).
-                    delta: if arg % 7 == 0 {
-                        String::new()
-                    } else {
-                        "tok \"x\"\n".into()
-                    },
-                };
+                    JsonObject::from_json(args).unwrap()
+                },
+                parent_message_id: None,
+            }),
+        );
+        if streamed {
+            let pieces = 1 + (arg as usize / 2) % 4;
+            let cut = args.len() / pieces;
+            let mut rest = args;
+            for i in 0..pieces {
+                let take = if i + 1 == pieces { rest.len() } else { cut };
+                let (a, b) = rest.split_at(take);
+                rest = b;
                 self.emit(
                     ns,
-                    if text {
-                        Payload::TextDelta(d)
-                    } else {
-                        Payload::ReasoningDelta(d)
-                    },
-                );
-            }
-            2 | 5 => {
-                let text = action % 12 == 2;
-                let spans = if text {
-                    &mut self.texts
-                } else {
-                    &mut self.reasonings
-                };
-                if spans.is_empty() {
-                    return;
-                }
-                let (id, ns) = spans.remove(arg as usize % spans.len());
-                let f = SpanFinished {
-                    message_id: id.into(),
-                };
-                self.emit(
-                    ns,
-                    if text {
-                        Payload::TextFinished(f)
-                    } else {
-                        Payload::ReasoningFinished(f)
-                    },
-                );
-            }
-            6 => {
-                let ns = self.active_ns(arg / 2);
-                let id = self.fresh("t");
-                let streamed = arg % 2 == 0;
-                let args = r#"{"q":"x y","n":[1,2.5e3,{"k":null}]}"#;
-                self.emit(
-                    ns,
-                    Payload::ToolStarted(ToolStarted {
+                    Payload::ToolArgumentsDelta(ToolArgumentsDelta {
                         tool_call_id: id.clone(),
-                        tool_name: "search".into(),
-                        arguments: if streamed {
-                            JsonObject::empty()
-                        } else {
-                            JsonObject::from_json(args).unwrap()
-                        },
-                        parent_message_id: None,
+                        delta: a.into(),
                     }),
                 );
-                if streamed {
-                    let pieces = 1 + (arg as usize / 2) % 4;
-                    let cut = args.len() / pieces;
-                    let mut rest = args;
-                    for i in 0..pieces {
-                        let take = if i + 1 == pieces { rest.len() } else { cut };
-                        let (a, b) = rest.split_at(take);
-                        rest = b;
-                        self.emit(
-                            ns,
-                            Payload::ToolArgumentsDelta(ToolArgumentsDelta {
-                                tool_call_id: id.clone(),
-                                delta: a.into(),
-                            }),
-                        );
-                    }
-                }
-                self.calls.push(Call {
-                    id,
-                    ns,
-                    open: true,
-                    child: None,
-                });
-            }
-            7 | 8 => {
-                let ready: Vec<usize> = (0..self.calls.len())
-                    .filter(|&i| self.calls[i].open && self.child_done(i))
-                    .collect();
-                if ready.is_empty() {
-                    return;
-                }
-                let i = ready[arg as usize % ready.len()];
-                self.end_call(i, action % 12 == 7);
-            }
-            9 => {
-                let free: Vec<usize> = (0..self.calls.len())
-                    .filter(|&i| {
-                        let c = &self.calls[i];
-                        c.open
-                            && c.child.is_none()
-                            && self.ns[c.ns].active
-                            && self.ns[c.ns].path.len() < 7
-                    })
-                    .collect();
-                if free.is_empty() {
-                    return;
-                }
-                let i = free[arg as usize % free.len()];
-                let parent = self.calls[i].ns;
-                let agent = self.fresh("agent-");
-                let id = self.calls[i].id.clone();
-                self.emit(
-                    parent,
-                    Payload::NamespaceEntered(NamespaceEntered {
-                        agent_id: agent.clone(),
-                        agent_name: "Agent".into(),
-                        parent_tool_call_id: id.clone(),
-                    }),
-                );
-                let mut path = self.ns[parent].path.clone();
-                path.push(id.clone());
-                self.ns.push(Ns {
-                    id,
-                    agent,
-                    path,
-                    parent,
-                    active: true,
-                });
-                self.calls[i].child = Some(self.ns.len() - 1);
-            }
-            10 => {
-                let leaves: Vec<usize> = (1..self.ns.len()).filter(|&k| self.exitable(k)).collect();
-                if leaves.is_empty() {
-                    return;
-                }
-                let k = leaves[arg as usize % leaves.len()];
-                self.exit(k, NamespaceOutcome::Success);
-            }
-            _ => {
-                let ns = self.active_ns(arg / 3);
-                let p = match arg % 3 {
-                    0 => Payload::Warning(Warning {
-                        code: "w".into(),
-                        message: "careful".into(),
-                        details: None,
-                    }),
-                    1 => Payload::UsageUpdated(UsageUpdated {
-                        input_tokens: Some(1),
-                        ..UsageUpdated::default()
-                    }),
-                    _ => Payload::ProviderMetadata(ProviderMetadata {
-                        provider: "p".into(),
-                        model: None,
-                        metadata: JsonObject::empty(),
-                    }),
-                };
-                self.emit(ns, p);
             }
         }
+        self.calls.push(Call {
+            id,
+            ns,
+            open: true,
+            child: None,
+        });
+    }
+
+    /// An open call whose namespace (if any) exited ends, `finished` or with
+    /// an error.
+    fn end_ready_call(&mut self, finished: bool, arg: u8) {
+        let ready: Vec<usize> = (0..self.calls.len())
+            .filter(|&i| self.calls[i].open && self.child_done(i))
+            .collect();
+        if ready.is_empty() {
+            return;
+        }
+        let i = ready[arg as usize % ready.len()];
+        self.end_call(i, finished);
+    }
+
+    /// A namespace is entered for an open call without one.
+    fn enter_namespace(&mut self, arg: u8) {
+        let free: Vec<usize> = (0..self.calls.len())
+            .filter(|&i| {
+                let c = &self.calls[i];
+                c.open && c.child.is_none() && self.ns[c.ns].active && self.ns[c.ns].path.len() < 7
+            })
+            .collect();
+        if free.is_empty() {
+            return;
+        }
+        let i = free[arg as usize % free.len()];
+        let parent = self.calls[i].ns;
+        let agent = self.fresh("agent-");
+        let id = self.calls[i].id.clone();
+        self.emit(
+            parent,
+            Payload::NamespaceEntered(NamespaceEntered {
+                agent_id: agent.clone(),
+                agent_name: "Agent".into(),
+                parent_tool_call_id: id.clone(),
+            }),
+        );
+        let mut path = self.ns[parent].path.clone();
+        path.push(id.clone());
+        self.ns.push(Ns {
+            id,
+            agent,
+            path,
+            parent,
+            active: true,
+        });
+        self.calls[i].child = Some(self.ns.len() - 1);
+    }
+
+    /// A namespace with nothing open inside exits.
+    fn exit_leaf_namespace(&mut self, arg: u8) {
+        let leaves: Vec<usize> = (1..self.ns.len()).filter(|&k| self.exitable(k)).collect();
+        if leaves.is_empty() {
+            return;
+        }
+        let k = leaves[arg as usize % leaves.len()];
+        self.exit(k, NamespaceOutcome::Success);
+    }
+
+    /// A warning, usage or provider metadata in an active namespace.
+    fn note(&mut self, arg: u8) {
+        let ns = self.active_ns(arg / 3);
+        let p = match arg % 3 {
+            0 => Payload::Warning(Warning {
+                code: "w".into(),
+                message: "careful".into(),
+                details: None,
+            }),
+            1 => Payload::UsageUpdated(UsageUpdated {
+                input_tokens: Some(1),
+                ..UsageUpdated::default()
+            }),
+            _ => Payload::ProviderMetadata(ProviderMetadata {
+                provider: "p".into(),
+                model: None,
+                metadata: JsonObject::empty(),
+            }),
+        };
+        self.emit(ns, p);
     }
 
     /// The call's namespace (if any) has exited.

@@ -83,8 +83,7 @@ fn python_reference_table() {
             other => panic!("unknown case kind {other}"),
         }
     }
-    assert!(
-        strs > 600 && floats > 2500 && opaques > 600,
-        "{strs} {floats} {opaques}"
-    );
+    // Every case of the table was checked (it is generated with a fixed
+    // seed).
+    assert_eq!((strs, floats, opaques), (637, 2968, 610));
 }
