@@ -405,3 +405,54 @@ fn d4a_an_interrupt_is_shown_only_when_run_interrupted_is_accepted() {
         }
     }
 }
+
+#[test]
+fn text_after_complete_streamed_arguments_ends_the_run_the_same_live_and_from_a_file() {
+    // Deltas that already form one object, then a junk delta (a D6
+    // violation): the validator catches it at that delta, so the start a live
+    // stream released with the complete arguments is exactly the start the
+    // file output shows before the coordinator's error.
+    let line = |seq: u64, ty: &str, data: &str| {
+        Event::from_json(&format!(
+            r#"{{"version":1,"type":"{ty}","run_id":"run-j","conversation_id":"conv-j","sequence":{seq},"timestamp":"2026-08-17T00:00:0{seq}Z","namespace":[],"data":{data}}}"#
+        ))
+        .unwrap()
+    };
+    let events = vec![
+        line(
+            0,
+            "run.started",
+            r#"{"harness_id":"h","adapter_version":"1"}"#,
+        ),
+        line(
+            1,
+            "tool.started",
+            r#"{"tool_call_id":"t1","tool_name":"lookup","arguments":{}}"#,
+        ),
+        line(
+            2,
+            "tool.arguments.delta",
+            r#"{"tool_call_id":"t1","delta":"{\"q\": 1}"}"#,
+        ),
+        line(
+            3,
+            "tool.arguments.delta",
+            r#"{"tool_call_id":"t1","delta":"x"}"#,
+        ),
+        line(4, "tool.finished", r#"{"tool_call_id":"t1","result":"r"}"#),
+        line(5, "run.finished", r#"{"outcome":"success"}"#),
+    ];
+    assert_live_arguments_equal(&events, |_| true, "junk after complete arguments");
+    for format in WireFormat::ALL {
+        let file = pipeline(steps(&events, |_| false), format, coordinator_for(&events));
+        let args = shown_arguments(format, &file);
+        assert_eq!(args.len(), 1, "{format}: the complete call is shown");
+        let last = json(file.last().unwrap());
+        let error = if format == WireFormat::Custom {
+            file.last().unwrap().event.as_deref() == Some("error")
+        } else {
+            last["type"] == "RUN_ERROR"
+        };
+        assert!(error, "{format}: the run ends with the coordinator's error");
+    }
+}

@@ -101,6 +101,9 @@ struct Assembly {
     tool_call_id: String,
     tool_name: String,
     buf: String,
+    /// The structure of `buf` so far (D6): a delta that continues an object
+    /// already complete is caught at that delta.
+    scan: lce_wire::hold::ObjectScan,
     /// A non-empty delta arrived (else the arguments are the started `{}`).
     any: bool,
 }
@@ -922,6 +925,7 @@ impl RunValidator {
                 tool_call_id: t.tool_call_id.clone(),
                 tool_name: t.tool_name.clone(),
                 buf: String::new(),
+                scan: lce_wire::hold::ObjectScan::default(),
                 any: false,
             });
         }
@@ -979,6 +983,20 @@ impl RunValidator {
                 Rule::Limits,
                 format!(
                     "tool arguments of call {} reach {total} bytes (limit {max})",
+                    safe_id(id)
+                ),
+            );
+        }
+        // Text after an object that is already complete can never make one
+        // object (D6): report it at this delta, so it never reaches an
+        // encoder that has shown the complete arguments live (D13a).
+        let was_complete = a.scan.is_complete();
+        a.scan.feed(d.delta.as_bytes());
+        if was_complete && a.scan.is_broken() {
+            return fail(
+                Rule::D6Arguments,
+                format!(
+                    "tool.arguments.delta for call {} continues arguments that already form one JSON object",
                     safe_id(id)
                 ),
             );

@@ -856,6 +856,35 @@ fn d6_streamed_arguments() {
         v.to_string(),
         "seq 2: rule 6 (tool_arguments, D6): tool.arguments.delta for call `t`, but its arguments were given at tool.started (only `{}` may stream)"
     );
+    // Text after arguments that already form one object is caught at that
+    // delta, not at the next event (so no encoder sees it after a live
+    // release, D13a); whitespace after the object is fine.
+    let (whole, junk, space) = (d("{\"q\":\"x\"}"), d("x"), d(" \n"));
+    let v = broken(
+        &[
+            STARTED,
+            TOOL_STREAMED,
+            ("tool.arguments.delta", &[], &whole),
+            ("tool.arguments.delta", &[], &space),
+            ("tool.arguments.delta", &[], &junk),
+            TOOL_DONE,
+        ],
+        Rule::D6Arguments,
+        4,
+    );
+    assert_eq!(
+        v.to_string(),
+        "seq 4: rule 6 (tool_arguments, D6): tool.arguments.delta for call `t` continues arguments that already form one JSON object"
+    );
+    run(&[
+        STARTED,
+        TOOL_STREAMED,
+        ("tool.arguments.delta", &[], &whole),
+        ("tool.arguments.delta", &[], &space),
+        TOOL_DONE,
+        FINISHED,
+    ])
+    .unwrap();
     // Not after another event.
     broken(
         &[

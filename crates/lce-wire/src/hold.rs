@@ -176,12 +176,15 @@ impl ArgsSource {
     }
 }
 
-/// Incremental structural scan of a JSON text that must be one object.
+/// Incremental structural scan of a JSON text that must be one object (D6):
+/// the one scan both the hold and the validator run over streamed tool
+/// arguments, so they agree on when arguments are complete.
 ///
 /// Looks only at ASCII bytes, so text split anywhere (mid-token, mid-escape,
-/// mid-UTF-8 sequence) scans the same as the whole.
+/// mid-UTF-8 sequence) scans the same as the whole. It checks structure, not
+/// validity: a complete scan still needs one strict parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-struct ObjectScan {
+pub struct ObjectScan {
     state: ScanState,
     depth: u32,
     in_string: bool,
@@ -202,7 +205,8 @@ enum ScanState {
 }
 
 impl ObjectScan {
-    fn feed(&mut self, bytes: &[u8]) {
+    /// Scans the next piece of the text.
+    pub fn feed(&mut self, bytes: &[u8]) {
         let mut i = 0;
         while let Some(&b) = bytes.get(i) {
             i += 1;
@@ -257,8 +261,17 @@ impl ObjectScan {
         }
     }
 
-    fn is_complete(&self) -> bool {
+    /// `true` when the text so far is one whole object with only
+    /// whitespace after it.
+    pub fn is_complete(&self) -> bool {
         self.state == ScanState::Done
+    }
+
+    /// `true` when no continuation can make the text one object: it does
+    /// not start with `{`, or something other than whitespace follows the
+    /// object's end.
+    pub fn is_broken(&self) -> bool {
+        self.state == ScanState::Bad
     }
 }
 
