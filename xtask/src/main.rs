@@ -1,7 +1,10 @@
 //! Project automation, run as `cargo xtask <task>` (alias in `.cargo/config.toml`).
 //!
 //! Few dependencies on purpose: this binary only shells out to `cargo`, `npm`
-//! and `node`, and compares files. Each task lives in its own module.
+//! and `node`, and compares files. Each task lives in its own module. The one
+//! dependency is `lce-testkit`, in this workspace, small and unpublished, for
+//! the corpus generator that `corpus` and `memcheck` run in process (it
+//! brings `lce-types` and its serde along).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::ExitCode;
@@ -53,6 +56,6 @@ fn main() -> ExitCode {
 
 fn print_help() {
     println!(
-        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  bless [--format F]  rewrite fixtures/golden/<F>/*.sse from the encoders and print the diff\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n  fuzz [--seconds N] [--target T]  run every fuzz target N s each (cargo fuzz, stable)\n  soak [--seconds N] [--clients C]  hostile load on `lce serve`: terminals, frames, RSS and fds\n  release       bump every crate, move the changelog, package and check; stops before publishing (<version> [--dry-run])\n  msrv          check the declared rust-version and build with it when installed\n  memcheck      peak RSS of lce encode over generated runs of growing length ([--events 100000,10000000] [--mix M] [--to F])\n  bench-peers   lce beside Python, Node and Rust AG-UI implementations on one corpus ([--events N] [--seconds S])\n"
+        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  bless [--only KIND]  rewrite the goldens and recorded outcomes (custom, agui, agui-v1, invoke, hostile; sse = the three formats) and print the diff\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n  fuzz [--seconds N] [--target T]  run every fuzz target N s each (cargo fuzz, stable)\n  soak [--seconds N] [--clients C]  hostile load on `lce serve`: terminals, frames, RSS and fds\n  release       bump every crate, move the changelog, package and check; stops before publishing (<version> [--dry-run])\n  msrv          check the declared rust-version and build with it when installed\n  memcheck      peak RSS of lce encode over generated runs of growing length ([--events 100000,10000000] [--mix M] [--to F])\n  bench-peers   lce beside Python, Node and Rust AG-UI implementations on one corpus ([--events N] [--seconds S])\n"
     );
 }

@@ -5,19 +5,28 @@
 //! cargo xtask memcheck [--events 100000,10000000] [--mix mixed] [--to custom] [--timeout SECS]
 //! ```
 //!
-//! For each count the corpus generator (this binary's `corpus` task) streams
-//! the run through a pipe into `target/release/lce encode --to FORMAT` (built
-//! first), whose output goes to `/dev/null`: nothing touches the disk, so 10M
-//! events (3.2 GB of `mixed`) need no space. The peak RSS comes from
+//! For each count the corpus generator ([`lce_testkit::corpus`], seed 1, on a
+//! thread of this process) streams the run through a pipe into
+//! `target/release/lce encode --to FORMAT` (built first), whose output goes to
+//! `/dev/null`: nothing touches the disk, so 10M events (3.2 GB of `mixed`)
+//! need no space. The generator is as fast as this binary's build: about
+//! 130k `mixed` events/s in the debug build `cargo xtask` runs, slower than
+//! `lce encode`, so the times are the generator's; for times, run
+//! `cargo run --release -p xtask -- memcheck` (the peaks do not depend on
+//! it). The peak RSS comes from
 //! `/usr/bin/time -v` when it is installed, else from polling the process's
 //! `VmHWM` in `/proc`. Prints each peak, the time taken, and the ratio of the
 //! largest run's peak to the smallest's. Each run is killed after `--timeout`
 //! seconds (default 600).
 
-use std::io::Read as _;
+use std::io::{self, BufWriter, Read as _, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use lce_testkit::corpus::{self, Mix, Options};
 
 use crate::util::{run as run_command, workspace_root};
 
@@ -34,7 +43,7 @@ struct Measured {
 /// Runs the task with the arguments after `memcheck`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut counts: Vec<u64> = vec![100_000, 10_000_000];
-    let mut mix = "mixed".to_owned();
+    let mut mix = Mix::Mixed;
     let mut format = "custom".to_owned();
     let mut timeout = Duration::from_secs(600);
     let mut it = args.iter();
@@ -51,7 +60,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     })
                     .collect::<Result<_, _>>()?;
             }
-            "--mix" => mix = value()?,
+            "--mix" => {
+                let v = value()?;
+                mix = Mix::from_name(&v)
+                    .ok_or_else(|| format!("--mix {v}: not one of text, tools, mixed"))?;
+            }
             "--to" => format = value()?,
             "--timeout" => {
                 let v = value()?;
@@ -77,7 +90,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     );
     let mut results = Vec::new();
     for &n in &counts {
-        let m = measure(&lce, n, &mix, &format, time_v, timeout)?;
+        let m = measure(&lce, n, mix, &format, time_v, timeout)?;
         println!(
             "  {:>11} events: peak RSS {:>8.2} MiB  {:>7.1} s  ({:.2} M events/s)  exit {}{}{}",
             m.events,
@@ -112,14 +125,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The release corpus generator next to the release `lce` (built by
-/// [`build_lce`]); the debug one is too slow to feed 10M events.
-fn generator_bin(lce: &Path) -> PathBuf {
-    lce.with_file_name("xtask")
-}
-
-/// Builds the release `lce` (and the release xtask, the corpus generator)
-/// and returns the path of `lce`.
+/// Builds the release `lce` and returns its path.
 pub(crate) fn build_lce(root: &Path) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     run_command(Command::new(cargo).current_dir(root).args([
@@ -128,40 +134,41 @@ pub(crate) fn build_lce(root: &Path) -> Result<PathBuf, String> {
         "--release",
         "-p",
         "lce-cli",
-        "-p",
-        "xtask",
     ]))?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
     Ok(target.join("release").join("lce"))
 }
 
+/// A writer that fails once `stop` is set: how the generator's thread is
+/// told to end (and so to close the pipe) when a run is abandoned.
+struct Stoppable<W> {
+    inner: W,
+    stop: Arc<AtomicBool>,
+}
+
+impl<W: Write> Write for Stoppable<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(io::Error::other("memcheck: generator stopped"));
+        }
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Streams `n` generated events into `lce encode` and measures it.
 fn measure(
     lce: &Path,
     n: u64,
-    mix: &str,
+    mix: Mix,
     format: &str,
     time_v: bool,
     timeout: Duration,
 ) -> Result<Measured, String> {
-    let mut generator = Command::new(generator_bin(lce))
-        .args([
-            "corpus",
-            "--events",
-            &n.to_string(),
-            "--mix",
-            mix,
-            "--seed",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start the corpus generator: {e}"))?;
-    let pipe = generator
-        .stdout
-        .take()
-        .ok_or("the corpus generator has no stdout")?;
     let mut cmd = if time_v {
         let mut c = Command::new("/usr/bin/time");
         c.arg("-v").arg(lce);
@@ -177,14 +184,26 @@ fn measure(
         .args(["encode", "--to", format])
         .env("LCE_LIMIT_EVENTS_PER_RUN", n.saturating_add(10).to_string())
         .env("LCE_LIMIT_BYTES_PER_RUN", (1u64 << 40).to_string())
-        .stdin(Stdio::from(pipe))
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start lce: {e}"))?;
-    // The command holds the pipe's read end: drop it, so the generator sees
-    // a closed pipe if lce stops reading early.
-    drop(cmd);
+    // The generator writes into lce's stdin from a thread; when lce stops
+    // reading early its writes fail (a closed pipe) and the thread ends,
+    // closing its end of the pipe.
+    let stdin = child.stdin.take().ok_or("lce has no stdin")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = Stoppable {
+        inner: BufWriter::with_capacity(1 << 16, stdin),
+        stop: Arc::clone(&stop),
+    };
+    let options = Options {
+        events: n,
+        mix,
+        seed: 1,
+    };
+    let generator = std::thread::spawn(move || corpus::write(&options, writer));
     // Drain stderr on a thread so a chatty child never blocks.
     let mut stderr = child.stderr.take().ok_or("lce has no stderr")?;
     let reader = std::thread::spawn(move || {
@@ -201,19 +220,21 @@ fn measure(
             polled_kib = polled_kib.max(vm_hwm_kib(child.id()).unwrap_or(0));
         }
         if start.elapsed() > timeout {
+            // The generator's thread is not waited for: it ends at its next
+            // write, which also ends an `lce` left behind by a killed
+            // `/usr/bin/time` (end of input).
+            stop.store(true, Ordering::Relaxed);
             kill(&mut child);
-            kill(&mut generator);
             return Err(format!("{n} events: killed after {} s", timeout.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     let seconds = start.elapsed().as_secs_f64();
     // lce may stop before the end of its input (the coordinator ends a run
-    // that breaks a limit): the generator is not waited for, it is stopped.
-    let generator_done = matches!(generator.try_wait(), Ok(Some(_)));
-    if !generator_done {
-        kill(&mut generator);
-    }
+    // that breaks a limit): then the generator's last write failed on the
+    // closed pipe, and the run did not go through whole.
+    stop.store(true, Ordering::Relaxed);
+    let generator_done = matches!(generator.join(), Ok(Ok(_)));
     let err = reader.join().unwrap_or_default();
     let peak_kib = if time_v {
         err.lines()

@@ -1,12 +1,15 @@
-//! `cargo xtask corpus`: determinism, exact event counts, and every generated
-//! run parses with `lce-types` and obeys the contract's state machine (checked
-//! here by `lce-validate`'s `RunValidator` and by a small independent model
-//! of the rules the generator touches, with its size promises).
+//! The corpus generator (`lce_testkit::corpus`) and its command line
+//! `cargo xtask corpus`: the two write the same bytes; determinism, exact
+//! event counts, and every generated run parses with `lce-types` and obeys
+//! the contract's state machine (checked here by `lce-validate`'s
+//! `RunValidator` and by a small independent model of the rules the
+//! generator touches, with its size promises).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
 
+use lce_testkit::corpus::{self as generator, Mix, Options};
 use lce_types::{Durability, Event, EventType, JsonObject, Payload};
 use lce_validate::{RunValidator, ValidatorOptions};
 
@@ -23,6 +26,12 @@ fn corpus(args: &[&str]) -> Vec<u8> {
         String::from_utf8_lossy(&output.stderr)
     );
     output.stdout
+}
+
+/// The run the library writes for these options, in memory.
+fn library(events: u64, mix: &str, seed: u64) -> Vec<u8> {
+    let mix = Mix::from_name(mix).expect("a mix");
+    generator::to_vec(&Options { events, mix, seed }).expect("generate")
 }
 
 /// What a check of a run saw.
@@ -268,19 +277,42 @@ fn same_seed_same_bytes_and_out_file_matches_stdout() {
 }
 
 #[test]
+fn the_command_line_writes_what_the_library_writes() {
+    for mix in ["text", "tools", "mixed"] {
+        for (n, seed) in [(2u64, 0u64), (17, 3), (1000, 1), (5000, 42)] {
+            let cli = corpus(&[
+                "--events",
+                &n.to_string(),
+                "--mix",
+                mix,
+                "--seed",
+                &seed.to_string(),
+            ]);
+            assert!(
+                cli == library(n, mix, seed),
+                "{mix} {n} seed {seed}: the command line and the library differ"
+            );
+        }
+    }
+    // The defaults are the library's: mixed, seed 1; and --stats prints the
+    // library's table.
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["corpus", "--events", "1_000", "--stats"])
+        .output()
+        .expect("run xtask");
+    assert!(output.status.success());
+    let mut bytes = Vec::new();
+    let stats = generator::write(&Options::new(1000), &mut bytes).unwrap();
+    assert!(output.stdout == bytes, "defaults differ");
+    assert_eq!(String::from_utf8(output.stderr).unwrap(), stats.to_string());
+}
+
+#[test]
 fn exact_counts_and_valid_runs_for_small_and_odd_sizes() {
     for mix in ["text", "tools", "mixed"] {
         for n in [2usize, 3, 4, 5, 6, 7, 8, 9, 10, 13, 17, 31, 64, 100, 257] {
             for seed in 0..6u64 {
-                let bytes = corpus(&[
-                    "--events",
-                    &n.to_string(),
-                    "--mix",
-                    mix,
-                    "--seed",
-                    &seed.to_string(),
-                ]);
-                check_run(&bytes, n);
+                check_run(&library(n as u64, mix, seed), n);
             }
         }
     }
@@ -288,20 +320,14 @@ fn exact_counts_and_valid_runs_for_small_and_odd_sizes() {
 
 #[test]
 fn mixes_have_their_shape() {
-    let text = check_run(
-        &corpus(&["--events", "20000", "--mix", "text", "--seed", "1"]),
-        20_000,
-    );
+    let text = check_run(&library(20_000, "text", 1), 20_000);
     let deltas = text.counts[&EventType::TextDelta];
     assert!(
         deltas * 100 >= 92 * 20_000,
         "text mix: {deltas} text deltas of 20000"
     );
 
-    let tools = check_run(
-        &corpus(&["--events", "20000", "--mix", "tools", "--seed", "1"]),
-        20_000,
-    );
+    let tools = check_run(&library(20_000, "tools", 1), 20_000);
     assert!(tools.counts[&EventType::ToolStarted] > 500, "{tools:?}");
     assert!(
         tools.counts[&EventType::ToolArgumentsDelta] > 5000,
@@ -313,10 +339,7 @@ fn mixes_have_their_shape() {
         "{tools:?}"
     );
 
-    let mixed = check_run(
-        &corpus(&["--events", "50000", "--mix", "mixed", "--seed", "1"]),
-        50_000,
-    );
+    let mixed = check_run(&library(50_000, "mixed", 1), 50_000);
     assert_eq!(mixed.max_depth, 2, "namespaces two deep");
     for ty in [
         EventType::TextDelta,

@@ -1,0 +1,45 @@
+//! `lce-testkit`: what lce's tests, benches and automation share, kept out of
+//! the published crates' public API (issue 17). Not published
+//! (`publish = false`); use it as a dev-dependency, or as a dependency of
+//! unpublished members (`xtask`, `lce-benches`).
+//!
+//! - [`RunBuilder`]: the one event builder of the tests. The events of one
+//!   run with automatic sequences, a deterministic clock and a settable
+//!   namespace ([`RunBuilder::at`]), from shorthands for the common events
+//!   (`run_started`, `text_delta`, `tool_started`, ...) or any type and `data`
+//!   ([`RunBuilder::event`]); every event is parsed from its JSON line by the
+//!   real, strict parser of `lce-types`.
+//! - [`corpus`]: the deterministic generator of benchmark runs (issue 7):
+//!   [`corpus::write`] writes a valid canonical run of any length, in constant
+//!   memory, the same bytes for the same [`corpus::Options`]. `cargo xtask
+//!   corpus` is a command line over it; the benches and `cargo xtask
+//!   memcheck` call it in process.
+//! - [`time`]: the clock both start from, RFC 3339 timestamps from
+//!   milliseconds, and the civil date of a day number.
+//! - [`json_string`]: a string as JSON text, for `data` written by hand.
+//!
+//! May depend on: `lce-types` (the builder parses with it) and std, nothing
+//! else; the corpus generator and [`time`] use std only. Any crate's tests
+//! may use it, except `lce-types`' own unit tests (there it would bring a
+//! second copy of `lce-types`, whose `Event` is another type).
+//!
+//! ```
+//! use lce_testkit::RunBuilder;
+//! let mut run = RunBuilder::new("run-1", "conv-1");
+//! let events = [
+//!     run.run_started(),
+//!     run.text_started("msg-1"),
+//!     run.text_delta("msg-1", "Hello"),
+//!     run.text_finished("msg-1"),
+//!     run.run_finished(),
+//! ];
+//! assert_eq!(events[4].sequence, 4);
+//! ```
+
+pub mod corpus;
+mod json;
+mod run;
+pub mod time;
+
+pub use json::json_string;
+pub use run::RunBuilder;
