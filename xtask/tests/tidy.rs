@@ -121,14 +121,33 @@ fn the_root_declares_version_edition_and_msrv_once() {
     assert!(value("version").is_some(), "[workspace.package] version");
     assert!(value("edition").is_some(), "[workspace.package] edition");
     // Internal crates in [workspace.dependencies] carry the workspace version,
-    // so the lockstep bump of `cargo xtask release` finds them.
+    // so the lockstep bump of `cargo xtask release` finds them; except an
+    // unpublished one (`publish = false`, lce-testkit), which has none, so
+    // that a published crate's dev-dependency on it is dropped on packaging.
     let version = value("version").unwrap();
     for (section, line) in &entries {
         if section == "[workspace.dependencies]" && line.contains("path=") {
-            assert!(
-                line.contains(&format!("version=\"{version}\"")),
-                "internal dependency without version {version}: {line}"
-            );
+            let path = line
+                .split("path=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap();
+            let member = fs::read_to_string(root().join(path).join("Cargo.toml"))
+                .unwrap_or_else(|e| panic!("{path}/Cargo.toml: {e}"));
+            let unpublished = crate::entries(&member)
+                .iter()
+                .any(|(s, l)| s == "[package]" && l == "publish=false");
+            if unpublished {
+                assert!(
+                    !line.contains("version="),
+                    "unpublished crate with a version (a published dev-dependent could not be packaged): {line}"
+                );
+            } else {
+                assert!(
+                    line.contains(&format!("version=\"{version}\"")),
+                    "internal dependency without version {version}: {line}"
+                );
+            }
         }
     }
 }
@@ -140,4 +159,33 @@ fn the_checker_catches_what_it_should() {
     let bad = "[package]\nname = \"b\"\nversion = \"0.1.0\"\nedition.workspace = true\n\n[lints.rust]\nunsafe_code = \"forbid\"\n";
     let found = problems("a", bad);
     assert_eq!(found.len(), 4, "{found:?}");
+}
+
+/// The `lce-*` crates a manifest's `[dependencies]` names, besides the facade.
+fn layer_dependencies(manifest: &str) -> Vec<String> {
+    entries(manifest)
+        .into_iter()
+        .filter(|(section, _)| section == "[dependencies]")
+        .filter_map(|(_, line)| {
+            let name = line.split(['.', '=']).next()?.to_owned();
+            name.starts_with("lce-").then_some(name)
+        })
+        .collect()
+}
+
+#[test]
+fn the_cli_reaches_the_layers_through_the_facade_only() {
+    // Issue 17: lce-cli depends on `lce` (plus clap, axum, tokio, ...), never
+    // on a layer crate, so the binary uses exactly what a library user gets.
+    let manifest = fs::read_to_string(root().join("crates/lce-cli/Cargo.toml")).unwrap();
+    assert!(
+        entries(&manifest)
+            .iter()
+            .any(|(s, l)| s == "[dependencies]" && l == "lce.workspace=true"),
+        "lce-cli does not depend on the facade"
+    );
+    assert_eq!(layer_dependencies(&manifest), Vec::<String>::new());
+    // The check itself sees a layer dependency.
+    let bad = "[dependencies]\nlce.workspace = true\nlce-types = { workspace = true }\n";
+    assert_eq!(layer_dependencies(bad), ["lce-types"]);
 }

@@ -59,8 +59,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
 
-use lce_types::{DEFAULT_MAX_LINE_BYTES, EventLines, ParseError, ParseErrorKind};
-use lce_validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions, Violation};
+use lce::types::{DEFAULT_MAX_LINE_BYTES, EventLines, ParseError, ParseErrorKind};
+use lce::validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions, Violation};
 
 use crate::excerpt::{Excerpt, excerpt};
 use crate::{UsageError, input};

@@ -454,7 +454,7 @@ impl<S: Stream<Item = Result<bytes::Bytes, LceError>>> Stream for KeepAlive<S> {
                 if timer.as_mut().poll(cx).is_ready() {
                     *this.timer = None;
                     let mut buf = bytes::BytesMut::new();
-                    if lce_wire::write_comment(&mut buf, "keep-alive").is_ok() {
+                    if lce::wire::write_comment(&mut buf, "keep-alive").is_ok() {
                         return Poll::Ready(Some(Ok(buf.freeze())));
                     }
                 }

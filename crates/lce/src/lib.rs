@@ -7,6 +7,7 @@
 //! | module | crate | feature |
 //! |---|---|---|
 //! | [`types`] | `lce-types` | always |
+//! | [`wire`] | `lce-wire` | `wire` (on with every encoder and `sanitize`) |
 //! | [`validate`] | `lce-validate` | `validate` |
 //! | [`sanitize`] | `lce-sanitize` | `sanitize` |
 //! | [`custom`] | `lce-encode-custom` | `encode-custom` |
@@ -74,6 +75,8 @@ pub use lce_sanitize as sanitize;
 pub use lce_stream as stream;
 #[cfg(feature = "validate")]
 pub use lce_validate as validate;
+#[cfg(feature = "wire")]
+pub use lce_wire as wire;
 
 /// The names most programs need, for `use lce::prelude::*`.
 pub mod prelude {
