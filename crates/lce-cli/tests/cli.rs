@@ -4,20 +4,9 @@
 //! version, on stdout; 2 for usage errors, on stderr).
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-use std::process::Command;
+mod common;
 
-/// Runs `lce ARGS`: exit status, stdout, stderr.
-fn lce(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lce"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+use common::lce;
 
 /// Every command and every option it takes.
 const COMMANDS: &[(&str, &[&str])] = &[

@@ -147,3 +147,16 @@ pub fn dechunk(mut b: &[u8]) -> Vec<u8> {
         b = &b[size + 2..];
     }
 }
+
+/// Runs `lce ARGS` to the end: exit status (-1 if killed), stdout, stderr.
+pub fn lce(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lce"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
