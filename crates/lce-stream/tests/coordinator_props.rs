@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use bytes::BytesMut;
@@ -13,7 +12,7 @@ use futures::StreamExt;
 use lce_stream::{
     Coordinator, CoordinatorOptions, LifecycleStreamExt, SseDecoder, WireEncoder, WireFormat,
 };
-use lce_types::{Event, EventLines};
+use lce_types::Event;
 use lce_validate::{Mode, RunValidator, ValidatorOptions};
 use proptest::prelude::*;
 use tokio_util::codec::Decoder;
@@ -21,21 +20,9 @@ use tokio_util::codec::Decoder;
 fn scenarios() -> &'static Vec<Vec<Event>> {
     static S: OnceLock<Vec<Vec<Event>>> = OnceLock::new();
     S.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/scenarios");
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        paths.sort();
-        paths
-            .iter()
-            .map(|p| {
-                let bytes = std::fs::read(p).unwrap();
-                EventLines::new(&bytes[..])
-                    .map(|r| r.unwrap().unwrap())
-                    .collect()
-            })
+        lce_testkit::fixtures::scenarios()
+            .into_iter()
+            .map(|(_, events)| events)
             .collect()
     })
 }

@@ -11,7 +11,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
@@ -22,31 +21,13 @@ use lce_stream::{
     CancelHandle, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
     LifecycleStreamExt, SseDecoder, SseFrame, WireEncoder, WireFormat,
 };
-use lce_types::{CancelReason, Event, EventLines};
+use lce_types::{CancelReason, Event};
 use proptest::prelude::*;
 use tokio_util::codec::Decoder;
 
 fn scenarios() -> &'static Vec<(String, Vec<Event>)> {
     static S: OnceLock<Vec<(String, Vec<Event>)>> = OnceLock::new();
-    S.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/scenarios");
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        paths.sort();
-        paths
-            .iter()
-            .map(|p| {
-                let bytes = std::fs::read(p).unwrap();
-                let events = EventLines::new(&bytes[..])
-                    .map(|r| r.unwrap().unwrap())
-                    .collect();
-                (p.file_stem().unwrap().to_str().unwrap().to_owned(), events)
-            })
-            .collect()
-    })
+    S.get_or_init(lce_testkit::fixtures::scenarios)
 }
 
 fn scenario(name: &str) -> Vec<Event> {

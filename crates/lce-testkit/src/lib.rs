@@ -17,6 +17,7 @@
 //! - [`time`]: the clock both start from, RFC 3339 timestamps from
 //!   milliseconds, and the civil date of a day number.
 //! - [`json_string`]: a string as JSON text, for `data` written by hand.
+//! - [`fixtures`]: the bundled scenarios, read and parsed once per call.
 //!
 //! May depend on: `lce-types` (the builder parses with it) and std, nothing
 //! else; the corpus generator and [`time`] use std only. Any crate's tests
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod corpus;
+pub mod fixtures;
 mod json;
 mod run;
 pub mod time;
