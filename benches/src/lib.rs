@@ -153,8 +153,8 @@ pub fn pipeline(
         .lines()
         .map(move |l| parser.parse_slice(l).map_err(LceError::from));
     let coordinator = Coordinator::new(CoordinatorOptions::new(run_id, conversation_id));
-    let mut frames = futures::stream::iter(lines)
-        .coordinated(coordinator)
+    let mut frames = lce_stream::source(futures::stream::iter(lines))
+        .enforced(coordinator)
         .encoded(WireEncoder::new(format, None));
     rt.block_on(async {
         let mut n = 0;

@@ -19,26 +19,19 @@
 //! its column and an excerpt. 2 for usage or I/O errors.
 //!
 //! Output is buffered and flushed whenever the pipeline would wait and at the
-//! end. Live input (D13a): when stdin is not a regular file, a reader thread
-//! feeds the pipeline; whenever no line is ready the encoder releases the
+//! end. Live input (D13a): when stdin is not a regular file, tokio's
+//! `FramedRead` reads it; whenever no line is ready the encoder releases the
 //! tool starts whose arguments are complete. A FILE argument or a redirected
 //! regular file is always ready, so its output is deterministic and equals
 //! the golden files.
 
-use std::cell::Cell;
-use std::io::{self, BufRead, Write};
-use std::rc::Rc;
-use std::sync::Arc;
+use std::io::{self, Write};
 
 use futures::{FutureExt, Stream, StreamExt};
 use lce::prelude::*;
-use lce::stream::{Cause, MemoryAudit, WireFormat};
-use lce::types::ParseError;
+use lce::stream::{Cause, WireFormat};
 
 use crate::{UsageError, input};
-
-/// One item read from the input, with its line number.
-type Item = (u64, io::Result<Result<Event, ParseError>>);
 
 /// What `lce encode --help` shows after the options.
 const AFTER_HELP: &str = "\
@@ -116,31 +109,27 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
     runtime.block_on(encode(input, live, options, &name))
 }
 
-/// The input's lines as a stream: read in place (always ready), or from a
-/// reader thread (a live pipe: the stream is pending while no line is ready).
-fn lines(input: input::Input, live: bool) -> std::pin::Pin<Box<dyn Stream<Item = Item>>> {
-    if !live {
-        let mut lines = EventLines::new(input.reader);
-        return Box::pin(futures::stream::iter(std::iter::from_fn(move || {
-            let item = lines.next()?;
-            Some((lines.line(), item))
-        })));
+/// The input's lines as the start of the chain: read in place (a file,
+/// always ready: the output is deterministic), or, for a live pipe, by
+/// tokio's `FramedRead` over stdin (the stream is pending while no line is
+/// ready, and the encoder may release held tool starts, D13a). One item per
+/// line either way.
+fn lines(
+    input: input::Input,
+    live: bool,
+) -> lce::stream::Source<std::pin::Pin<Box<dyn Stream<Item = Result<Event, LceError>>>>> {
+    if live {
+        drop(input);
+        return lce::stream::source(Box::pin(lce::stream::codec::read_event_lines(
+            tokio::io::stdin(),
+        )));
     }
-    drop(input);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(256);
-    std::thread::spawn(move || {
-        // `Box<dyn BufRead>` is not `Send`: the thread opens stdin itself.
-        let reader: Box<dyn BufRead> =
-            Box::new(io::BufReader::with_capacity(64 * 1024, io::stdin()));
-        let mut lines = EventLines::new(reader);
-        while let Some(item) = lines.next() {
-            let stop = item.is_err();
-            if tx.blocking_send((lines.line(), item)).is_err() || stop {
-                break;
-            }
-        }
+    let lines = EventLines::new(input.reader).map(|item| match item {
+        Ok(Ok(event)) => Ok(event),
+        Ok(Err(parse)) => Err(LceError::Parse(parse)),
+        Err(io) => Err(LceError::Io(io)),
     });
-    Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+    lce::stream::source(Box::pin(futures::stream::iter(lines)))
 }
 
 /// What the command line chose for the run.
@@ -163,56 +152,24 @@ async fn encode(
         ephemeral,
         limits,
     } = options;
-    let mut source = lines(input, live).peekable();
-    // The run's ids come from the first event that parses (the coordinator
-    // checks every other event against them).
-    // The run's ids come from the first line when it parses (the
-    // coordinator checks every other event against them); otherwise the run
-    // is reported under placeholder ids.
-    let ids = match std::pin::Pin::new(&mut source).peek().await {
-        Some((_, Ok(Ok(e)))) => (e.run_id.clone(), e.conversation_id.clone()),
+    let mut source = lines(input, live);
+    // The run's ids come from the first line when it parses (the validator
+    // checks every other event against them); otherwise the run is reported
+    // under placeholder ids.
+    let first = source.next().await;
+    let ids = match &first {
+        Some(Ok(e)) => (e.run_id.clone(), e.conversation_id.clone()),
         _ => ("unknown-run".into(), "unknown-conversation".into()),
     };
+    let items = futures::stream::iter(first).chain(source);
 
-    // What the coordinator pulled last, and the first parse error: enough
-    // to say where it intervened, in `lce check`'s words.
-    let last_line = Rc::new(Cell::new(0u64));
-    let first_parse_error: Rc<std::cell::RefCell<Option<ParseError>>> = Rc::default();
-    let io_error: Rc<std::cell::RefCell<Option<io::Error>>> = Rc::default();
-    let items = {
-        let (last_line, first_parse_error, io_error) = (
-            last_line.clone(),
-            first_parse_error.clone(),
-            io_error.clone(),
-        );
-        source.map(move |(line, item)| {
-            last_line.set(line);
-            match item {
-                Ok(Ok(e)) => Ok(e),
-                Ok(Err(e)) => {
-                    first_parse_error
-                        .borrow_mut()
-                        .get_or_insert_with(|| e.clone());
-                    Err(LceError::Parse(e))
-                }
-                Err(e) => {
-                    let err = LceError::Io(io::Error::new(e.kind(), "read error"));
-                    io_error.borrow_mut().get_or_insert(e);
-                    Err(err)
-                }
-            }
-        })
-    };
-
-    let audit = Arc::new(MemoryAudit::new());
     let coordinator = Coordinator::new(
         CoordinatorOptions::new(ids.0, ids.1)
             .ephemeral(ephemeral)
             .limits(limits),
-    )
-    .audit(audit.clone());
-    let mut frames = items
-        .coordinated(coordinator)
+    );
+    let mut frames = lce::stream::source(items)
+        .enforced(coordinator)
         .encoded(WireEncoder::new(format, agent_name));
 
     let stdout = io::stdout();
@@ -239,28 +196,20 @@ async fn encode(
     }
     out.flush().map_err(write_err)?;
     drop(out);
-    drop(frames);
 
-    if let Some(e) = io_error.borrow_mut().take() {
+    // Where the coordinator stepped in comes with the run it coordinated.
+    let coordinated = frames.get_mut();
+    let error = coordinated.take_error();
+    if let Some(LceError::Io(e)) = &error {
         return Err(UsageError(format!("{name}: read error: {e}")));
     }
-    let Some(record) = audit.records().into_iter().next() else {
+    let Some(intervention) = coordinated.intervention() else {
         return Ok(true);
     };
-    if !record.coordinator_terminal && record.rule.is_none() {
-        return Ok(true);
-    }
-    // The line the coordinator stopped at: items are one per line, and it
-    // may have read (and dropped) a few more after deciding the terminal.
-    let mut line = last_line
-        .get()
-        .saturating_sub(record.counters.after_terminal);
-    if !record.coordinator_terminal {
-        // The adapter's terminal stood; the first line after it broke the rule.
-        line += 1;
-    }
-    match (record.rule, first_parse_error.borrow().as_ref()) {
-        (Some(Cause::Parse), Some(e)) => {
+    // One item per line: the item's position is its line.
+    let line = intervention.position;
+    match (intervention.cause, &error) {
+        (Some(Cause::Parse), Some(LceError::Parse(e))) => {
             eprintln!(
                 "{name}:{}: {}",
                 e.line.unwrap_or(line),
@@ -268,10 +217,10 @@ async fn encode(
             );
         }
         _ => {
-            let reason = record.reason.unwrap_or_else(|| {
+            let reason = intervention.reason.unwrap_or_else(|| {
                 format!(
                     "the coordinator ended the run with {}",
-                    record.code.unwrap_or_default()
+                    intervention.code.unwrap_or_default()
                 )
             });
             eprintln!("{name}:{line}: {reason}");

@@ -129,7 +129,10 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
     // Input read in place is always ready: never a live release (D13a).
-    let acc = runtime.block_on(accumulate(items.coordinated(coordinator), false));
+    let acc = runtime.block_on(accumulate(
+        lce::stream::source(items).enforced(coordinator),
+        false,
+    ));
     if let Some(e) = io_error.borrow_mut().take() {
         return Err(UsageError(format!("{name}: read error: {e}")));
     }

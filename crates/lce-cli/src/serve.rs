@@ -279,8 +279,7 @@ impl App {
         scenario: Arc<Vec<Event>>,
         run_id: Option<String>,
         conversation_id: String,
-    ) -> lce::stream::Coordinated<impl Stream<Item = Result<Event, LceError>> + Send + 'static>
-    {
+    ) -> lce::stream::Enforced<impl lce::stream::LifecycleStream + Send + 'static> {
         let run_id = run_id
             .or_else(|| scenario.first().map(|e| e.run_id.to_string()))
             .unwrap_or_else(|| "run".to_owned());
@@ -291,7 +290,8 @@ impl App {
         .store(self.store.clone())
         .audit(self.audit.clone())
         .cancel_handle(self.shutdown.clone());
-        paced(scenario, self.config.speed, run_id, conversation_id).coordinated(coordinator)
+        lce::stream::source(paced(scenario, self.config.speed, run_id, conversation_id))
+            .enforced(coordinator)
     }
 }
 

@@ -110,3 +110,57 @@ fn no_stray_golden_files() {
         }
     }
 }
+
+/// Runs `lce encode --to format` with the scenario written into a pipe one
+/// line at a time: the live path (tokio's `FramedRead` over stdin, D13a
+/// releases whenever no line is ready).
+fn encode_from_pipe(format: &str, file: &Path) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
+        .args(["encode", "--to", format])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    let writer = std::thread::spawn(move || {
+        for line in text.split_inclusive('\n') {
+            stdin.write_all(line.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "lce encode --to {format} < {} failed: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn a_pipe_gives_the_golden_bytes() {
+    let scenarios = scenarios();
+    for format in FORMATS {
+        for scenario in &scenarios {
+            let stem = scenario.file_stem().unwrap().to_string_lossy().into_owned();
+            let want = std::fs::read(
+                root()
+                    .join("fixtures/golden")
+                    .join(format)
+                    .join(format!("{stem}.sse")),
+            )
+            .unwrap();
+            let got = encode_from_pipe(format, scenario);
+            assert!(
+                want == got,
+                "{format}/{stem}.sse from a pipe: {}",
+                first_difference(&want, &got)
+            );
+        }
+    }
+}

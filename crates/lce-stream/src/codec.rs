@@ -135,6 +135,23 @@ impl Decoder for EventLinesDecoder {
     }
 }
 
+/// Reads canonical JSON Lines from `reader` as a lifecycle stream's items:
+/// [`EventLinesDecoder`] driven by tokio-util's `FramedRead`. Every line is
+/// one item (an event, or a [`LceError::Parse`](crate::LceError::Parse)
+/// naming its line); an I/O error is the last item. Start a chain with it
+/// through [`source`](crate::source).
+pub fn read_event_lines<R>(reader: R) -> impl futures::Stream<Item = Result<Event, crate::LceError>>
+where
+    R: tokio::io::AsyncRead,
+{
+    use futures::StreamExt as _;
+    tokio_util::codec::FramedRead::new(reader, EventLinesDecoder::new()).map(|item| match item {
+        Ok(Ok(event)) => Ok(event),
+        Ok(Err(parse)) => Err(crate::LceError::Parse(parse)),
+        Err(io) => Err(crate::LceError::Io(io)),
+    })
+}
+
 /// One SSE frame as a client sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SseFrame {

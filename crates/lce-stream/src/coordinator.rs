@@ -1,14 +1,18 @@
 //! The coordinator: whatever the adapter does, what leaves here obeys the
 //! contract (rules 1-15, D8-D11).
 //!
-//! It wraps an adapter stream and, per item:
-//! - drops empty deltas (D7), sanitizes (bounds, hygiene) and validates in
-//!   adapter mode (D10a);
-//! - on a rejected or invalid item ends the run with
-//!   `run.error{harness_event_invalid}` (D8), drops the item and drains what
-//!   the adapter has ready;
-//! - on an adapter stream that ends without a terminal emits
-//!   `run.error{provider_stream_closed}` (D9, rule 12);
+//! It is the last stage of the chain (see
+//! [`LifecycleStreamExt`](crate::LifecycleStreamExt)): the stages before it
+//! drop empty deltas (D7), sanitize and validate in adapter mode (D10a), and
+//! yield a typed error item for whatever they refuse. It does not sanitize or
+//! validate itself; it coordinates:
+//! - on an error item (a rejected event, a violation, a line that did not
+//!   parse, an adapter's own error) ends the run with
+//!   `run.error{harness_event_invalid}` (D8) and drains what the adapter has
+//!   ready;
+//! - on an adapter stream that ends without a terminal (the validator's rule
+//!   12 item, or the stream's end) emits `run.error{provider_stream_closed}`
+//!   (D9, rule 12);
 //! - before `run.finished` / `run.interrupted` commits through the
 //!   [`ThreadStore`] and fills `thread_state` from the result, or turns the
 //!   terminal into `run.error{thread_durability_uncertain}` (D10, rules
@@ -32,17 +36,17 @@ use std::time::Duration;
 
 use futures::Stream;
 use futures::future::BoxFuture;
-use lce_sanitize::Sanitizer;
 use lce_types::{
     CancelReason, Durability, Event, EventType, Limits, Payload, RunCancelled, RunError,
     RunStarted, SideEffectStatus, ThreadState, Timestamp,
 };
-use lce_validate::{Mode, Rule, RunValidator, ToolSchemas, ValidatorOptions};
+use lce_validate::{Mode, Rule, ToolSchemas, ValidatorOptions};
 use pin_project_lite::pin_project;
 
 use crate::audit::{AuditRecord, AuditSink, RunCounters, TracingAudit};
 use crate::cancel::CancelHandle;
 use crate::error::{Cause, LceError};
+use crate::ext::{LifecycleStream, StageCounts};
 use crate::store::{CommitError, CommitRequest, Committed, MemoryStore, ThreadStore};
 
 /// `run.error` code: the adapter broke the contract (D8).
@@ -70,12 +74,12 @@ pub struct CoordinatorOptions {
     pub conversation_id: Arc<str>,
     /// Ephemeral harnesses skip commits and finish without `thread_state`.
     pub ephemeral: bool,
-    /// Bounds for the sanitizer and rule 11.
+    /// Bounds for the sanitizer and rule 11, when
+    /// [`enforced`](crate::LifecycleStreamExt::enforced) builds the stages.
     pub limits: Limits,
-    /// Tool argument schemas (D6).
+    /// Tool argument schemas (D6), when
+    /// [`enforced`](crate::LifecycleStreamExt::enforced) builds the stages.
     pub schemas: ToolSchemas,
-    /// Sanitize each event before validating it.
-    pub sanitize: bool,
     /// How long a commit may take before it counts as failed.
     pub commit_timeout: Duration,
     /// The run's deadline, from the first poll.
@@ -89,7 +93,7 @@ pub struct CoordinatorOptions {
 
 impl CoordinatorOptions {
     /// Options for the run `run_id` of `conversation_id`, with defaults:
-    /// not ephemeral, default limits, sanitizing, 10 s commit timeout, no
+    /// not ephemeral, default limits, no schemas, 10 s commit timeout, no
     /// deadline.
     pub fn new(run_id: impl Into<Arc<str>>, conversation_id: impl Into<Arc<str>>) -> Self {
         CoordinatorOptions {
@@ -98,7 +102,6 @@ impl CoordinatorOptions {
             ephemeral: false,
             limits: Limits::default(),
             schemas: ToolSchemas::new(),
-            sanitize: true,
             commit_timeout: Duration::from_secs(10),
             deadline: None,
             drain_limit: 10_000,
@@ -124,12 +127,6 @@ impl CoordinatorOptions {
         self
     }
 
-    /// Turns sanitizing on or off.
-    pub fn sanitize(mut self, sanitize: bool) -> Self {
-        self.sanitize = sanitize;
-        self
-    }
-
     /// Sets the commit timeout.
     pub fn commit_timeout(mut self, timeout: Duration) -> Self {
         self.commit_timeout = timeout;
@@ -140,6 +137,19 @@ impl CoordinatorOptions {
     pub fn deadline(mut self, deadline: Option<Duration>) -> Self {
         self.deadline = deadline;
         self
+    }
+
+    /// The validator's options for this run: adapter mode (D10a), these
+    /// limits, schemas and ephemerality, and this run's identity (its
+    /// `run_id` and `conversation_id` from the first event on, since the
+    /// coordinator's own events carry them).
+    pub fn validator_options(&self) -> ValidatorOptions {
+        ValidatorOptions::new()
+            .mode(Mode::Adapter)
+            .ephemeral(self.ephemeral)
+            .limits(self.limits.clone())
+            .schemas(self.schemas.clone())
+            .identity(Arc::clone(&self.run_id), Arc::clone(&self.conversation_id))
     }
 }
 
@@ -194,22 +204,20 @@ impl Coordinator {
         self.cancel.clone()
     }
 
-    /// Wraps `upstream`; the result always satisfies the contract.
+    /// The run's options.
+    pub fn options(&self) -> &CoordinatorOptions {
+        &self.options
+    }
+
+    /// Wraps `upstream`, the chain's stages so far (see
+    /// [`LifecycleStreamExt`](crate::LifecycleStreamExt)). Over a chain that
+    /// drops empty deltas, sanitizes and validates, as
+    /// [`enforced`](crate::LifecycleStreamExt::enforced) builds it, the
+    /// result always satisfies the contract.
     pub fn coordinate<S>(self, upstream: S) -> Coordinated<S>
     where
-        S: Stream<Item = Result<Event, LceError>>,
+        S: LifecycleStream,
     {
-        let validator = RunValidator::new(
-            ValidatorOptions::new()
-                .mode(Mode::Adapter)
-                .ephemeral(self.options.ephemeral)
-                .limits(self.options.limits.clone())
-                .schemas(self.options.schemas.clone()),
-        );
-        let sanitizer = self
-            .options
-            .sanitize
-            .then(|| Sanitizer::new(self.options.limits.clone()));
         // The deadline's timer starts at the first poll (as documented), not
         // here: the stream may be built long before it is polled, and outside
         // any runtime.
@@ -221,17 +229,17 @@ impl Coordinator {
                 store: self.store,
                 audit: self.audit,
                 cancel: self.cancel,
-                validator,
-                sanitizer,
                 deadline,
                 state: State::Running,
                 queue: VecDeque::new(),
                 counters: RunCounters::default(),
+                stages: StageCounts::default(),
                 last_sequence: None,
                 last_timestamp: None,
                 output_forwarded: false,
                 started: false,
                 end: None,
+                error: None,
                 recorded: false,
             },
         }
@@ -284,6 +292,35 @@ struct End {
     rule: Option<Cause>,
     reason: Option<String>,
     coordinator_terminal: bool,
+    /// How many adapter items had been read when the end was decided (or,
+    /// for a rule broken after the adapter's terminal, up to that item).
+    position: u64,
+}
+
+/// Where and why the coordinator stepped in: what a program driving the
+/// chain (say `lce encode`) reports to its user, read from
+/// [`Coordinated::intervention`] once the run has ended. Payload-free, like
+/// the audit record it mirrors.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Intervention {
+    /// The terminal the run ended with.
+    pub terminal: EventType,
+    /// `run.error` code or `run.cancelled` reason, when there is one.
+    pub code: Option<String>,
+    /// What the adapter broke, when it broke something (none for a
+    /// cancellation, a deadline or a failed commit's store).
+    pub cause: Option<Cause>,
+    /// What the stage that refused the item said, in its payload-free words.
+    pub reason: Option<String>,
+    /// The 1-based position, among the items the adapter sent, of the item
+    /// that decided it: the refused item, the first item after the
+    /// adapter's own terminal, or (closure, failed commit, cancellation) the
+    /// last item read. One item per line when the adapter reads JSON Lines.
+    pub position: u64,
+    /// `true` when the coordinator wrote the terminal; `false` when the
+    /// adapter's own terminal stood and it broke a rule after it.
+    pub coordinator_terminal: bool,
 }
 
 struct Inner {
@@ -291,12 +328,13 @@ struct Inner {
     store: Arc<dyn ThreadStore>,
     audit: Arc<dyn AuditSink>,
     cancel: CancelHandle,
-    validator: RunValidator,
-    sanitizer: Option<Sanitizer>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     state: State,
     queue: VecDeque<Event>,
+    /// What the coordinator itself counted.
     counters: RunCounters,
+    /// What the stages before it counted, as of the last poll.
+    stages: StageCounts,
     last_sequence: Option<u64>,
     /// The last forwarded event's timestamp (none before the first), for
     /// the coordinator's own events. Cloning one allocates nothing unless
@@ -307,6 +345,9 @@ struct Inner {
     output_forwarded: bool,
     started: bool,
     end: Option<End>,
+    /// The error item that ended the run (or broke a rule after the
+    /// adapter's terminal), for [`Coordinated::take_error`].
+    error: Option<LceError>,
     recorded: bool,
 }
 
@@ -335,6 +376,7 @@ pin_project! {
                     rule: None,
                     reason: None,
                     coordinator_terminal: true,
+                    position: inner.run_counters().events_in,
                 });
             }
             inner.record();
@@ -398,14 +440,38 @@ impl<S> Coordinated<S> {
         self.upstream.take()
     }
 
-    /// The run's counters so far.
+    /// The run's counters so far: the coordinator's, with what the stages
+    /// before it dropped and changed (as of the last poll).
     pub fn counters(&self) -> RunCounters {
-        self.inner.counters
+        self.inner.run_counters()
     }
 
     /// The cancellation handle of this run.
     pub fn cancel_handle(&self) -> CancelHandle {
         self.inner.cancel.clone()
+    }
+
+    /// Where and why the coordinator stepped in, once the run has ended:
+    /// `None` while it runs, and when the adapter's run ended as the
+    /// contract says (its own terminal, nothing broken after it).
+    pub fn intervention(&self) -> Option<Intervention> {
+        let end = self.inner.end.as_ref()?;
+        (end.coordinator_terminal || end.rule.is_some()).then(|| Intervention {
+            terminal: end.terminal,
+            code: end.code.clone(),
+            cause: end.rule,
+            reason: end.reason.clone(),
+            position: end.position,
+            coordinator_terminal: end.coordinator_terminal,
+        })
+    }
+
+    /// Takes the error item that ended the run (or broke a rule after the
+    /// adapter's own terminal), typed as the stage yielded it: a
+    /// [`LceError::Parse`] keeps its line and column, a [`LceError::Io`] its
+    /// source. `None` when no error item did.
+    pub fn take_error(&mut self) -> Option<LceError> {
+        self.inner.error.take()
     }
 }
 
@@ -417,6 +483,20 @@ fn is_output(ty: EventType) -> bool {
 }
 
 impl Inner {
+    /// The coordinator's counters with the stages': every item the adapter
+    /// sent is counted once, wherever it went.
+    fn run_counters(&self) -> RunCounters {
+        let (c, s) = (self.counters, self.stages);
+        RunCounters {
+            events_in: c.events_in + s.empty_deltas + s.discarded,
+            forwarded: c.forwarded,
+            dropped: c.dropped + s.empty_deltas + s.discarded,
+            empty_deltas: s.empty_deltas,
+            after_terminal: c.after_terminal + s.discarded,
+            cleaned: s.cleaned,
+        }
+    }
+
     fn side_effect_status(&self) -> SideEffectStatus {
         if self.output_forwarded {
             SideEffectStatus::Possible
@@ -506,6 +586,7 @@ impl Inner {
             rule,
             reason,
             coordinator_terminal: true,
+            position: self.run_counters().events_in,
         });
         self.forward(e);
         self.state = State::Draining;
@@ -526,6 +607,7 @@ impl Inner {
             rule: None,
             reason: None,
             coordinator_terminal: true,
+            position: self.run_counters().events_in,
         });
         self.forward(e);
         // Cancellation drops the adapter at once: nothing is drained.
@@ -558,81 +640,45 @@ impl Inner {
         );
     }
 
-    /// Handles one adapter item while running.
-    /// Handles one item from the adapter. The event to forward comes back
-    /// when nothing is queued before it (the steady state: no trip through
-    /// the queue); anything else is queued or dropped.
+    /// The adapter stream ended without a terminal (D9, rule 12).
+    fn closed(&mut self, rule: Cause, reason: Option<String>) {
+        tracing::warn!(
+            target: "lce::coordinator",
+            run_id = %self.options.run_id,
+            conversation_id = %self.options.conversation_id,
+            rule = %rule,
+            "adapter stream ended without a terminal; ending the run with provider_stream_closed"
+        );
+        self.end_with_error(
+            PROVIDER_STREAM_CLOSED,
+            PROVIDER_STREAM_CLOSED_MESSAGE,
+            Some(rule),
+            reason,
+            false,
+        );
+    }
+
+    /// Handles one item from the stages while running. The event to forward
+    /// comes back when nothing is queued before it (the steady state: no
+    /// trip through the queue); anything else is queued or dropped.
     fn on_item(&mut self, item: Result<Event, LceError>) -> Option<Event> {
-        self.counters.events_in += 1;
-        let mut event = match item {
+        let event = match item {
             Ok(e) => e,
+            // The validator's rule 12: the stream ended without a terminal.
+            // Not an item of the adapter's, so not counted as one.
+            Err(LceError::Violation(v)) if v.rule == Rule::MissingTerminal => {
+                self.closed(Cause::Rule(v.rule), Some(v.to_string()));
+                return None;
+            }
             Err(err) => {
+                self.counters.events_in += 1;
                 let (seq, ty) = (err.sequence(), err.event_type());
                 self.violation(err.cause(), safe_reason(&err), seq, ty);
+                self.error = Some(err);
                 return None;
             }
         };
-        if event.is_empty_delta() {
-            self.counters.dropped += 1;
-            self.counters.empty_deltas += 1;
-            return None;
-        }
-        let (sequence, event_type) = (event.sequence, event.event_type());
-        if let Some(s) = &self.sanitizer {
-            // In place: the event is not moved in and out (240 bytes).
-            match s.sanitize_in_place(&mut event) {
-                Ok(report) => {
-                    if !report.is_clean() {
-                        self.counters.cleaned += 1;
-                    }
-                }
-                Err(rejection) => {
-                    tracing::debug!(target: "lce::coordinator", kind = ?rejection.kind, "sanitizer rejection");
-                    let reason = format!("seq {sequence}: {event_type} rejected: {rejection}");
-                    self.violation(Cause::Sanitize, reason, Some(sequence), Some(event_type));
-                    return None;
-                }
-            }
-        }
-        // Run identity against the options: the validator takes the run's ids
-        // from the first event it accepts, but the coordinator's own events
-        // carry the options' ids, so a first event with other ids would make
-        // a run with two. (Later events are checked by the validator against
-        // the first.) Ids are bounded and control-free here (sanitized).
-        if self.validator.events() == 0 {
-            let mismatch = if *event.run_id != *self.options.run_id {
-                Some(("run_id", &*event.run_id, "run is", &*self.options.run_id))
-            } else if *event.conversation_id != *self.options.conversation_id {
-                let (got, want) = (&*event.conversation_id, &*self.options.conversation_id);
-                Some(("conversation_id", got, "run's is", want))
-            } else {
-                None
-            };
-            if let Some((field, got, is, want)) = mismatch {
-                let v = lce_validate::Violation::new(
-                    Rule::RunIdentity,
-                    sequence,
-                    Some(event_type),
-                    format!("{event_type} has {field} `{got}` but the {is} `{want}`"),
-                );
-                self.violation(
-                    Cause::Rule(v.rule),
-                    v.to_string(),
-                    Some(sequence),
-                    Some(event_type),
-                );
-                return None;
-            }
-        }
-        if let Err(v) = self.validator.push(&event) {
-            self.violation(
-                Cause::Rule(v.rule),
-                v.to_string(),
-                Some(v.sequence),
-                v.event_type,
-            );
-            return None;
-        }
+        self.counters.events_in += 1;
         match event.event_type() {
             EventType::RunFinished | EventType::RunInterrupted if !self.options.ephemeral => {
                 let request = CommitRequest {
@@ -677,6 +723,7 @@ impl Inner {
                     rule: None,
                     reason: None,
                     coordinator_terminal: false,
+                    position: self.run_counters().events_in,
                 });
                 self.forward(event);
                 self.state = State::Draining;
@@ -709,6 +756,7 @@ impl Inner {
                     rule: None,
                     reason: None,
                     coordinator_terminal: false,
+                    position: self.run_counters().events_in,
                 });
                 self.forward(terminal);
                 self.state = State::Draining;
@@ -740,20 +788,20 @@ impl Inner {
         }
     }
 
-    /// The first item after an adapter's own terminal says which rule the
-    /// adapter broke (3, 4 or 15): kept for the audit record.
+    /// The first item after an adapter's own terminal: the validating
+    /// stage's error item says which rule the adapter broke (3, 4 or 15),
+    /// kept for the audit record. (Without a validating stage the item is
+    /// an event, counted and dropped with no rule named.)
     fn note_after_terminal(&mut self, item: Result<Event, LceError>) {
         let Some(end) = &mut self.end else { return };
         if end.coordinator_terminal || end.rule.is_some() {
             return;
         }
-        let (rule, reason) = match item {
-            Ok(event) => match self.validator.push(&event) {
-                Err(v) => (Cause::Rule(v.rule), v.to_string()),
-                Ok(()) => return,
-            },
-            Err(e) => (e.cause(), safe_reason(&e)),
-        };
+        // This item is not counted yet: it is the next one.
+        end.position =
+            self.counters.events_in + self.stages.empty_deltas + self.stages.discarded + 1;
+        let Err(e) = item else { return };
+        let (rule, reason) = (e.cause(), safe_reason(&e));
         tracing::warn!(
             target: "lce::coordinator",
             run_id = %self.options.run_id,
@@ -762,6 +810,7 @@ impl Inner {
         );
         end.rule = Some(rule);
         end.reason = Some(reason);
+        self.error = Some(e);
     }
 
     fn record(&mut self) {
@@ -780,46 +829,45 @@ impl Inner {
             rule: end.rule,
             reason: end.reason,
             coordinator_terminal: end.coordinator_terminal,
-            counters: self.counters,
+            counters: self.run_counters(),
         });
     }
 }
 
-impl<S> Stream for Coordinated<S>
-where
-    S: Stream<Item = Result<Event, LceError>>,
-{
-    type Item = Result<Event, LceError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
+impl Inner {
+    /// One poll of the run: what [`Coordinated`] yields.
+    fn poll_run<S: LifecycleStream>(
+        &mut self,
+        mut upstream: Pin<&mut Option<S>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Event, LceError>>> {
         loop {
-            let inner = &mut *this.inner;
-            if let Some(e) = inner.queue.pop_front() {
+            if let Some(e) = self.queue.pop_front() {
                 return Poll::Ready(Some(Ok(e)));
             }
-            match &mut inner.state {
+            match &mut self.state {
                 State::Done => {
-                    this.upstream.set(None);
-                    inner.record();
+                    self.release(upstream.as_mut());
+                    self.record();
                     return Poll::Ready(None);
                 }
                 State::Draining => {
                     // Count what the adapter has ready after the terminal,
                     // without waiting for more, then let it go.
                     let mut drained = 0usize;
-                    if let Some(up) = this.upstream.as_mut().as_pin_mut() {
+                    if let Some(up) = upstream.as_mut().as_pin_mut() {
                         let mut up = up;
-                        while drained < inner.options.drain_limit {
+                        while drained < self.options.drain_limit {
                             match up.as_mut().poll_next(cx) {
                                 Poll::Ready(Some(item)) => {
                                     if drained == 0 {
-                                        inner.note_after_terminal(item);
+                                        self.stages = up.as_ref().stage_counts();
+                                        self.note_after_terminal(item);
                                     }
                                     drained += 1;
-                                    inner.counters.events_in += 1;
-                                    inner.counters.dropped += 1;
-                                    inner.counters.after_terminal += 1;
+                                    self.counters.events_in += 1;
+                                    self.counters.dropped += 1;
+                                    self.counters.after_terminal += 1;
                                 }
                                 Poll::Ready(None) | Poll::Pending => break,
                             }
@@ -828,12 +876,12 @@ where
                     if drained > 0 {
                         tracing::debug!(
                             target: "lce::coordinator",
-                            run_id = %inner.options.run_id,
+                            run_id = %self.options.run_id,
                             dropped = drained,
                             "events after the terminal dropped"
                         );
                     }
-                    inner.state = State::Done;
+                    self.state = State::Done;
                 }
                 State::Committing {
                     commit, timeout, ..
@@ -846,30 +894,30 @@ where
                         },
                     };
                     let State::Committing { terminal, .. } =
-                        std::mem::replace(&mut inner.state, State::Running)
+                        std::mem::replace(&mut self.state, State::Running)
                     else {
                         continue;
                     };
-                    inner.on_commit(*terminal, result);
+                    self.on_commit(*terminal, result);
                 }
                 State::Running => {
-                    if let Some(reason) = inner.cancel.poll_reason(cx) {
-                        inner.end_cancelled(reason);
+                    if let Some(reason) = self.cancel.poll_reason(cx) {
+                        self.end_cancelled(reason);
                         continue;
                     }
-                    if inner.deadline.is_none() {
-                        if let Some(d) = inner.options.deadline {
-                            inner.deadline = Some(Box::pin(tokio::time::sleep(d)));
+                    if self.deadline.is_none() {
+                        if let Some(d) = self.options.deadline {
+                            self.deadline = Some(Box::pin(tokio::time::sleep(d)));
                         }
                     }
-                    if let Some(d) = &mut inner.deadline {
+                    if let Some(d) = &mut self.deadline {
                         if d.as_mut().poll(cx).is_ready() {
-                            inner.end_cancelled(CancelReason::Deadline);
+                            self.end_cancelled(CancelReason::Deadline);
                             continue;
                         }
                     }
-                    let Some(up) = this.upstream.as_mut().as_pin_mut() else {
-                        inner.end_with_error(
+                    let Some(up) = upstream.as_mut().as_pin_mut() else {
+                        self.end_with_error(
                             PROVIDER_STREAM_CLOSED,
                             PROVIDER_STREAM_CLOSED_MESSAGE,
                             Some(Cause::Rule(Rule::MissingTerminal)),
@@ -878,38 +926,52 @@ where
                         );
                         continue;
                     };
-                    match up.poll_next(cx) {
+                    let mut up = up;
+                    match up.as_mut().poll_next(cx) {
                         Poll::Pending => return Poll::Pending,
                         Poll::Ready(Some(item)) => {
-                            if let Some(e) = inner.on_item(item) {
+                            // The stages' counts, fresh where the run may end
+                            // (they say where it ended): not for every event.
+                            if item.as_ref().map_or(true, |e| e.event_type().is_terminal()) {
+                                self.stages = up.as_ref().stage_counts();
+                            }
+                            if let Some(e) = self.on_item(item) {
                                 return Poll::Ready(Some(Ok(e)));
                             }
                         }
                         Poll::Ready(None) => {
-                            this.upstream.set(None);
-                            let (rule, reason) = match inner.validator.finish() {
-                                Err(v) => (Cause::Rule(v.rule), Some(v.to_string())),
-                                Ok(()) => (Cause::Rule(Rule::MissingTerminal), None),
-                            };
-                            tracing::warn!(
-                                target: "lce::coordinator",
-                                run_id = %inner.options.run_id,
-                                conversation_id = %inner.options.conversation_id,
-                                rule = %rule,
-                                "adapter stream ended without a terminal; ending the run with provider_stream_closed"
-                            );
-                            inner.end_with_error(
-                                PROVIDER_STREAM_CLOSED,
-                                PROVIDER_STREAM_CLOSED_MESSAGE,
-                                Some(rule),
-                                reason,
-                                false,
-                            );
+                            self.release(upstream.as_mut());
+                            self.closed(Cause::Rule(Rule::MissingTerminal), None);
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Lets the stages (and the adapter) go, keeping their last counts.
+    fn release<S: LifecycleStream>(&mut self, mut upstream: Pin<&mut Option<S>>) {
+        if let Some(up) = upstream.as_ref().as_pin_ref() {
+            self.stages = up.stage_counts();
+        }
+        upstream.set(None);
+    }
+}
+
+impl<S> Stream for Coordinated<S>
+where
+    S: LifecycleStream,
+{
+    type Item = Result<Event, LceError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let (mut upstream, inner) = (this.upstream, this.inner);
+        let poll = inner.poll_run(upstream.as_mut(), cx);
+        if let Some(up) = upstream.as_ref().as_pin_ref() {
+            inner.stages = up.stage_counts();
+        }
+        poll
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -929,7 +991,7 @@ where
 
 impl<S> futures::stream::FusedStream for Coordinated<S>
 where
-    S: Stream<Item = Result<Event, LceError>>,
+    S: LifecycleStream,
 {
     fn is_terminated(&self) -> bool {
         matches!(self.inner.state, State::Done)

@@ -20,13 +20,26 @@ use crate::error::LceError;
 
 /// Adaptors over streams of `Result<Event, LceError>` (a lifecycle stream).
 ///
-/// Errors pass through every adaptor untouched except [`validated`] (which
-/// ends after the first problem) and [`coordinated`] (which turns problems
-/// into the contract's terminals). Named so it does not clash with
-/// `futures::StreamExt`.
+/// The chain lce builds (`lce encode`, `lce serve`, [`enforced`]) is
+///
+/// ```text
+/// events(adapter)            // or source(items): the adapter's items
+///     .drop_empty_deltas()   // D7
+///     .sanitized(sanitizer)  // bounds, hygiene: a rejected event becomes an error item
+///     .validated(options)    // the 15 rules, adapter mode: a violation becomes an error item
+///     .coordinated(coord)    // error items and closure become terminals; commits, cancel, audit
+///     .encoded(encoder)      // SSE frames
+/// ```
+///
+/// A stage that finds a problem yields a typed error item ([`LceError`]) in
+/// place of the event; every other stage passes error items on untouched,
+/// and [`coordinated`] turns them into the contract's terminals. Leave a
+/// stage out and its guarantee goes with it. Named so it does not clash
+/// with `futures::StreamExt`.
 ///
 /// [`validated`]: LifecycleStreamExt::validated
 /// [`coordinated`]: LifecycleStreamExt::coordinated
+/// [`enforced`]: LifecycleStreamExt::enforced
 pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
     /// Stamps `sequence` 0, 1, 2, ... on the events, for adapters that do
     /// not number their events.
@@ -45,7 +58,8 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
         }
     }
 
-    /// Sanitizes each event; a rejected event becomes an error item.
+    /// Sanitizes each event in place; a rejected event becomes an error item
+    /// ([`LceError::Rejected`]).
     fn sanitized(self, sanitizer: Sanitizer) -> Sanitized<Self> {
         Sanitized {
             inner: self,
@@ -54,20 +68,51 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
         }
     }
 
-    /// Validates the run; yields its events, or the first violation (rule 12
-    /// included, when the stream ends without a terminal) and then ends.
+    /// Validates the run: yields its events, and in place of the first event
+    /// that breaks a rule the [`LceError::Violation`] (rule 12 when the
+    /// stream ends without a terminal). The first error item (a violation, or
+    /// an error from upstream, passed on) ends the run: whatever the stream
+    /// sends after it is drained and dropped (D8), counted in
+    /// [`StageCounts::discarded`], and the adaptor ends with the stream.
     fn validated(self, options: ValidatorOptions) -> Validated<Self> {
         Validated {
             inner: self,
             validator: RunValidator::new(options),
+            failed: false,
             done: false,
+            discarded: 0,
         }
     }
 
-    /// Runs the stream through `coordinator`: the output always satisfies
-    /// the contract.
-    fn coordinated(self, coordinator: Coordinator) -> Coordinated<Self> {
+    /// Runs the stream through `coordinator`, which turns error items and a
+    /// closure without terminal into the contract's terminals and commits,
+    /// cancels and audits the run (see [`coordinator`](crate::coordinator)).
+    /// It does not sanitize or validate: that is the stages' work, and
+    /// [`enforced`](Self::enforced) builds them all.
+    fn coordinated(self, coordinator: Coordinator) -> Coordinated<Self>
+    where
+        Self: LifecycleStream,
+    {
         coordinator.coordinate(self)
+    }
+
+    /// The whole chain lce builds for a run, configured from `coordinator`'s
+    /// options:
+    /// `self.drop_empty_deltas().sanitized(..).validated(..).coordinated(coordinator)`,
+    /// the sanitizer with the options' limits, the validator in adapter mode
+    /// (D10a) with their limits, schemas, ephemerality and run identity. Its
+    /// output satisfies the contract whatever the adapter did.
+    fn enforced(self, coordinator: Coordinator) -> Enforced<Self>
+    where
+        Self: LifecycleStream,
+    {
+        let options = coordinator.options();
+        let sanitizer = Sanitizer::new(options.limits.clone());
+        let validator = options.validator_options();
+        self.drop_empty_deltas()
+            .sanitized(sanitizer)
+            .validated(validator)
+            .coordinated(coordinator)
     }
 
     /// Encodes the events into SSE bytes, one chunk per frame. Never waits
@@ -86,12 +131,67 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
 
 impl<S: Stream<Item = Result<Event, LceError>>> LifecycleStreamExt for S {}
 
+/// The chain [`LifecycleStreamExt::enforced`] builds over `S`.
+pub type Enforced<S> = Coordinated<Validated<Sanitized<DropEmptyDeltas<S>>>>;
+
+/// What the stages of a chain did to items besides passing them on: what
+/// they dropped or changed. The coordinator adds them to its
+/// [`RunCounters`](crate::RunCounters), so a run's audit record counts every
+/// item the adapter sent, wherever it went.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageCounts {
+    /// Empty deltas dropped (D7), by [`DropEmptyDeltas`].
+    pub empty_deltas: u64,
+    /// Events the sanitizer changed, by [`Sanitized`].
+    pub cleaned: u64,
+    /// Items drained and dropped after the run's first error item (D8), by
+    /// [`Validated`].
+    pub discarded: u64,
+}
+
+impl std::ops::Add for StageCounts {
+    type Output = StageCounts;
+
+    fn add(self, other: StageCounts) -> StageCounts {
+        StageCounts {
+            empty_deltas: self.empty_deltas + other.empty_deltas,
+            cleaned: self.cleaned + other.cleaned,
+            discarded: self.discarded + other.discarded,
+        }
+    }
+}
+
+/// A lifecycle stream that says what its stages dropped or changed: what
+/// [`coordinated`](LifecycleStreamExt::coordinated) takes. A chain starts
+/// with [`events`] (a stream of events) or [`source`] (a stream of
+/// `Result<Event, LceError>`), and every adaptor of [`LifecycleStreamExt`]
+/// keeps it one; `Pin<Box<dyn LifecycleStream + Send>>` erases the type.
+pub trait LifecycleStream: Stream<Item = Result<Event, LceError>> {
+    /// What the stages of this chain dropped or changed so far.
+    fn stage_counts(&self) -> StageCounts;
+}
+
+impl<T: LifecycleStream + ?Sized> LifecycleStream for Pin<Box<T>> {
+    fn stage_counts(&self) -> StageCounts {
+        (**self).stage_counts()
+    }
+}
+
 /// The lifting function of [`events`].
 pub type LiftEvent = fn(Event) -> Result<Event, LceError>;
 
-/// Turns a stream of plain events (an adapter) into a lifecycle stream.
-pub fn events<S: Stream<Item = Event>>(stream: S) -> futures::stream::Map<S, LiftEvent> {
-    futures::StreamExt::map(stream, Ok as LiftEvent)
+/// Turns a stream of plain events (an adapter) into a lifecycle stream, the
+/// start of a chain.
+pub fn events<S: Stream<Item = Event>>(stream: S) -> Source<futures::stream::Map<S, LiftEvent>> {
+    source(futures::StreamExt::map(stream, Ok as LiftEvent))
+}
+
+/// Starts a chain with a stream of `Result<Event, LceError>`: an adapter
+/// that reports its own errors, or lines being parsed (a parse error is an
+/// error item like any other).
+pub fn source<S: Stream<Item = Result<Event, LceError>>>(stream: S) -> Source<S> {
+    Source { inner: stream }
 }
 
 /// `get_ref`, `get_mut`, `get_pin_mut` and `into_inner` for an adaptor whose
@@ -144,6 +244,40 @@ macro_rules! fused_when_inner_is {
 }
 
 pin_project! {
+    /// The start of a chain: see [`source`] and [`events`]. Passes the
+    /// stream's items on as they are.
+    #[must_use = "streams do nothing unless polled"]
+    #[derive(Debug)]
+    pub struct Source<S> {
+        #[pin]
+        inner: S,
+    }
+}
+
+impl<S: Stream<Item = Result<Event, LceError>>> Stream for Source<S> {
+    type Item = S::Item;
+
+    #[inline]
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.project().inner.poll_next(cx)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+/// Nothing dropped or changed: a source passes everything on.
+impl<S: Stream<Item = Result<Event, LceError>>> LifecycleStream for Source<S> {
+    fn stage_counts(&self) -> StageCounts {
+        StageCounts::default()
+    }
+}
+
+delegate_access_inner!(Source<S>);
+fused_when_inner_is!(Source);
+
+pin_project! {
     /// See [`LifecycleStreamExt::sequenced`].
     #[must_use = "streams do nothing unless polled"]
     #[derive(Debug)]
@@ -176,6 +310,13 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sequenced<S> {
 
 delegate_access_inner!(Sequenced<S>);
 fused_when_inner_is!(Sequenced);
+
+/// Its stream's counts: numbering drops and changes nothing.
+impl<S: LifecycleStream> LifecycleStream for Sequenced<S> {
+    fn stage_counts(&self) -> StageCounts {
+        self.inner.stage_counts()
+    }
+}
 
 pin_project! {
     /// See [`LifecycleStreamExt::drop_empty_deltas`].
@@ -224,6 +365,15 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
 delegate_access_inner!(DropEmptyDeltas<S>);
 fused_when_inner_is!(DropEmptyDeltas);
 
+/// Its stream's counts plus the empty deltas it dropped.
+impl<S: LifecycleStream> LifecycleStream for DropEmptyDeltas<S> {
+    fn stage_counts(&self) -> StageCounts {
+        let mut counts = self.inner.stage_counts();
+        counts.empty_deltas += self.dropped;
+        counts
+    }
+}
+
 pin_project! {
     /// See [`LifecycleStreamExt::sanitized`].
     #[must_use = "streams do nothing unless polled"]
@@ -249,20 +399,23 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sanitized<S> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
         match this.inner.poll_next(cx) {
-            Poll::Ready(Some(Ok(e))) => {
-                let (sequence, event_type) = (e.sequence, e.event_type());
-                Poll::Ready(Some(match this.sanitizer.sanitize(e) {
-                    Ok(clean) => {
-                        if !clean.report.is_clean() {
+            Poll::Ready(Some(Ok(mut e))) => {
+                // In place: the event is not moved in and out again.
+                Poll::Ready(Some(match this.sanitizer.sanitize_in_place(&mut e) {
+                    Ok(report) => {
+                        if !report.is_clean() {
                             *this.cleaned += 1;
                         }
-                        Ok(clean.event)
+                        Ok(e)
                     }
-                    Err(rejection) => Err(LceError::Rejected {
-                        sequence,
-                        event_type,
-                        rejection,
-                    }),
+                    Err(rejection) => {
+                        tracing::debug!(target: "lce::stream", kind = ?rejection.kind, "sanitizer rejection");
+                        Err(LceError::Rejected {
+                            sequence: e.sequence,
+                            event_type: e.event_type(),
+                            rejection,
+                        })
+                    }
                 }))
             }
             other => other,
@@ -277,6 +430,15 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sanitized<S> {
 delegate_access_inner!(Sanitized<S>);
 fused_when_inner_is!(Sanitized);
 
+/// Its stream's counts plus the events it changed.
+impl<S: LifecycleStream> LifecycleStream for Sanitized<S> {
+    fn stage_counts(&self) -> StageCounts {
+        let mut counts = self.inner.stage_counts();
+        counts.cleaned += self.cleaned;
+        counts
+    }
+}
+
 pin_project! {
     /// See [`LifecycleStreamExt::validated`].
     #[must_use = "streams do nothing unless polled"]
@@ -284,7 +446,28 @@ pin_project! {
         #[pin]
         inner: S,
         validator: RunValidator,
+        // The first error item went out: the rest is drained and dropped.
+        failed: bool,
+        // The stream ended (and rule 12, if broken, was reported).
         done: bool,
+        discarded: u64,
+    }
+}
+
+/// How many items [`Validated`] drains and drops in one poll before it
+/// yields to the executor (it wakes itself to go on): an adapter with an
+/// endless supply of ready items cannot hold the thread.
+const DRAIN_BUDGET: u32 = 1024;
+
+impl<S> Validated<S> {
+    /// How many items were drained and dropped after the first error item.
+    pub fn discarded(&self) -> u64 {
+        self.discarded
+    }
+
+    /// The validator, for its counts (events, bytes) and state.
+    pub fn validator(&self) -> &RunValidator {
+        &self.validator
     }
 }
 
@@ -292,20 +475,35 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
     type Item = S::Item;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.project();
+        let mut this = self.project();
         if *this.done {
             return Poll::Ready(None);
+        }
+        if *this.failed {
+            // D8: the run is over; drain and drop what the stream sends.
+            for _ in 0..DRAIN_BUDGET {
+                match this.inner.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(_)) => *this.discarded += 1,
+                    Poll::Ready(None) => {
+                        *this.done = true;
+                        return Poll::Ready(None);
+                    }
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
         }
         match this.inner.poll_next(cx) {
             Poll::Ready(Some(Ok(e))) => match this.validator.push(&e) {
                 Ok(()) => Poll::Ready(Some(Ok(e))),
                 Err(v) => {
-                    *this.done = true;
+                    *this.failed = true;
                     Poll::Ready(Some(Err(LceError::Violation(v))))
                 }
             },
             Poll::Ready(Some(Err(err))) => {
-                *this.done = true;
+                *this.failed = true;
                 Poll::Ready(Some(Err(err)))
             }
             Poll::Ready(None) => {
@@ -320,7 +518,8 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        if self.done {
+        // After the first error it yields nothing more (it only drains).
+        if self.done || self.failed {
             return (0, Some(0));
         }
         let (_, hi) = self.inner.size_hint();
@@ -330,22 +529,33 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
 
 delegate_access_inner!(Validated<S>);
 
-/// Terminated once it has yielded its last item: the first error, or the
-/// end of the run (and rule 12's violation, if there was one to report).
+/// Terminated once the stream has ended (rule 12's violation, if there was
+/// one to report, yielded).
 impl<S: Stream<Item = Result<Event, LceError>>> FusedStream for Validated<S> {
     fn is_terminated(&self) -> bool {
         self.done
     }
 }
 
+/// Its stream's counts plus the items it drained after the first error.
+impl<S: LifecycleStream> LifecycleStream for Validated<S> {
+    fn stage_counts(&self) -> StageCounts {
+        let mut counts = self.inner.stage_counts();
+        counts.discarded += self.discarded;
+        counts
+    }
+}
+
 /// The underlying stream, how many events the validator accepted, and
-/// whether the adaptor is done; not the validator's state (open spans and
-/// ids, possibly many).
+/// where the adaptor is; not the validator's state (open spans and ids,
+/// possibly many).
 impl<S: fmt::Debug> fmt::Debug for Validated<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Validated")
             .field("inner", &self.inner)
             .field("events", &self.validator.events())
+            .field("failed", &self.failed)
+            .field("discarded", &self.discarded)
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

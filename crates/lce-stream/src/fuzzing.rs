@@ -790,7 +790,7 @@ pub fn coordinator(data: &[u8]) {
         .build()
         .expect("a runtime");
     let items: Vec<Result<Event, LceError>> =
-        runtime.block_on(adapter.coordinated(coordinator).take(take).collect());
+        runtime.block_on(crate::source(adapter).enforced(coordinator).take(take).collect());
     let out: Vec<Event> = items
         .into_iter()
         .map(|r| r.unwrap_or_else(|e| panic!("the coordinator yielded an error: {e}")))

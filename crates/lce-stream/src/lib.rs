@@ -41,12 +41,12 @@ mod store;
 pub use audit::{AuditRecord, AuditSink, MemoryAudit, RunCounters, TracingAudit};
 pub use cancel::CancelHandle;
 pub use codec::{EventLinesDecoder, SseDecodeError, SseDecoder, SseFrame};
-pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions};
+pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions, Intervention};
 pub use encoder::{FrameEncoder, WireEncoder, WireFormat};
 pub use error::{Cause, LceError};
 pub use ext::{
-    DropEmptyDeltas, Encoded, LifecycleStreamExt, LiftEvent, Sanitized, Sequenced, Validated,
-    events,
+    DropEmptyDeltas, Encoded, Enforced, LifecycleStream, LifecycleStreamExt, LiftEvent, Sanitized,
+    Sequenced, Source, StageCounts, Validated, events, source,
 };
 pub use lce_validate::Rule;
 pub use lce_wire::EncodeError;

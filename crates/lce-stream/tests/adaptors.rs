@@ -16,6 +16,7 @@ use bytes::BytesMut;
 use futures::stream::FusedStream;
 use futures::{Stream, StreamExt};
 use lce_stream::{
+    LifecycleStream,
     Cause, Coordinator, CoordinatorOptions, EncodeError, FrameEncoder, LceError,
     LifecycleStreamExt, MemoryAudit, WireEncoder, WireFormat, events,
 };
@@ -194,6 +195,13 @@ impl Source {
     }
 }
 
+/// A stream of one's own can start a chain too: nothing dropped or changed.
+impl lce_stream::LifecycleStream for Source {
+    fn stage_counts(&self) -> lce_stream::StageCounts {
+        lce_stream::StageCounts::default()
+    }
+}
+
 impl Stream for Source {
     type Item = Result<Event, LceError>;
 
@@ -347,7 +355,8 @@ fn validated_is_fused_over_any_stream() {
     // Not a FusedStream underneath: `validated` tracks its own end.
     let valid = events(futures::stream::iter(run())).validated(ValidatorOptions::new());
     assert_eq!(drain_fused("validated", valid), 6);
-    // Ended by a violation: terminated as soon as it is yielded.
+    // Ended by a violation: nothing follows it, and what the stream still
+    // sends is drained and counted (D8); terminated with the stream.
     let mut input = run();
     input.remove(1);
     let mut invalid = events(futures::stream::iter(input)).validated(ValidatorOptions::new());
@@ -358,8 +367,12 @@ fn validated_is_fused_over_any_stream() {
             .unwrap()
             .is_err()
     );
-    assert!(invalid.is_terminated(), "nothing follows the violation");
+    assert!(!invalid.is_terminated(), "the rest is still to drain");
+    assert_eq!(invalid.size_hint(), (0, Some(0)), "no item follows the violation");
     assert!(futures::executor::block_on(invalid.next()).is_none());
+    assert!(invalid.is_terminated());
+    assert_eq!(invalid.discarded(), 3, "the three events after the violation");
+    assert_eq!(invalid.stage_counts().discarded, 3);
     // Rule 12 is yielded once the upstream has ended, as the last item.
     let mut cut = run();
     cut.truncate(3);
@@ -388,7 +401,7 @@ fn encoded_is_fused_over_any_stream() {
 #[tokio::test]
 async fn coordinated_is_fused() {
     let audit = Arc::new(MemoryAudit::new());
-    let mut run = Box::pin(events(futures::stream::iter(run())).coordinated(coordinator(&audit)));
+    let mut run = Box::pin(events(futures::stream::iter(run())).enforced(coordinator(&audit)));
     let mut items = 0;
     while !run.is_terminated() {
         match run.next().await {

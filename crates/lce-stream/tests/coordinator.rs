@@ -49,8 +49,8 @@ async fn coordinate(
     coordinator: Coordinator,
 ) -> (Vec<Event>, Arc<MemoryAudit>) {
     let audit = Arc::new(MemoryAudit::new());
-    let out: Vec<Event> = futures::stream::iter(items)
-        .coordinated(coordinator.audit(audit.clone()))
+    let out: Vec<Event> = lce_stream::source(futures::stream::iter(items))
+        .enforced(coordinator.audit(audit.clone()))
         .map(|r| r.expect("the coordinator yields events only"))
         .collect()
         .await;
@@ -276,7 +276,7 @@ async fn cancellation_ends_the_run_and_drops_the_adapter() {
     // An adapter that yields two events and then never ends.
     let adapter =
         events(futures::stream::iter(input[..2].to_vec()).chain(futures::stream::pending()));
-    let mut out = Box::pin(adapter.coordinated(coordinator));
+    let mut out = Box::pin(adapter.enforced(coordinator));
     let mut got = vec![
         out.next().await.unwrap().unwrap(),
         out.next().await.unwrap().unwrap(),
@@ -300,7 +300,7 @@ async fn the_deadline_cancels_the_run() {
     let adapter =
         events(futures::stream::iter(input[..1].to_vec()).chain(futures::stream::pending()));
     let out: Vec<Event> = adapter
-        .coordinated(coordinator)
+        .enforced(coordinator)
         .map(|r| r.unwrap())
         .collect()
         .await;
@@ -319,7 +319,7 @@ async fn a_dropped_stream_is_audited_as_a_disconnect() {
     let input = scenario("plain-text-answer.jsonl");
     let audit = Arc::new(MemoryAudit::new());
     let coordinator = Coordinator::new(options_for(&input)).audit(audit.clone());
-    let mut out = Box::pin(events(futures::stream::iter(input.clone())).coordinated(coordinator));
+    let mut out = Box::pin(events(futures::stream::iter(input.clone())).enforced(coordinator));
     out.next().await.unwrap().unwrap();
     out.next().await.unwrap().unwrap();
     drop(out);

@@ -108,7 +108,7 @@ fn coordinate(events: Vec<Event>) -> Vec<Event> {
         .unwrap();
     rt.block_on(
         lce_stream::events(futures::stream::iter(events))
-            .coordinated(coordinator)
+            .enforced(coordinator)
             .map(|r| r.expect("the coordinator yields events only"))
             .collect(),
     )

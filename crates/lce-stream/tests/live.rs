@@ -94,8 +94,8 @@ fn pipeline(steps: Vec<Step>, format: WireFormat, coordinator: Coordinator) -> V
         .build()
         .unwrap();
     let chunks: Vec<bytes::Bytes> = rt.block_on(
-        Adapter(steps.into_iter())
-            .coordinated(coordinator)
+        lce_stream::source(Adapter(steps.into_iter()))
+            .enforced(coordinator)
             .encoded(WireEncoder::new(format, None))
             .map(|r| r.expect("the coordinated stream encodes"))
             .collect(),

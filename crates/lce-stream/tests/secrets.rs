@@ -416,8 +416,8 @@ fn serve(items: Vec<Result<Event, LceError>>, format: WireFormat) -> (String, St
     let wire = tracing::subscriber::with_default(subscriber, || {
         let coordinator = Coordinator::new(CoordinatorOptions::new("run-s", "conv-s"));
         runtime.block_on(async {
-            let chunks: Vec<_> = futures::stream::iter(items)
-                .coordinated(coordinator)
+            let chunks: Vec<_> = lce_stream::source(futures::stream::iter(items))
+                .enforced(coordinator)
                 .encoded(WireEncoder::new(format, None))
                 .collect()
                 .await;

@@ -1,5 +1,7 @@
 //! What the validator is configured with.
 
+use std::sync::Arc;
+
 use lce_types::Limits;
 
 use crate::schemas::ToolSchemas;
@@ -63,6 +65,11 @@ pub struct ValidatorOptions {
     /// namespace. Duplicate finishes, late deltas and restarts within the
     /// window are caught.
     pub closed_window: usize,
+    /// The run this validator expects (`run_id`, `conversation_id`): every
+    /// event, the first included, must carry these ids (rule X). `None`
+    /// (default): the first event's ids are the run's. A coordinator sets it,
+    /// because its own events carry the ids it was given.
+    pub identity: Option<(Arc<str>, Arc<str>)>,
 }
 
 impl Default for ValidatorOptions {
@@ -74,6 +81,7 @@ impl Default for ValidatorOptions {
             contiguous: false,
             schemas: ToolSchemas::default(),
             closed_window: DEFAULT_CLOSED_WINDOW,
+            identity: None,
         }
     }
 }
@@ -125,6 +133,18 @@ impl ValidatorOptions {
     #[must_use]
     pub fn closed_window(mut self, closed_window: usize) -> Self {
         self.closed_window = closed_window;
+        self
+    }
+
+    /// Expects the run `run_id` of `conversation_id` from the first event on
+    /// ([`identity`](ValidatorOptions::identity)).
+    #[must_use]
+    pub fn identity(
+        mut self,
+        run_id: impl Into<Arc<str>>,
+        conversation_id: impl Into<Arc<str>>,
+    ) -> Self {
+        self.identity = Some((run_id.into(), conversation_id.into()));
         self
     }
 

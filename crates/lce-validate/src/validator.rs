@@ -191,11 +191,15 @@ impl RunValidator {
     /// A validator for one run.
     pub fn new(options: ValidatorOptions) -> Self {
         let window = options.closed_window;
+        let identity = options.identity.clone();
+        let identity_size = identity
+            .as_ref()
+            .map_or(0, |(run_id, conversation_id)| identity_size(run_id, conversation_id));
         RunValidator {
             opts: options,
             failed: None,
-            identity: None,
-            identity_size: 0,
+            identity,
+            identity_size,
             last: None,
             started: false,
             terminal: None,

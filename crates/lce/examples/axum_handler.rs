@@ -52,7 +52,7 @@ async fn run() -> Response {
     let coordinator = Coordinator::new(CoordinatorOptions::new("run-1", "conv-1"));
     let format = WireFormat::Custom;
     let frames = lce::stream::events(adapter("run-1"))
-        .coordinated(coordinator)
+        .enforced(coordinator)
         .encoded(WireEncoder::new(format, None))
         // An encoder error ends the body; the coordinator's output never errs.
         .map(|frame| frame.map_err(std::io::Error::other));

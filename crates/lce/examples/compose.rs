@@ -40,12 +40,17 @@ fn main() {
         event(4, "run.finished", r#"{"outcome":"success"}"#),
     ]);
 
-    // The chain: your events -> coordinator (sanitize, validate, commit,
-    // terminal guarantee) -> encoder; one chunk per SSE frame.
-    let coordinator = Coordinator::new(CoordinatorOptions::new("run-1", "conv-1"));
+    // The chain, stage by stage, exactly as `lce encode` builds it
+    // (`.enforced(coordinator)` is the four middle stages in one call).
+    let options = CoordinatorOptions::new("run-1", "conv-1");
+    let sanitizer = Sanitizer::new(options.limits.clone());
+    let validator = options.validator_options(); // adapter mode, this run's ids
     let frames = lce::stream::events(adapter)
-        .coordinated(coordinator)
-        .encoded(WireEncoder::new(format, None));
+        .drop_empty_deltas() // D7
+        .sanitized(sanitizer) // bounds and hygiene; a rejection becomes an error item
+        .validated(validator) // the rules; a violation becomes an error item
+        .coordinated(Coordinator::new(options)) // error items -> terminals, commits, audit
+        .encoded(WireEncoder::new(format, None)); // one chunk per SSE frame
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()

@@ -75,7 +75,7 @@ fn run(store: Arc<JournalStore>) -> Event {
         .unwrap();
     let out: Vec<Event> = runtime.block_on(
         lce::stream::events(adapter)
-            .coordinated(coordinator)
+            .enforced(coordinator)
             .map(|r| r.expect("the coordinator yields events"))
             .collect(),
     );

@@ -45,7 +45,8 @@
 //!
 //! let coordinator = Coordinator::new(CoordinatorOptions::new("run-1", "conv-1"));
 //! let body = lce::stream::events(adapter)
-//!     .coordinated(coordinator)
+//!     .enforced(coordinator) // drop empty deltas, sanitize, validate, coordinate
+
 //!     .encoded(WireEncoder::new(WireFormat::Custom, None));
 //!
 //! let chunks: Vec<bytes::Bytes> = futures::executor::block_on(
