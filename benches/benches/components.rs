@@ -9,7 +9,7 @@ use std::hint::black_box;
 use bytes::BytesMut;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lce_benches::{Corpus, Mix, corpus, default_events, throughput_in_bytes};
-use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+use lce_encode_agui::{AguiOptions, AguiSseEncoder};
 use lce_encode_custom::{CustomOptions, CustomSseEncoder};
 use lce_sanitize::{Limits, Sanitizer};
 use lce_types::EventParser;
@@ -77,14 +77,16 @@ fn components(c: &mut Criterion) {
                 black_box(out.len())
             });
         });
-        for (name, dialect) in [
-            ("encode/agui", Dialect::Da),
-            ("encode/agui-v1", Dialect::V1),
-        ] {
+        type New = fn(AguiOptions) -> AguiSseEncoder;
+        let constructors: [(&str, New); 2] = [
+            ("encode/agui", AguiSseEncoder::da),
+            ("encode/agui-v1", AguiSseEncoder::v1),
+        ];
+        for (name, new) in constructors {
             group.bench_function(name, |b| {
                 b.iter(|| {
                     out.clear();
-                    let mut enc = AguiSseEncoder::new(dialect, AguiOptions::default());
+                    let mut enc = new(AguiOptions::default());
                     for e in &events {
                         enc.encode_event(e, &mut out).unwrap();
                     }

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lce_stream::fuzzing::encode_custom(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lce_testkit::fuzzing::encode_custom(data));

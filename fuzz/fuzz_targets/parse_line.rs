@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lce_stream::fuzzing::parse_line(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lce_testkit::fuzzing::parse_line(data));

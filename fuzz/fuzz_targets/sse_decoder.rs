@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lce_stream::fuzzing::sse_decoder(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lce_testkit::fuzzing::sse_decoder(data));

@@ -30,6 +30,8 @@ def main():
     adapter = TypeAdapter(Event)
     encoder = EventEncoder()
     n = 0
+    # The same timing loop as da_encode.py's, so the two peers' figures
+    # compare; each peer is a standalone script, run by path.
     t0 = time.perf_counter()
     while True:
         out = []

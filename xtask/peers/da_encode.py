@@ -90,6 +90,9 @@ def seconds(ts):
     return datetime.fromisoformat(ts).timestamp()
 
 
+# encode_agui repeats encode_custom's hold and event loop on purpose: each is
+# the straight-line Python one DA-style service runs for its protocol, timed
+# alone; a shared helper would add a layer neither has.
 def encode_agui(lines, out):
     announced = []
     open_text = []
@@ -183,6 +186,8 @@ def main():
         with open(a.check, "w", encoding="utf-8") as f:
             f.write("".join(out))
     n = 0
+    # The same timing loop as agui_v1_official.py's, so the two peers' figures
+    # compare; each peer is a standalone script, run by path.
     t0 = time.perf_counter()
     while True:
         out = []

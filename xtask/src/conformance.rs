@@ -41,6 +41,8 @@ use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
+use lce_testkit::rng::SplitMix64;
+
 use crate::util::{run as run_command, workspace_root};
 
 /// Folder checked when neither `--dir` nor `--files` is given.
@@ -194,13 +196,18 @@ fn build_lce(root: &Path) -> Result<PathBuf, String> {
 
 /// Every `*.jsonl` file directly inside `dir`, sorted.
 fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    files_ending(dir, "jsonl")
+}
+
+/// Every file directly inside `dir` whose extension is `ext`, sorted.
+fn files_ending(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
     let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut files = Vec::new();
     for entry in entries {
         let path = entry
             .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
             .path();
-        if path.is_file() && path.extension().is_some_and(|ext| ext == "jsonl") {
+        if path.is_file() && path.extension().is_some_and(|e| e == ext) {
             files.push(path);
         }
     }
@@ -376,7 +383,7 @@ fn repaired(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
 /// A fixed-seed sample of mutations of one scenario: `(kind, JSON Lines)`.
 /// Every kind appears at most once; a kind that cannot apply is left out.
 fn mutations(name: &str, text: &str) -> Vec<(&'static str, String)> {
-    let mut rng = Rng(MUTATION_SEED ^ fnv1a64(name.as_bytes()));
+    let mut rng = Rng::new(MUTATION_SEED ^ fnv1a64(name.as_bytes()));
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let n = lines.len();
     let joined = |v: &[&str]| {
@@ -448,16 +455,14 @@ fn retarget_message(line: &str, id: &str) -> Option<String> {
     Some(format!("{}{id}{}", &line[..start], &line[end..]))
 }
 
-/// SplitMix64: small, std-only, deterministic.
-struct Rng(u64);
+/// The mutations' random choices: lce-testkit's splitmix64 (the corpus
+/// generator's), reduced modulo `n`, the numbers the sample has always had.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+    /// A generator seeded with `seed`.
+    const fn new(seed: u64) -> Self {
+        Rng(SplitMix64::new(seed))
     }
 
     /// A number in `0..n` (`n` > 0; 0 when `n` is 0).
@@ -467,7 +472,7 @@ impl Rng {
         }
         // usize -> u64 never loses bits on the platforms we build for; the
         // remainder is below `n`, so it fits back.
-        (self.next_u64() % n as u64) as usize
+        (self.0.next_u64() % n as u64) as usize
     }
 }
 
@@ -485,39 +490,25 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut iter = args.iter();
     let mut in_files = false;
     while let Some(arg) = iter.next() {
+        // Every option ends a `--files` list; `--files` starts one.
+        if arg.starts_with("--") {
+            in_files = arg == "--files";
+        }
         match arg.as_str() {
             "--dir" => {
-                in_files = false;
                 let dir = iter.next().ok_or("--dir needs a folder")?;
                 options.dir = Some(PathBuf::from(dir));
             }
-            "--files" => {
-                in_files = true;
-                options.files_given = true;
-            }
-            "--allow-empty" => {
-                in_files = false;
-                options.allow_empty = true;
-            }
-            "--self-test" => {
-                in_files = false;
-                options.self_test = true;
-            }
-            "--no-serve" => {
-                in_files = false;
-                options.no_serve = true;
-            }
-            "--no-repaired" => {
-                in_files = false;
-                options.no_repaired = true;
-            }
+            "--files" => options.files_given = true,
+            "--allow-empty" => options.allow_empty = true,
+            "--self-test" => options.self_test = true,
+            "--no-serve" => options.no_serve = true,
+            "--no-repaired" => options.no_repaired = true,
             "--serve-only" => {
-                in_files = false;
                 options.no_goldens = true;
                 options.no_repaired = true;
             }
             "--repaired-only" => {
-                in_files = false;
                 options.no_goldens = true;
                 options.no_serve = true;
             }
@@ -554,18 +545,7 @@ fn absolute(base: &Path, path: &Path) -> PathBuf {
 
 /// Every `*.sse` file directly inside `dir`, sorted.
 fn sse_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
-            .path();
-        if path.is_file() && path.extension().is_some_and(|ext| ext == "sse") {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
+    files_ending(dir, "sse")
 }
 
 /// The target directory: `CARGO_TARGET_DIR` when set, else `<root>/target`.

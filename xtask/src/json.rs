@@ -213,6 +213,8 @@ impl Parser<'_> {
                     self.i += 1;
                     return String::from_utf8(out).map_err(|_| self.err("invalid UTF-8"));
                 }
+                // The escapes as `lce-wire`'s opaque JSON reader reads them:
+                // a copy, as xtask depends on std and lce-testkit only.
                 Some(b'\\') => {
                     let escape = self.s.get(self.i + 1).copied();
                     self.i += 2;

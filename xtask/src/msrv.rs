@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::json::Json;
-use crate::release::workspace_package_value;
-use crate::util::{run as run_command, workspace_root};
+use crate::release::{package_inherits, workspace_package_value};
+use crate::util::{self, run as run_command, workspace_root};
 
 /// Runs the task with the arguments after `msrv`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -42,18 +42,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let declared = workspace_package_value(&manifest, "rust-version")
         .ok_or("Cargo.toml: no `rust-version` in [workspace.package]")?;
 
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(&root)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let metadata = Json::parse(&String::from_utf8_lossy(&output.stdout))?;
+    let metadata = cargo_metadata(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(&root)
+            .args(["metadata", "--format-version", "1", "--no-deps"]),
+    )?;
     let mut problems = Vec::new();
     let packages = metadata
         .get("packages")
@@ -140,7 +133,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// True when `[package]` has `rust-version.workspace = true`.
+/// Runs `cmd` (a `cargo metadata` command line) and parses its output.
+fn cargo_metadata(cmd: &mut Command) -> Result<Json, String> {
+    Json::parse(&String::from_utf8_lossy(&util::cargo_metadata(cmd)?))
+}
+
 /// Every package in the locked dependency graph must declare a
 /// `rust-version` no newer than ours (or none): the check this machine can
 /// make without the old toolchain itself.
@@ -153,16 +150,7 @@ fn check_dependencies(root: &std::path::Path, declared: &str) -> Result<(), Stri
     if root.join("Cargo.lock").is_file() {
         cmd.arg("--locked");
     }
-    let output = cmd
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let metadata = Json::parse(&String::from_utf8_lossy(&output.stdout))?;
+    let metadata = cargo_metadata(&mut cmd)?;
     let ours = version_key(declared);
     let mut newer = Vec::new();
     let packages = metadata
@@ -201,23 +189,9 @@ fn version_key(v: &str) -> [u64; 3] {
     key
 }
 
+/// True when `[package]` has `rust-version.workspace = true`.
 fn inherits_rust_version(manifest: &str) -> bool {
-    let mut section = "";
-    for line in manifest.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t;
-            continue;
-        }
-        let compact: String = t.chars().filter(|c| !c.is_whitespace()).collect();
-        if section == "[package]"
-            && (compact == "rust-version.workspace=true"
-                || compact == "rust-version={workspace=true}")
-        {
-            return true;
-        }
-    }
-    false
+    package_inherits(manifest, "rust-version")
 }
 
 /// True when a `rustup toolchain list` name is that Rust version

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::json::Json;
-use crate::util::workspace_root;
+use crate::util::{self, workspace_root};
 
 /// Usage line of the task.
 const USAGE: &str = "usage: cargo xtask release <MAJOR.MINOR.PATCH[-pre]> [--dry-run] [--offline] [--allow-dirty] [--date YYYY-MM-DD] [--workspace DIR]";
@@ -380,43 +380,45 @@ impl Ord for Version {
 
 // --------------------------------------------------------------- manifests
 
-/// The value of a `key = "value"` line in `[workspace.package]`.
-pub(crate) fn workspace_package_value(manifest: &str, key: &str) -> Option<String> {
+/// The lines of a manifest, trimmed, each with the header of its section
+/// (`""` before the first); the headers themselves are left out.
+fn lines_by_section(manifest: &str) -> impl Iterator<Item = (&str, &str)> {
     let mut section = "";
-    for line in manifest.lines() {
+    manifest.lines().filter_map(move |line| {
         let t = line.trim();
         if t.starts_with('[') {
             section = t;
-            continue;
+            None
+        } else {
+            Some((section, t))
         }
-        if section == "[workspace.package]" {
-            if let Some((k, v)) = t.split_once('=') {
-                if k.trim() == key {
-                    return Some(v.trim().trim_matches('"').to_owned());
-                }
-            }
-        }
-    }
-    None
+    })
+}
+
+/// The value of a `key = "value"` line in `[workspace.package]`.
+pub(crate) fn workspace_package_value(manifest: &str, key: &str) -> Option<String> {
+    lines_by_section(manifest)
+        .filter(|(section, _)| *section == "[workspace.package]")
+        .find_map(|(_, t)| {
+            let (k, v) = t.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+        })
+}
+
+/// True when the `[package]` section inherits `key` from the workspace
+/// (`key.workspace = true` or `key = { workspace = true }`).
+pub(crate) fn package_inherits(manifest: &str, key: &str) -> bool {
+    let dotted = format!("{key}.workspace=true");
+    let table = format!("{key}={{workspace=true}}");
+    lines_by_section(manifest).any(|(section, t)| {
+        let compact: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+        section == "[package]" && (compact == dotted || compact == table)
+    })
 }
 
 /// True when the `[package]` section inherits the workspace version.
 fn inherits_version(manifest: &str) -> bool {
-    let mut section = "";
-    for line in manifest.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t;
-            continue;
-        }
-        if section == "[package]" {
-            let compact: String = t.chars().filter(|c| !c.is_whitespace()).collect();
-            if compact == "version.workspace=true" || compact == "version={workspace=true}" {
-                return true;
-            }
-        }
-    }
-    false
+    package_inherits(manifest, "version")
 }
 
 /// Bumps the versions of a manifest: `[workspace.package] version` when
@@ -597,17 +599,9 @@ impl Cargo {
 
     /// The workspace members.
     fn members(&self) -> Result<Vec<Member>, String> {
-        let output = self
-            .command(&["metadata", "--format-version", "1", "--no-deps"])
-            .output()
-            .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "cargo metadata failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        let text = String::from_utf8(output.stdout).map_err(|_| "cargo metadata: not UTF-8")?;
+        let mut cmd = self.command(&["metadata", "--format-version", "1", "--no-deps"]);
+        let stdout = util::cargo_metadata(&mut cmd)?;
+        let text = String::from_utf8(stdout).map_err(|_| "cargo metadata: not UTF-8")?;
         parse_members(&text)
     }
 }

@@ -40,6 +40,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use lce_testkit::rng::SplitMix64;
+
 use crate::json::Json;
 use crate::util::{run as run_cmd, workspace_root};
 
@@ -50,20 +52,19 @@ const USAGE: &str =
 /// the allocator keeps some freed memory, a leak grows with the runs served.
 const RSS_SLACK_KIB: u64 = 48 * 1024;
 
-/// A tiny deterministic PRNG (splitmix64).
-struct Rng(u64);
+/// The clients' random choices: lce-testkit's splitmix64 (the corpus
+/// generator's), reduced modulo `n`, the numbers soak has always drawn.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    /// A generator seeded with `seed`.
+    const fn new(seed: u64) -> Self {
+        Rng(SplitMix64::new(seed))
     }
 
+    /// A number in `0..n` (0 when `n` is 0, after a draw all the same).
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.next_u64() % n.max(1)
     }
 }
 
@@ -253,7 +254,7 @@ fn warm_up(server: &Server, scenarios: &[String], audit_path: &Path) -> Result<u
                 protocol,
                 &conv,
                 Behaviour::Full,
-                &mut Rng(1),
+                &mut Rng::new(1),
             )?;
             o.frames
                 .map_err(|e| format!("warm-up {s} {protocol}: {e}"))?;
@@ -449,7 +450,7 @@ fn client(
     deadline: Instant,
     counters: &Counters,
 ) -> Result<Vec<Outcome>, String> {
-    let mut rng = Rng(0x5EED ^ (t + 1).wrapping_mul(0x1234_5678_9ABC_DEF1));
+    let mut rng = Rng::new(0x5EED ^ (t + 1).wrapping_mul(0x1234_5678_9ABC_DEF1));
     let mut out = Vec::new();
     let mut n = 0;
     while Instant::now() < deadline {

@@ -20,3 +20,18 @@ pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
         Err(format!("{:?} failed with {status}", cmd.get_program()))
     }
 }
+
+/// Runs `cmd`, a `cargo metadata` command line, and returns its standard
+/// output; a failure names cargo's own message.
+pub(crate) fn cargo_metadata(cmd: &mut Command) -> Result<Vec<u8>, String> {
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(output.stdout)
+}

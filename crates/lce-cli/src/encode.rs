@@ -109,15 +109,15 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
     runtime.block_on(encode(input, live, options, &name))
 }
 
+/// The input's lines, one item each, whichever way they are read.
+type Lines = std::pin::Pin<Box<dyn Stream<Item = Result<Event, LceError>>>>;
+
 /// The input's lines as the start of the chain: read in place (a file,
 /// always ready: the output is deterministic), or, for a live pipe, by
 /// tokio's `FramedRead` over stdin (the stream is pending while no line is
 /// ready, and the encoder may release held tool starts, D13a). One item per
 /// line either way.
-fn lines(
-    input: input::Input,
-    live: bool,
-) -> lce::stream::Source<std::pin::Pin<Box<dyn Stream<Item = Result<Event, LceError>>>>> {
+fn lines(input: input::Input, live: bool) -> lce::stream::Source<Lines> {
     if live {
         drop(input);
         return lce::stream::source(Box::pin(lce::stream::codec::read_event_lines(

@@ -12,7 +12,7 @@
 //!   (`threadId`, `runId`, ...; the scenario is `forwardedProps.agentId`, else
 //!   the default scenario), `agui-v1` out.
 //!
-//! Frames are flushed as they are produced (one body chunk per frame); in
+//! Frames are flushed as they are produced (one body chunk per event); in
 //! `agui-v1` a `: keep-alive` comment goes out while the run is idle (DA's
 //! formats send none). A bad request gets a 4xx with a JSON error body before
 //! any stream starts. A client that disconnects ends its run as

@@ -1,7 +1,7 @@
 //! `lce-encode-agui`: canonical lifecycle events to AG-UI over SSE, in two
 //! dialects.
 //!
-//! - [`Dialect::Da`] (`agui`): DA's own AG-UI dialect, byte for byte
+//! - [`AguiSseEncoder::da`] (`agui`): DA's own AG-UI dialect, byte for byte
 //!   (wire-formats §4, §6, §7): `event: <TYPE>\ndata: <json>\n\n` frames whose
 //!   JSON is Python's `json.dumps(..., ensure_ascii=False)`, `type` first and
 //!   a float Unix-seconds `timestamp` last; `CUSTOM NAMESPACE_CONTEXT` when
@@ -10,7 +10,7 @@
 //!   [`lce_wire::hold::ToolStartHold`]); snake_case `TOOL_CALL_RESULT`; open
 //!   text closed before a success or interrupt finish; `RUN_FINISHED` with
 //!   `outcome: "interrupt"` and DA's `interrupt` payload.
-//! - [`Dialect::V1`] (`agui-v1`): standard AG-UI 1.0 (wire-formats §5):
+//! - [`AguiSseEncoder::v1`] (`agui-v1`): standard AG-UI 1.0 (wire-formats §5):
 //!   `data: <compact json>\n\n`, official key order, integer-millisecond
 //!   timestamps, reasoning events, subagents as `SUBAGENT_*`, interrupts as
 //!   `outcome: {type: "interrupt", interrupts: [...]}`, final usage on the
@@ -20,31 +20,32 @@
 //! The mapping decisions are documented in `docs/wire.md` (`## agui`,
 //! `## agui-v1`).
 //!
-//! An [`AguiSseEncoder`] is a stateful value for one stream. It implements
-//! [`tokio_util::codec::Encoder`] for `&Event` and `Event`, appending frames
-//! to a [`BytesMut`]; it needs no async runtime. Input is expected to satisfy
+//! An [`AguiSseEncoder`] is a stateful value for one stream, appending frames
+//! to a [`BytesMut`]; it needs no async runtime. The chain's `encoded` stage
+//! drives it through [`lce_core::FrameEncoder`], the one encoder trait. Input is expected to satisfy
 //! the contract (the coordinator validates it); a stream that does not never
 //! makes the encoder panic: it writes what it can, and the few impossible
 //! cases (a tool start whose arguments never formed one JSON object) are
 //! [`EncodeError`]s.
 //!
 //! Layering: this crate may depend on `lce-types` (events), `lce-wire` (every
-//! JSON byte and SSE frame goes through it; no JSON escaping here), `bytes`,
-//! `tokio-util` (codec only) and `thiserror`. It knows nothing of HTTP,
+//! JSON byte and SSE frame goes through it; no JSON escaping here),
+//! `lce-core` (the `FrameEncoder` trait and `WireFormat`), `bytes` and
+//! `thiserror`. It knows nothing of HTTP,
 //! keep-alives or validation.
 //!
 //! ```
 //! use bytes::BytesMut;
-//! use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+//! use lce_encode_agui::{AguiOptions, AguiSseEncoder};
 //! use lce_types::Event;
 //!
 //! let ev = Event::from_json(r#"{"version":1,"type":"run.started","run_id":"run-1","conversation_id":"conv-1","sequence":0,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"harness_id":"h","adapter_version":"1"}}"#).unwrap();
-//! let mut da = AguiSseEncoder::new(Dialect::Da, AguiOptions::default());
+//! let mut da = AguiSseEncoder::da(AguiOptions::default());
 //! let mut out = BytesMut::new();
 //! da.encode_event(&ev, &mut out).unwrap();
 //! assert_eq!(&out[..], &b"event: RUN_STARTED\ndata: {\"type\": \"RUN_STARTED\", \"runId\": \"run-1\", \"threadId\": \"conv-1\", \"timestamp\": 1786924800.0}\n\n"[..]);
 //!
-//! let mut v1 = AguiSseEncoder::new(Dialect::V1, AguiOptions::default());
+//! let mut v1 = AguiSseEncoder::v1(AguiOptions::default());
 //! let mut out = BytesMut::new();
 //! v1.encode_event(&ev, &mut out).unwrap();
 //! assert_eq!(&out[..], &b"data: {\"type\":\"RUN_STARTED\",\"timestamp\":1786924800000,\"threadId\":\"conv-1\",\"runId\":\"run-1\",\"protocolVersion\":\"1.0\"}\n\n"[..]);
@@ -62,35 +63,8 @@ mod frame;
 mod v1;
 
 use bytes::BytesMut;
+use lce_core::WireFormat;
 use lce_types::Event;
-
-/// Which AG-UI wire to write.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// DA's AG-UI dialect (`"protocol": "agui"`), byte for byte.
-    Da,
-    /// Standard AG-UI 1.0.
-    V1,
-}
-
-impl Dialect {
-    /// The format's name on the command line: `agui` or `agui-v1`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Da => "agui",
-            Dialect::V1 => "agui-v1",
-        }
-    }
-
-    /// The `Content-Type` the format is served with (wire-formats §2).
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Dialect::Da => "text/event-stream; charset=utf-8",
-            Dialect::V1 => "text/event-stream",
-        }
-    }
-}
 
 /// Encoder options.
 #[non_exhaustive]
@@ -122,23 +96,31 @@ enum Inner {
 /// The stateful AG-UI SSE encoder for one stream; see the [crate docs](crate).
 #[derive(Debug)]
 pub struct AguiSseEncoder {
-    dialect: Dialect,
     inner: Inner,
 }
 
 impl AguiSseEncoder {
-    /// A new encoder writing `dialect`.
-    pub fn new(dialect: Dialect, options: AguiOptions) -> Self {
-        let inner = match dialect {
-            Dialect::Da => Inner::Da(da::DaEncoder::new(options)),
-            Dialect::V1 => Inner::V1(v1::V1Encoder::new(options)),
-        };
-        AguiSseEncoder { dialect, inner }
+    /// A new encoder writing DA's AG-UI dialect, [`WireFormat::Agui`].
+    pub fn da(options: AguiOptions) -> Self {
+        AguiSseEncoder {
+            inner: Inner::Da(da::DaEncoder::new(options)),
+        }
     }
 
-    /// The dialect this encoder writes.
-    pub fn dialect(&self) -> Dialect {
-        self.dialect
+    /// A new encoder writing standard AG-UI 1.0, [`WireFormat::AguiV1`].
+    pub fn v1(options: AguiOptions) -> Self {
+        AguiSseEncoder {
+            inner: Inner::V1(v1::V1Encoder::new(options)),
+        }
+    }
+
+    /// The format this encoder writes: [`WireFormat::Agui`] or
+    /// [`WireFormat::AguiV1`].
+    pub fn format(&self) -> WireFormat {
+        match self.inner {
+            Inner::Da(_) => WireFormat::Agui,
+            Inner::V1(_) => WireFormat::AguiV1,
+        }
     }
 
     /// Appends the frames for `event` to `dst` (possibly none).
@@ -160,9 +142,8 @@ impl AguiSseEncoder {
     }
 
     /// D13a, for live streams: call when the upstream has no event ready.
-    /// In [`Dialect::Da`], appends the start frames of held tool calls whose
-    /// arguments are already complete; in [`Dialect::V1`] nothing is ever
-    /// held. Never call it when reading from a file (output would depend on
+    /// In DA's dialect, appends the start frames of held tool calls whose
+    /// arguments are already complete; in AG-UI 1.0 nothing is ever held. Never call it when reading from a file (output would depend on
     /// timing).
     ///
     /// On error `dst` is left as it was before the call.
@@ -188,18 +169,17 @@ impl AguiSseEncoder {
     }
 }
 
-impl tokio_util::codec::Encoder<&Event> for AguiSseEncoder {
+/// What the chain's `encoded` stage drives: [`encode_event`](AguiSseEncoder::encode_event)
+/// per event, [`release_ready`](AguiSseEncoder::release_ready) whenever the upstream
+/// would wait (D13a).
+impl lce_core::FrameEncoder for AguiSseEncoder {
     type Error = EncodeError;
 
-    fn encode(&mut self, item: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        self.encode_event(item, dst)
+    fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.encode_event(event, dst)
     }
-}
 
-impl tokio_util::codec::Encoder<Event> for AguiSseEncoder {
-    type Error = EncodeError;
-
-    fn encode(&mut self, item: Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        self.encode_event(&item, dst)
+    fn on_idle(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.release_ready(dst)
     }
 }

@@ -766,7 +766,10 @@ fn write_interrupts(
     Ok(())
 }
 
-/// A form field with the canonical member names, in DA's order.
+/// A form field with the canonical member names, in DA's order. The
+/// `custom` encoder writes the same members in the same order with its own
+/// writer calls: the two encoder crates share no code but `lce-wire`, on
+/// purpose (neither depends on the other).
 pub(crate) fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
     w.begin_object();
     w.field_str_k(k!("field_name"), &f.field_name);

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use bytes::BytesMut;
 use futures::StreamExt;
-use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+use lce_core::WireFormat;
+use lce_encode_agui::{AguiOptions, AguiSseEncoder};
 use lce_types::EventLines;
 
 fn root() -> PathBuf {
@@ -31,9 +32,14 @@ fn scenarios() -> Vec<PathBuf> {
     files
 }
 
-fn encode(path: &Path, dialect: Dialect) -> Vec<u8> {
+fn encode(path: &Path, format: WireFormat) -> Vec<u8> {
     let bytes = fs::read(path).unwrap();
-    let mut enc = AguiSseEncoder::new(dialect, AguiOptions::default());
+    let mut enc = match format {
+        WireFormat::Agui => AguiSseEncoder::da(AguiOptions::default()),
+        WireFormat::AguiV1 => AguiSseEncoder::v1(AguiOptions::default()),
+        WireFormat::Custom => panic!("not an AG-UI format"),
+    };
+    assert_eq!(enc.format(), format);
     let mut out = BytesMut::new();
     for (i, item) in EventLines::new(&bytes[..]).enumerate() {
         let event = item
@@ -87,17 +93,17 @@ fn parse_sse(bytes: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn check_parse(dialect: Dialect) {
+fn check_parse(format: WireFormat) {
     for scenario in scenarios() {
-        let bytes = encode(&scenario, dialect);
-        let written = split_frames(&bytes, dialect == Dialect::Da);
+        let bytes = encode(&scenario, format);
+        let written = split_frames(&bytes, format == WireFormat::Agui);
         let parsed = parse_sse(&bytes);
         assert_eq!(parsed, written, "{}", scenario.display());
         for (name, data) in &written {
             let v: serde_json::Value = serde_json::from_str(data)
                 .unwrap_or_else(|e| panic!("{}: {e}: {data}", scenario.display()));
             let ty = v.get("type").and_then(|t| t.as_str()).unwrap();
-            if dialect == Dialect::Da {
+            if format == WireFormat::Agui {
                 assert_eq!(ty, name);
                 assert!(v.get("timestamp").unwrap().is_f64(), "{data}");
             } else {
@@ -109,10 +115,10 @@ fn check_parse(dialect: Dialect) {
 
 #[test]
 fn agui_parses_with_a_real_sse_parser() {
-    check_parse(Dialect::Da);
+    check_parse(WireFormat::Agui);
 }
 
 #[test]
 fn agui_v1_parses_with_a_real_sse_parser() {
-    check_parse(Dialect::V1);
+    check_parse(WireFormat::AguiV1);
 }

@@ -4,66 +4,46 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bytes::BytesMut;
-use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect, EncodeError};
+use lce_core::{FrameEncoder, WireFormat};
+use lce_encode_agui::{AguiOptions, AguiSseEncoder, EncodeError};
+use lce_testkit::RunBuilder;
 use lce_types::Event;
-use tokio_util::codec::Encoder;
 
-/// Builds events of one run; `at` is seconds after 2026-08-17T00:00:00Z
-/// (= 1786924800) as `SS.fff`.
-struct Run {
-    seq: u64,
+/// The timestamp text `2026-08-17T00:00:{ss}Z`: `ss` (`SS.fff`) seconds
+/// after 2026-08-17T00:00:00Z (= 1786924800), the instant the expected
+/// frames count from; for [`RunBuilder::set_timestamp`], so each event
+/// carries the exact text these tests were written with.
+fn secs(ss: &str) -> String {
+    format!("2026-08-17T00:00:{ss}Z")
 }
 
-impl Run {
-    fn new() -> Self {
-        Run { seq: 0 }
-    }
-
-    fn ev(&mut self, at: &str, ty: &str, ns: &[&str], data: &str) -> Event {
-        let ns: Vec<String> = ns.iter().map(|s| format!("\"{s}\"")).collect();
-        let line = format!(
-            r#"{{"version":1,"type":"{ty}","run_id":"run-1","conversation_id":"conv-1","sequence":{},"timestamp":"2026-08-17T00:00:{at}Z","namespace":[{}],"data":{data}}}"#,
-            self.seq,
-            ns.join(",")
-        );
-        self.seq += 1;
-        Event::from_json(&line).unwrap_or_else(|e| panic!("{line}: {e}"))
-    }
-
-    fn started(&mut self) -> Event {
-        self.ev(
-            "00",
-            "run.started",
-            &[],
-            r#"{"harness_id":"h","adapter_version":"1"}"#,
-        )
-    }
-
-    fn finished(&mut self, at: &str) -> Event {
-        self.ev(
-            at,
-            "run.finished",
-            &[],
-            r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"h"}}"#,
-        )
-    }
+/// The encoder for `format` (`Agui` or `AguiV1`).
+fn encoder(format: WireFormat, options: AguiOptions) -> AguiSseEncoder {
+    let enc = match format {
+        WireFormat::Agui => AguiSseEncoder::da(options),
+        WireFormat::AguiV1 => AguiSseEncoder::v1(options),
+        WireFormat::Custom => panic!("not an AG-UI format"),
+    };
+    assert_eq!(enc.format(), format);
+    enc
 }
 
-fn encode(dialect: Dialect, options: AguiOptions, events: &[Event]) -> String {
-    let mut enc = AguiSseEncoder::new(dialect, options);
+/// Encodes `events` through the one encoder trait, as the chain drives it.
+fn encode(format: WireFormat, options: AguiOptions, events: &[Event]) -> String {
+    let mut enc = encoder(format, options);
     let mut out = BytesMut::new();
     for e in events {
-        enc.encode(e, &mut out).unwrap();
+        enc.encode_frame(e, &mut out).unwrap();
     }
     String::from_utf8(out.to_vec()).unwrap()
 }
 
 fn da(events: &[Event]) -> String {
-    encode(Dialect::Da, AguiOptions::default(), events)
+    encode(WireFormat::Agui, AguiOptions::default(), events)
 }
 
 fn v1(events: &[Event]) -> String {
-    encode(Dialect::V1, AguiOptions::default(), events)
+    encode(WireFormat::AguiV1, AguiOptions::default(), events)
 }
 
 /// The `event:` names in order.
@@ -82,54 +62,25 @@ fn datas(sse: &str) -> Vec<&str> {
 
 #[test]
 fn wire_formats_section_4_examples() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "00.2",
-            "text.started",
-            &[],
-            r#"{"message_id":"m-1","role":"assistant"}"#,
-        ),
-        r.ev(
-            "00.5",
-            "text.delta",
-            &[],
-            r#"{"message_id":"m-1","delta":"Café ✓"}"#,
-        ),
-        r.ev(
-            "01",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"tc-1","tool_name":"search","arguments":{"q":"café"}}"#,
-        ),
-        r.ev(
-            "02",
-            "tool.finished",
-            &[],
-            r#"{"tool_call_id":"tc-1","result":"ok"}"#,
-        ),
-        r.ev(
-            "02.5",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"toolu_9","tool_name":"delete_file","arguments":{"path":"/tmp/a"}}"#,
-        ),
-        r.ev(
-            "02.7",
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("00.2")).text_started("m-1"),
+        r.set_timestamp(secs("00.5")).text_delta("m-1", "Café ✓"),
+        r.set_timestamp(secs("01")).tool_started("tc-1", "search", r#"{"q":"café"}"#),
+        r.set_timestamp(secs("02")).tool_finished("tc-1", "ok"),
+        r.set_timestamp(secs("02.5")).tool_started("toolu_9", "delete_file", r#"{"path":"/tmp/a"}"#),
+        r.set_timestamp(secs("02.7")).event(
             "interrupt.requested",
-            &[],
             r#"{"interrupt_id":"toolu_9","interrupt_type":"tool_approval","agent_id":"agent-x","tool_approvals":[{"tool_call_id":"toolu_9","tool_name":"delete_file","tool_args":{"path":"/tmp/a"}}]}"#,
         ),
-        r.ev(
-            "03",
+        r.set_timestamp(secs("03")).event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
         ),
     ];
     let out = encode(
-        Dialect::Da,
+        WireFormat::Agui,
         AguiOptions::default().with_agent_name("My Agent"),
         &events,
     );
@@ -193,60 +144,24 @@ fn wire_formats_section_4_examples() {
 
 #[test]
 fn da_namespace_context_only_on_change_and_never_before_text_end() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"tc-a","tool_name":"task","arguments":{}}"#,
-        ),
-        r.ev(
-            "02",
-            "namespace.entered",
-            &[],
-            r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"tc-a"}"#,
-        ),
-        r.ev(
-            "03",
-            "text.started",
-            &["tc-a"],
-            r#"{"message_id":"m-a","role":"assistant"}"#,
-        ),
-        r.ev(
-            "04",
-            "text.delta",
-            &["tc-a"],
-            r#"{"message_id":"m-a","delta":"x"}"#,
-        ),
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01"))
+            .tool_started("tc-a", "task", "{}"),
+        r.set_timestamp(secs("02"))
+            .namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("03")).at(["tc-a"]).text_started("m-a"),
+        r.set_timestamp(secs("04")).text_delta("m-a", "x"),
         // A warning does not change the announced namespace.
-        r.ev(
-            "05",
-            "warning",
-            &["tc-a"],
-            r#"{"code":"w","message":"careful"}"#,
-        ),
-        r.ev(
-            "06",
-            "text.delta",
-            &["tc-a"],
-            r#"{"message_id":"m-a","delta":"y"}"#,
-        ),
-        r.ev("07", "text.finished", &["tc-a"], r#"{"message_id":"m-a"}"#),
-        r.ev(
-            "08",
-            "namespace.exited",
-            &[],
-            r#"{"agent_id":"a","parent_tool_call_id":"tc-a","outcome":"success"}"#,
-        ),
-        r.ev(
-            "09",
-            "tool.finished",
-            &[],
-            r#"{"tool_call_id":"tc-a","result":"done"}"#,
-        ),
-        r.finished("10"),
+        r.set_timestamp(secs("05")).warning("w", "careful"),
+        r.set_timestamp(secs("06")).text_delta("m-a", "y"),
+        r.set_timestamp(secs("07")).text_finished("m-a"),
+        r.set_timestamp(secs("08"))
+            .root()
+            .namespace_exited("a", "tc-a"),
+        r.set_timestamp(secs("09")).tool_finished("tc-a", "done"),
+        r.set_timestamp(secs("10")).run_finished(),
     ];
     let out = da(&events);
     assert_eq!(
@@ -291,22 +206,14 @@ fn da_namespace_context_only_on_change_and_never_before_text_end() {
 
 #[test]
 fn da_rejected_re_emission_is_suppressed_entirely() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"t-del","tool_name":"delete_file","arguments":{"path":"/x"}}"#,
-        ),
-        r.ev(
-            "02",
-            "tool.error",
-            &[],
-            r#"{"tool_call_id":"t-del","code":"tool_rejected","message":"rejected","retryable":false}"#,
-        ),
-        r.finished("03"),
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01"))
+            .tool_started("t-del", "delete_file", r#"{"path":"/x"}"#),
+        r.set_timestamp(secs("02"))
+            .tool_error("t-del", "tool_rejected", "rejected"),
+        r.set_timestamp(secs("03")).run_finished(),
     ];
     assert_eq!(names(&da(&events)), ["RUN_STARTED", "RUN_FINISHED"]);
     // agui-v1 has no hold: the call and its error are shown.
@@ -326,15 +233,10 @@ fn da_rejected_re_emission_is_suppressed_entirely() {
 
 #[test]
 fn da_streamed_arguments_become_one_args_frame_with_python_numbers() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let mut events = vec![
-        r.started(),
-        r.ev(
-            "01",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"t","tool_name":"calc","arguments":{}}"#,
-        ),
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).tool_started("t", "calc", "{}"),
     ];
     for piece in [
         r#"{"a": 1E2, "#,
@@ -342,20 +244,13 @@ fn da_streamed_arguments_become_one_args_frame_with_python_numbers() {
         r#"", "d": 100000000000000000000}"#,
     ] {
         let d = serde_json::to_string(piece).unwrap();
-        events.push(r.ev(
-            "02",
+        events.push(r.set_timestamp(secs("02")).event(
             "tool.arguments.delta",
-            &[],
             &format!(r#"{{"tool_call_id":"t","delta":{d}}}"#),
         ));
     }
-    events.push(r.ev(
-        "03",
-        "tool.finished",
-        &[],
-        r#"{"tool_call_id":"t","result":""}"#,
-    ));
-    events.push(r.finished("04"));
+    events.push(r.set_timestamp(secs("03")).tool_finished("t", ""));
+    events.push(r.set_timestamp(secs("04")).run_finished());
     let out = da(&events);
     // Empty result: no TOOL_CALL_RESULT, only the end.
     assert_eq!(
@@ -391,34 +286,18 @@ fn da_streamed_arguments_become_one_args_frame_with_python_numbers() {
 
 #[test]
 fn da_error_result_is_truncated_and_run_error_leaves_text_open() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let long = "é".repeat(2005);
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "text.started",
-            &[],
-            r#"{"message_id":"m","role":"assistant"}"#,
-        ),
-        r.ev(
-            "02",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"t","tool_name":"x","arguments":{"k":1}}"#,
-        ),
-        r.ev(
-            "03",
-            "tool.error",
-            &[],
-            &format!(
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).text_started("m"),
+        r.set_timestamp(secs("02")).tool_started("t", "x", r#"{"k":1}"#),
+        r.set_timestamp(secs("03")).event("tool.error", &format!(
                 r#"{{"tool_call_id":"t","code":"tool_error","message":"{long}","retryable":true}}"#
             ),
         ),
-        r.ev(
-            "04",
+        r.set_timestamp(secs("04")).event(
             "run.error",
-            &[],
             r#"{"code":"internal","message":"Agent failed.","retryable":false,"side_effect_status":"possible"}"#,
         ),
     ];
@@ -469,33 +348,17 @@ fn da_error_result_is_truncated_and_run_error_leaves_text_open() {
 
 #[test]
 fn da_cancel_releases_held_starts_then_goes_silent() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "text.started",
-            &[],
-            r#"{"message_id":"m","role":"assistant"}"#,
-        ),
-        r.ev(
-            "02",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"t","tool_name":"x","arguments":{"k":1}}"#,
-        ),
-        r.ev(
-            "03",
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).text_started("m"),
+        r.set_timestamp(secs("02"))
+            .tool_started("t", "x", r#"{"k":1}"#),
+        r.set_timestamp(secs("03")).event(
             "run.cancelled",
-            &[],
             r#"{"reason":"disconnect","side_effect_status":"none"}"#,
         ),
-        r.ev(
-            "04",
-            "warning",
-            &[],
-            r#"{"code":"late","message":"after the end"}"#,
-        ),
+        r.set_timestamp(secs("04")).warning("late", "after the end"),
     ];
     assert_eq!(
         names(&da(&events)),
@@ -521,22 +384,12 @@ fn da_cancel_releases_held_starts_then_goes_silent() {
 
 #[test]
 fn da_open_texts_closed_in_opening_order_at_finish() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "text.started",
-            &[],
-            r#"{"message_id":"m2","role":"assistant"}"#,
-        ),
-        r.ev(
-            "02",
-            "text.started",
-            &[],
-            r#"{"message_id":"m1","role":"assistant"}"#,
-        ),
-        r.finished("03"),
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).text_started("m2"),
+        r.set_timestamp(secs("02")).text_started("m1"),
+        r.set_timestamp(secs("03")).run_finished(),
     ];
     let out = da(&events);
     let d = datas(&out);
@@ -552,27 +405,15 @@ fn da_open_texts_closed_in_opening_order_at_finish() {
 
 #[test]
 fn incomplete_arguments_are_an_error_and_write_nothing() {
-    let mut r = Run::new();
-    let start = r.started();
-    let tool = r.ev(
-        "01",
-        "tool.started",
-        &[],
-        r#"{"tool_call_id":"t","tool_name":"x","arguments":{}}"#,
-    );
-    let delta = r.ev(
-        "02",
+    let mut r = RunBuilder::new("run-1", "conv-1");
+    let start = r.set_timestamp(secs("00")).run_started();
+    let tool = r.set_timestamp(secs("01")).tool_started("t", "x", "{}");
+    let delta = r.set_timestamp(secs("02")).event(
         "tool.arguments.delta",
-        &[],
         r#"{"tool_call_id":"t","delta":"{\"k\":"}"#,
     );
-    let fin = r.ev(
-        "03",
-        "tool.finished",
-        &[],
-        r#"{"tool_call_id":"t","result":"x"}"#,
-    );
-    let mut enc = AguiSseEncoder::new(Dialect::Da, AguiOptions::default());
+    let fin = r.set_timestamp(secs("03")).tool_finished("t", "x");
+    let mut enc = AguiSseEncoder::da(AguiOptions::default());
     let mut out = BytesMut::new();
     for e in [&start, &tool, &delta] {
         enc.encode_event(e, &mut out).unwrap();
@@ -588,17 +429,14 @@ fn incomplete_arguments_are_an_error_and_write_nothing() {
 
 #[test]
 fn release_ready_lets_complete_starts_out_while_the_tool_runs() {
-    let mut r = Run::new();
-    let mut enc = AguiSseEncoder::new(Dialect::Da, AguiOptions::default());
+    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut enc = AguiSseEncoder::da(AguiOptions::default());
     let mut out = BytesMut::new();
-    enc.encode(r.started(), &mut out).unwrap();
-    enc.encode(
-        r.ev(
-            "01",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"t","tool_name":"x","arguments":{"k":1}}"#,
-        ),
+    enc.encode_frame(&r.set_timestamp(secs("00")).run_started(), &mut out)
+        .unwrap();
+    enc.encode_frame(
+        &r.set_timestamp(secs("01"))
+            .tool_started("t", "x", r#"{"k":1}"#),
         &mut out,
     )
     .unwrap();
@@ -610,13 +448,8 @@ fn release_ready_lets_complete_starts_out_while_the_tool_runs() {
     assert_eq!(names(&released), ["TOOL_CALL_START", "TOOL_CALL_ARGS"]);
     // The finish later brings only the result pair.
     let before = out.len();
-    enc.encode(
-        r.ev(
-            "05",
-            "tool.finished",
-            &[],
-            r#"{"tool_call_id":"t","result":"ok"}"#,
-        ),
+    enc.encode_frame(
+        &r.set_timestamp(secs("05")).tool_finished("t", "ok"),
         &mut out,
     )
     .unwrap();
@@ -626,53 +459,27 @@ fn release_ready_lets_complete_starts_out_while_the_tool_runs() {
 
 #[test]
 fn v1_reasoning_usage_and_result_ref() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "reasoning.started",
-            &[],
-            r#"{"message_id":"r1","role":"assistant"}"#,
-        ),
-        r.ev(
-            "02",
-            "reasoning.delta",
-            &[],
-            r#"{"message_id":"r1","delta":""}"#,
-        ),
-        r.ev(
-            "03",
-            "reasoning.delta",
-            &[],
-            r#"{"message_id":"r1","delta":"think"}"#,
-        ),
-        r.ev("04", "reasoning.finished", &[], r#"{"message_id":"r1"}"#),
-        r.ev(
-            "05",
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).reasoning_started("r1"),
+        r.set_timestamp(secs("02")).reasoning_delta("r1", ""),
+        r.set_timestamp(secs("03")).reasoning_delta("r1", "think"),
+        r.set_timestamp(secs("04")).reasoning_finished("r1"),
+        r.set_timestamp(secs("05")).event(
             "tool.started",
-            &[],
             r#"{"tool_call_id":"t","tool_name":"x","arguments":{"k":1.50},"parent_message_id":"m0"}"#,
         ),
-        r.ev(
-            "06",
+        r.set_timestamp(secs("06")).event(
             "tool.finished",
-            &[],
             r#"{"tool_call_id":"t","result":"ok","result_ref":"res-9"}"#,
         ),
-        r.ev(
-            "07",
-            "usage.updated",
-            &[],
-            r#"{"input_tokens":9007199254740992,"output_tokens":5}"#,
-        ),
-        r.ev(
-            "08",
+        r.set_timestamp(secs("07")).usage_updated(9007199254740992, 5),
+        r.set_timestamp(secs("08")).event(
             "provider.metadata",
-            &[],
             r#"{"provider":"p","model":"m","metadata":{"request_id":"secret-ish"}}"#,
         ),
-        r.finished("09"),
+        r.set_timestamp(secs("09")).run_finished(),
     ];
     let out = v1(&events);
     assert_eq!(
@@ -709,54 +516,31 @@ fn v1_reasoning_usage_and_result_ref() {
 
 #[test]
 fn v1_nested_subagents_and_suspension_close_everything_for_verify_events() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).event(
             "tool.started",
-            &[],
             r#"{"tool_call_id":"tc-a","tool_name":"task","arguments":{},"parent_message_id":"m0"}"#,
         ),
-        r.ev(
-            "02",
-            "namespace.entered",
-            &[],
-            r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"tc-a"}"#,
-        ),
-        r.ev(
-            "03",
-            "tool.started",
-            &["tc-a"],
-            r#"{"tool_call_id":"tc-b","tool_name":"task","arguments":{}}"#,
-        ),
-        r.ev(
-            "04",
-            "namespace.entered",
-            &["tc-a"],
-            r#"{"agent_id":"b","agent_name":"B","parent_tool_call_id":"tc-b"}"#,
-        ),
-        r.ev(
-            "05",
+        r.set_timestamp(secs("02")).namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("03")).at(["tc-a"]).tool_started("tc-b", "task", "{}"),
+        r.set_timestamp(secs("04")).namespace_entered("b", "B", "tc-b"),
+        r.set_timestamp(secs("05")).at(["tc-a", "tc-b"]).event(
             "interrupt.requested",
-            &["tc-a", "tc-b"],
             r#"{"interrupt_id":"i-1","interrupt_type":"form_input","agent_id":"b","prompt":"Why?","fields":[{"field_name":"why","field_type":"text"}]}"#,
         ),
-        r.ev(
-            "06",
+        r.set_timestamp(secs("06")).at(["tc-a"]).event(
             "namespace.exited",
-            &["tc-a"],
             r#"{"agent_id":"b","parent_tool_call_id":"tc-b","outcome":"interrupted"}"#,
         ),
-        r.ev(
-            "07",
+        r.set_timestamp(secs("07")).root().event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"i-1","reason":"human_input"}"#,
         ),
     ];
     let out = encode(
-        Dialect::V1,
+        WireFormat::AguiV1,
         AguiOptions::default().with_agent_name("Root"),
         &events,
     );
@@ -779,40 +563,24 @@ fn v1_nested_subagents_and_suspension_close_everything_for_verify_events() {
 
 #[test]
 fn v1_subagent_error_and_warning_in_subagent() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"tc-a","tool_name":"task","arguments":{"x":"y"}}"#,
-        ),
-        r.ev(
-            "02",
-            "namespace.entered",
-            &[],
-            r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"tc-a"}"#,
-        ),
-        r.ev(
-            "03",
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01"))
+            .tool_started("tc-a", "task", r#"{"x":"y"}"#),
+        r.set_timestamp(secs("02"))
+            .namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("03")).at(["tc-a"]).event(
             "warning",
-            &["tc-a"],
             r#"{"code":"slow","message":"Slow.","details":{"ms":1E3}}"#,
         ),
-        r.ev(
-            "04",
+        r.set_timestamp(secs("04")).root().event(
             "namespace.exited",
-            &[],
             r#"{"agent_id":"a","parent_tool_call_id":"tc-a","outcome":"error"}"#,
         ),
-        r.ev(
-            "05",
-            "tool.error",
-            &[],
-            r#"{"tool_call_id":"tc-a","code":"subagent_failed","message":"Child failed.","retryable":false}"#,
-        ),
-        r.finished("06"),
+        r.set_timestamp(secs("05"))
+            .tool_error("tc-a", "subagent_failed", "Child failed."),
+        r.set_timestamp(secs("06")).run_finished(),
     ];
     let d: Vec<String> = datas(&v1(&events)).into_iter().map(str::to_owned).collect();
     assert_eq!(
@@ -827,19 +595,15 @@ fn v1_subagent_error_and_warning_in_subagent() {
 
 #[test]
 fn multi_approval_interrupts_keep_every_call() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
-        r.started(),
-        r.ev(
-            "01",
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).event(
             "interrupt.requested",
-            &[],
             r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"ag","tool_approvals":[{"tool_call_id":"c1","tool_name":"a","tool_args":{"n":1}},{"tool_call_id":"c2","tool_name":"b","tool_args":{"s":"ü"},"allowed_decisions":["approve","reject"]}]}"#,
         ),
-        r.ev(
-            "02",
+        r.set_timestamp(secs("02")).event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"i","reason":"tool_approval"}"#,
         ),
     ];

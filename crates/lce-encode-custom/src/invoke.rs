@@ -256,7 +256,9 @@ impl InvokeAccumulator {
     }
 
     /// What the `custom` stream writes for `event`, reduced to text and
-    /// boundaries.
+    /// boundaries. It opens as the encoder's `encode_inner` does, with the
+    /// same `Decision` destructured, on purpose: the accumulator must see
+    /// exactly the starts, events and closes the stream would write.
     fn feed_frames(&mut self, event: &Event) -> Result<(), EncodeError> {
         let seq = event.sequence;
         let Some(Decision {
@@ -410,67 +412,7 @@ fn push_bounded(dst: &mut String, text: &str, max: usize, truncated: &mut u64) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
-
-    struct Run {
-        seq: u64,
-    }
-
-    impl Run {
-        fn new() -> Self {
-            Run { seq: 0 }
-        }
-        fn ev(&mut self, ty: &str, ns: &[&str], data: &str) -> Event {
-            let ns = ns
-                .iter()
-                .map(|s| format!("\"{s}\""))
-                .collect::<Vec<_>>()
-                .join(",");
-            let line = format!(
-                r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{},"timestamp":"2026-08-17T00:00:00Z","namespace":[{ns}],"data":{data}}}"#,
-                self.seq
-            );
-            self.seq += 1;
-            Event::from_json(&line).unwrap()
-        }
-        fn text(&mut self, ns: &[&str], t: &str) -> Event {
-            let t = serde_json_escape(t);
-            self.ev(
-                "text.delta",
-                ns,
-                &format!(r#"{{"message_id":"m","delta":"{t}"}}"#),
-            )
-        }
-        fn start(&mut self, ns: &[&str], id: &str) -> Event {
-            self.ev(
-                "tool.started",
-                ns,
-                &format!(r#"{{"tool_call_id":"{id}","tool_name":"t","arguments":{{"a":1}}}}"#),
-            )
-        }
-        fn finished(&mut self, ns: &[&str], id: &str) -> Event {
-            self.ev(
-                "tool.finished",
-                ns,
-                &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
-            )
-        }
-        fn rejected(&mut self, id: &str) -> Event {
-            self.ev(
-                "tool.error",
-                &[],
-                &format!(
-                    r#"{{"tool_call_id":"{id}","code":"tool_rejected","message":"no","retryable":false}}"#
-                ),
-            )
-        }
-        fn done(&mut self) -> Event {
-            self.ev("run.finished", &[], r#"{"outcome":"success"}"#)
-        }
-    }
-
-    fn serde_json_escape(s: &str) -> String {
-        s.replace('\\', "\\\\").replace('"', "\\\"")
-    }
+    use lce_testkit::RunBuilder;
 
     const IDS: InvokeIds<'static> = InvokeIds {
         agent_id: "agent",
@@ -492,8 +434,12 @@ mod tests {
 
     #[test]
     fn no_tool_calls_gives_null_thinking() {
-        let mut r = Run::new();
-        let acc = run(&[r.text(&[], "Hello, "), r.text(&[], "world"), r.done()]);
+        let mut r = RunBuilder::new("r", "c");
+        let acc = run(&[
+            r.text_delta("m", "Hello, "),
+            r.text_delta("m", "world"),
+            r.run_finished(),
+        ]);
         assert_eq!(acc.thinking(), None);
         assert_eq!(acc.content(), "Hello, world");
         assert_eq!(
@@ -504,17 +450,17 @@ mod tests {
 
     #[test]
     fn subagent_text_counts_and_every_shown_start_is_a_boundary() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let acc = run(&[
-            r.text(&[], "a"),
-            r.start(&[], "t1"),
-            r.text(&["t1"], "b"),
-            r.start(&["t1"], "t2"),
-            r.finished(&["t1"], "t2"),
-            r.text(&["t1"], "c"),
-            r.finished(&[], "t1"),
-            r.text(&[], "d"),
-            r.done(),
+            r.text_delta("m", "a"),
+            r.tool_started("t1", "t", r#"{"a":1}"#),
+            r.at(["t1"]).text_delta("m", "b"),
+            r.tool_started("t2", "t", r#"{"a":1}"#),
+            r.tool_finished("t2", "ok"),
+            r.text_delta("m", "c"),
+            r.root().tool_finished("t1", "ok"),
+            r.text_delta("m", "d"),
+            r.run_finished(),
         ]);
         // The last boundary is the subagent's own `tool_start` (t2): the
         // subagent's answer after it belongs to `content`.
@@ -524,12 +470,12 @@ mod tests {
 
     #[test]
     fn a_start_with_nothing_after_it_leaves_empty_content() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let acc = run(&[
-            r.text(&[], "x"),
-            r.start(&[], "t1"),
-            r.finished(&[], "t1"),
-            r.done(),
+            r.text_delta("m", "x"),
+            r.tool_started("t1", "t", r#"{"a":1}"#),
+            r.tool_finished("t1", "ok"),
+            r.run_finished(),
         ]);
         assert_eq!(acc.thinking(), Some("x"));
         assert_eq!(acc.content(), "");
@@ -537,26 +483,26 @@ mod tests {
 
     #[test]
     fn a_suppressed_rejected_start_is_no_boundary() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let acc = run(&[
-            r.text(&[], "before "),
-            r.start(&[], "del"),
-            r.rejected("del"),
-            r.text(&[], "after"),
-            r.done(),
+            r.text_delta("m", "before "),
+            r.tool_started("del", "t", r#"{"a":1}"#),
+            r.tool_error("del", "tool_rejected", "no"),
+            r.text_delta("m", "after"),
+            r.run_finished(),
         ]);
         assert_eq!(acc.thinking(), None);
         assert_eq!(acc.content(), "before after");
         // A rejection of a start already shown is an ordinary event: the
         // start was a boundary.
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let acc = run(&[
-            r.text(&[], "before "),
-            r.start(&[], "del"),
-            r.text(&[], "x"),
-            r.rejected("del"),
-            r.text(&[], "after"),
-            r.done(),
+            r.text_delta("m", "before "),
+            r.tool_started("del", "t", r#"{"a":1}"#),
+            r.text_delta("m", "x"),
+            r.tool_error("del", "tool_rejected", "no"),
+            r.text_delta("m", "after"),
+            r.run_finished(),
         ]);
         assert_eq!(acc.thinking(), Some("before "));
         assert_eq!(acc.content(), "xafter");
@@ -564,34 +510,33 @@ mod tests {
 
     #[test]
     fn live_release_is_a_boundary_like_the_encoders() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut acc = InvokeAccumulator::new(InvokeOptions::default());
-        acc.feed(&r.text(&[], "a")).unwrap();
-        acc.feed(&r.start(&[], "del")).unwrap();
+        acc.feed(&r.text_delta("m", "a")).unwrap();
+        acc.feed(&r.tool_started("del", "t", r#"{"a":1}"#)).unwrap();
         acc.release_ready();
-        acc.feed(&r.rejected("del")).unwrap();
-        acc.feed(&r.text(&[], "b")).unwrap();
-        acc.feed(&r.done()).unwrap();
+        acc.feed(&r.tool_error("del", "tool_rejected", "no"))
+            .unwrap();
+        acc.feed(&r.text_delta("m", "b")).unwrap();
+        acc.feed(&r.run_finished()).unwrap();
         assert_eq!(acc.thinking(), Some("a"));
         assert_eq!(acc.content(), "b");
     }
 
     #[test]
     fn text_after_the_interrupt_is_not_counted_and_the_answer_is_400() {
-        let mut r = Run::new();
-        let start = r.start(&[], "t1");
-        let req = r.ev(
+        let mut r = RunBuilder::new("r", "c");
+        let start = r.tool_started("t1", "t", r#"{"a":1}"#);
+        let req = r.event(
             "interrupt.requested",
-            &[],
             r#"{"interrupt_id":"i","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[]}"#,
         );
-        let late = r.text(&[], "late");
-        let end = r.ev(
+        let late = r.text_delta("m", "late");
+        let end = r.event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"i","reason":"human_input"}"#,
         );
-        let acc = run(&[r.text(&[], "x"), start, req, late, end]);
+        let acc = run(&[r.text_delta("m", "x"), start, req, late, end]);
         assert_eq!(acc.content(), "");
         assert_eq!(acc.thinking(), Some("x"));
         let resp = acc.response(&IDS);
@@ -613,14 +558,11 @@ mod tests {
             ("provider_unavailable", Some(30), 500, None),
             ("harness_event_invalid", None, 500, None),
         ] {
-            let mut r = Run::new();
+            let mut r = RunBuilder::new("r", "c");
             let retry = retry.map_or(String::new(), |s: u64| {
                 format!(r#","retry_after_seconds":{s}"#)
             });
-            let err = r.ev(
-                "run.error",
-                &[],
-                &format!(
+            let err = r.event("run.error", &format!(
                     r#"{{"code":"{code}","message":"m","retryable":true{retry},"side_effect_status":"none"}}"#
                 ),
             );
@@ -650,27 +592,29 @@ mod tests {
 
     #[test]
     fn cancelled_and_unterminated_runs_answer_500() {
-        let mut r = Run::new();
-        let cancel = r.ev(
+        let mut r = RunBuilder::new("r", "c");
+        let cancel = r.event(
             "run.cancelled",
-            &[],
             r#"{"reason":"shutdown","side_effect_status":"none"}"#,
         );
-        assert_eq!(run(&[r.text(&[], "x"), cancel]).response(&IDS).status, 500);
-        assert_eq!(run(&[r.text(&[], "x")]).response(&IDS).status, 500);
+        assert_eq!(
+            run(&[r.text_delta("m", "x"), cancel]).response(&IDS).status,
+            500
+        );
+        assert_eq!(run(&[r.text_delta("m", "x")]).response(&IDS).status, 500);
     }
 
     #[test]
     fn text_is_bounded_per_part_at_char_boundaries_and_counted() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut acc = InvokeAccumulator::new(InvokeOptions::default().max_text_bytes(5));
         for e in [
-            r.text(&[], "abcé"), // 5 bytes: fits
-            r.text(&[], "zz"),   // dropped
-            r.start(&[], "t1"),
-            r.finished(&[], "t1"),
-            r.text(&[], "éééé"), // 8 bytes: 2 chars kept (4 bytes)
-            r.done(),
+            r.text_delta("m", "abcé"), // 5 bytes: fits
+            r.text_delta("m", "zz"),   // dropped
+            r.tool_started("t1", "t", r#"{"a":1}"#),
+            r.tool_finished("t1", "ok"),
+            r.text_delta("m", "éééé"), // 8 bytes: 2 chars kept (4 bytes)
+            r.run_finished(),
         ] {
             acc.feed(&e).unwrap();
         }
@@ -681,13 +625,12 @@ mod tests {
 
     #[test]
     fn json_is_compact_utf8_raw_with_python_escapes() {
-        let mut r = Run::new();
-        let text = r.ev(
+        let mut r = RunBuilder::new("r", "c");
+        let text = r.event(
             "text.delta",
-            &[],
             r#"{"message_id":"m","delta":"Café \"q\"\n\u0001\u007f\ud83d\ude00"}"#,
         );
-        let acc = run(&[text, r.done()]);
+        let acc = run(&[text, r.run_finished()]);
         // `"`, `\` and C0 escaped; DEL and the astral character raw.
         assert_eq!(
             body(&acc),
@@ -697,22 +640,17 @@ mod tests {
 
     #[test]
     fn incomplete_arguments_answer_500() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut acc = InvokeAccumulator::new(InvokeOptions::default());
-        let start = r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"t","tool_name":"t","arguments":{}}"#,
-        );
-        let delta = r.ev(
+        let start = r.tool_started("t", "t", r#"{}"#);
+        let delta = r.event(
             "tool.arguments.delta",
-            &[],
             r#"{"tool_call_id":"t","delta":"{\"a\":"}"#,
         );
         acc.feed(&start).unwrap();
         acc.feed(&delta).unwrap();
-        assert!(acc.feed(&r.finished(&[], "t")).is_err());
-        acc.feed(&r.done()).unwrap();
+        assert!(acc.feed(&r.tool_finished("t", "ok")).is_err());
+        acc.feed(&r.run_finished()).unwrap();
         assert_eq!(acc.response(&IDS).status, 500);
     }
 }

@@ -2,12 +2,12 @@
 //! protocol, byte for byte (wire-formats §2, §3, §6, §7; decisions D6, D7,
 //! D12, D13, D15).
 //!
-//! [`CustomSseEncoder`] is a stateful [`tokio_util::codec::Encoder`] of
-//! [`Event`]s (owned or borrowed): each event appends zero or more whole
-//! frames `event: <name>\ndata: <json>\n\n` to a [`BytesMut`], the JSON
-//! written as Python's `json.dumps` writes it (`", "`/`": "`,
-//! `ensure_ascii=True`). It needs no async runtime: call
-//! [`CustomSseEncoder::encode_event`] directly, or use it in a `FramedWrite`.
+//! [`CustomSseEncoder`] is a stateful encoder of [`Event`]s: each event
+//! appends zero or more whole frames `event: <name>\ndata: <json>\n\n` to a
+//! [`BytesMut`], the JSON written as Python's `json.dumps` writes it
+//! (`", "`/`": "`, `ensure_ascii=True`). It needs no async runtime: call
+//! [`CustomSseEncoder::encode_event`] directly, or let the chain's `encoded`
+//! stage drive it through [`lce_core::FrameEncoder`], the one encoder trait.
 //!
 //! | canonical | frame |
 //! |---|---|
@@ -47,7 +47,8 @@
 //! terminal to DA's invoke answer.
 //!
 //! May depend on: `lce-types`, `lce-wire` (all JSON and SSE bytes are written
-//! through it), `bytes`, `tokio-util` (the `Encoder` trait) and `thiserror`.
+//! through it), `lce-core` (the `FrameEncoder` trait), `bytes` and
+//! `thiserror`.
 //!
 //! ```
 //! use bytes::BytesMut;
@@ -498,19 +499,18 @@ fn form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
     Ok(())
 }
 
-impl tokio_util::codec::Encoder<&Event> for CustomSseEncoder {
+/// What the chain's `encoded` stage drives: [`encode_event`](CustomSseEncoder::encode_event)
+/// per event, [`release_ready`](CustomSseEncoder::release_ready) whenever the upstream
+/// would wait (D13a).
+impl lce_core::FrameEncoder for CustomSseEncoder {
     type Error = EncodeError;
 
-    fn encode(&mut self, item: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        self.encode_event(item, dst)
+    fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.encode_event(event, dst)
     }
-}
 
-impl tokio_util::codec::Encoder<Event> for CustomSseEncoder {
-    type Error = EncodeError;
-
-    fn encode(&mut self, item: Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        self.encode_event(&item, dst)
+    fn on_idle(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.release_ready(dst)
     }
 }
 

@@ -1,30 +1,7 @@
 //! Unit tests: the frames of wire-formats §3, byte for byte.
 
 use super::*;
-
-struct Run {
-    seq: u64,
-}
-
-impl Run {
-    fn new() -> Self {
-        Run { seq: 0 }
-    }
-
-    fn ev(&mut self, ty: &str, ns: &[&str], data: &str) -> Event {
-        let ns = ns
-            .iter()
-            .map(|s| format!("\"{s}\""))
-            .collect::<Vec<_>>()
-            .join(",");
-        let line = format!(
-            r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{},"timestamp":"2026-08-17T00:00:00Z","namespace":[{ns}],"data":{data}}}"#,
-            self.seq
-        );
-        self.seq += 1;
-        Event::from_json(&line).unwrap()
-    }
-}
+use lce_testkit::RunBuilder;
 
 fn encode_all(options: CustomOptions, events: &[Event]) -> String {
     let mut enc = CustomSseEncoder::new(options);
@@ -37,62 +14,36 @@ fn encode_all(options: CustomOptions, events: &[Event]) -> String {
 
 #[test]
 fn spec_section_3_examples() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let events = vec![
-        r.ev(
-            "run.started",
-            &[],
-            r#"{"harness_id":"h","adapter_version":"1"}"#,
-        ),
-        r.ev("text.started", &[], r#"{"message_id":"m","role":"assistant"}"#),
-        r.ev("text.delta", &[], r#"{"message_id":"m","delta":"Let me search"}"#),
-        r.ev("text.delta", &[], r#"{"message_id":"m","delta":""}"#),
-        r.ev("text.finished", &[], r#"{"message_id":"m"}"#),
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"tc-1","tool_name":"search","arguments":{"q":"rbac"}}"#,
-        ),
-        r.ev("tool.finished", &[], r#"{"tool_call_id":"tc-1","result":"ok"}"#),
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"tc-2","tool_name":"fetch","arguments":{}}"#,
-        ),
-        r.ev(
-            "tool.error",
-            &[],
-            r#"{"tool_call_id":"tc-2","code":"tool_error","message":"HTTP 404: Not Found","retryable":false}"#,
-        ),
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"toolu_1","tool_name":"task","arguments":{}}"#,
-        ),
-        r.ev(
-            "namespace.entered",
-            &[],
-            r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"toolu_1"}"#,
-        ),
-        r.ev("text.started", &["toolu_1"], r#"{"message_id":"n","role":"assistant"}"#),
-        r.ev("text.delta", &["toolu_1"], r#"{"message_id":"n","delta":"Café"}"#),
-        r.ev(
+        r.run_started(),
+        r.text_started("m"),
+        r.text_delta("m", "Let me search"),
+        r.text_delta("m", ""),
+        r.text_finished("m"),
+        r.tool_started("tc-1", "search", r#"{"q":"rbac"}"#),
+        r.tool_finished("tc-1", "ok"),
+        r.tool_started("tc-2", "fetch", "{}"),
+        r.tool_error("tc-2", "tool_error", "HTTP 404: Not Found"),
+        r.tool_started("toolu_1", "task", "{}"),
+        r.namespace_entered("a", "A", "toolu_1"),
+        r.at(["toolu_1"])
+            .text_started("n"),
+        r.text_delta("n", "Café"),
+        r.event(
             "warning",
-            &["toolu_1"],
             r#"{"code":"w","message":"MCP down ✓","details":{"x":1}}"#,
         ),
-        r.ev(
+        r.root().event(
             "usage.updated",
-            &[],
             r#"{"input_tokens":1}"#,
         ),
-        r.ev(
+        r.event(
             "run.error",
-            &[],
             r#"{"code":"internal","message":"Agent execution failed. Check server logs for details.","retryable":false,"side_effect_status":"none"}"#,
         ),
         // Nothing after a terminal.
-        r.ev("text.delta", &[], r#"{"message_id":"m","delta":"late"}"#),
+        r.text_delta("m", "late"),
     ];
     let got = encode_all(CustomOptions::default(), &events);
     let want = concat!(
@@ -129,12 +80,11 @@ fn approval(n: usize) -> String {
 
 #[test]
 fn approval_input_required_single() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let events = vec![
-        r.ev("interrupt.requested", &["x"], &approval(1)),
-        r.ev(
+        r.at(["x"]).event("interrupt.requested", &approval(1)),
+        r.root().event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
         ),
     ];
@@ -152,12 +102,11 @@ fn approval_input_required_single() {
 
 #[test]
 fn approval_input_required_many_lists_all_last() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let events = vec![
-        r.ev("interrupt.requested", &[], &approval(2)),
-        r.ev(
+        r.event("interrupt.requested", &approval(2)),
+        r.event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
         ),
     ];
@@ -177,14 +126,13 @@ fn approval_input_required_many_lists_all_last() {
 
 #[test]
 fn form_input_required_fields_in_fixed_order() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     // Members given in a scrambled order; the wire order is fixed.
     let data = r#"{"interrupt_id":"i1","interrupt_type":"form_input","agent_id":"a","prompt":"Fill ✓","fields":[{"placeholder":"p","default_value":1.0,"required":true,"field_values":["x","é"],"field_type":"select","field_description":"d","field_label":"L","field_name":"f"},{"field_type":"text","field_name":"g"}]}"#;
     let events = vec![
-        r.ev("interrupt.requested", &[], data),
-        r.ev(
+        r.event("interrupt.requested", data),
+        r.event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"i1","reason":"human_input"}"#,
         ),
     ];
@@ -201,19 +149,14 @@ fn form_input_required_fields_in_fixed_order() {
 
 #[test]
 fn close_events_after_input_required_are_silent() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let events = vec![
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"toolu_0","tool_name":"delete_file","arguments":{"path":"/tmp/a"}}"#,
-        ),
-        r.ev("interrupt.requested", &[], &approval(1)),
-        r.ev("text.finished", &[], r#"{"message_id":"m"}"#),
-        r.ev("tool.finished", &[], r#"{"tool_call_id":"x","result":"r"}"#),
-        r.ev(
+        r.tool_started("toolu_0", "delete_file", r#"{"path":"/tmp/a"}"#),
+        r.event("interrupt.requested", &approval(1)),
+        r.text_finished("m"),
+        r.tool_finished("x", "r"),
+        r.event(
             "run.interrupted",
-            &[],
             r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
         ),
     ];
@@ -241,16 +184,12 @@ const INPUT_REQUIRED: &str = "event: input_required\ndata: {\"type\": \"tool_app
 /// A run that asks for approval and then ends with `last` (after a close
 /// event), frame by frame.
 fn interrupt_then(last: (&str, &str)) -> Vec<String> {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let events = vec![
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"toolu_0","tool_name":"delete_file","arguments":{"path":"/tmp/a"}}"#,
-        ),
-        r.ev("interrupt.requested", &[], &approval(1)),
-        r.ev("text.finished", &[], r#"{"message_id":"m"}"#),
-        r.ev(last.0, &[], last.1),
+        r.tool_started("toolu_0", "delete_file", r#"{"path":"/tmp/a"}"#),
+        r.event("interrupt.requested", &approval(1)),
+        r.text_finished("m"),
+        r.event(last.0, last.1),
     ];
     encode_each(&events)
 }
@@ -312,7 +251,7 @@ fn d4a_cancellation_instead_of_run_interrupted_closes_silently() {
 
 #[test]
 fn d4a_nothing_after_the_terminal_and_no_done_after_an_interrupt() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let mut enc = CustomSseEncoder::new(CustomOptions::default());
     let mut out = BytesMut::new();
     for (ty, data) in [
@@ -323,7 +262,7 @@ fn d4a_nothing_after_the_terminal_and_no_done_after_an_interrupt() {
         ),
         ("run.finished", r#"{"outcome":"success"}"#.to_owned()),
     ] {
-        enc.encode_event(&r.ev(ty, &[], &data), &mut out).unwrap();
+        enc.encode_event(&r.event(ty, &data), &mut out).unwrap();
     }
     assert_eq!(&out[..], INPUT_REQUIRED.as_bytes());
     assert!(enc.is_closed());
@@ -331,16 +270,11 @@ fn d4a_nothing_after_the_terminal_and_no_done_after_an_interrupt() {
 
 #[test]
 fn cancel_releases_held_starts_then_silence_and_done_only_on_finish() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let events = vec![
-        r.ev(
-            "tool.started",
-            &["n"],
-            r#"{"tool_call_id":"a","tool_name":"t","arguments":{"k":[1,2]}}"#,
-        ),
-        r.ev(
+        r.at(["n"]).tool_started("a", "t", r#"{"k":[1,2]}"#),
+        r.root().event(
             "run.cancelled",
-            &[],
             r#"{"reason":"deadline","side_effect_status":"possible"}"#,
         ),
     ];
@@ -348,8 +282,8 @@ fn cancel_releases_held_starts_then_silence_and_done_only_on_finish() {
         encode_all(CustomOptions::default(), &events),
         "event: tool_start\ndata: {\"tool_name\": \"t\", \"tool_call_id\": \"a\", \"args\": {\"k\": [1, 2]}, \"namespace\": [\"n\"]}\n\n"
     );
-    let mut r = Run::new();
-    let events = vec![r.ev("run.finished", &[], r#"{"outcome":"success"}"#)];
+    let mut r = RunBuilder::new("r", "c");
+    let events = vec![r.event("run.finished", r#"{"outcome":"success"}"#)];
     assert_eq!(
         encode_all(CustomOptions::default(), &events),
         "event: done\ndata: {}\n\n"
@@ -358,42 +292,27 @@ fn cancel_releases_held_starts_then_silence_and_done_only_on_finish() {
 
 #[test]
 fn streamed_arguments_and_empty_result_and_truncation() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let long: String = "é".repeat(2001) + "😀";
     let result = format!(r#"{{"tool_call_id":"b","result":"{long}"}}"#);
     let events = vec![
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
-        ),
-        r.ev(
+        r.tool_started("a", "t", "{}"),
+        r.event(
             "tool.arguments.delta",
-            &[],
             r#"{"tool_call_id":"a","delta":"{\"x\":1e1"}"#,
         ),
-        r.ev(
+        r.event("tool.arguments.delta", r#"{"tool_call_id":"a","delta":""}"#),
+        r.event(
             "tool.arguments.delta",
-            &[],
-            r#"{"tool_call_id":"a","delta":""}"#,
-        ),
-        r.ev(
-            "tool.arguments.delta",
-            &[],
             r#"{"tool_call_id":"a","delta":"6,\"s\":\"\\u00"}"#,
         ),
-        r.ev(
+        r.event(
             "tool.arguments.delta",
-            &[],
             r#"{"tool_call_id":"a","delta":"e9\"}"}"#,
         ),
-        r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":""}"#),
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"b","tool_name":"t","arguments":{}}"#,
-        ),
-        r.ev("tool.finished", &[], &result),
+        r.tool_finished("a", ""),
+        r.tool_started("b", "t", "{}"),
+        r.event("tool.finished", &result),
     ];
     let got = encode_all(CustomOptions::default(), &events);
     let cut = "\\u00e9".repeat(2000) + "...[2 chars]";
@@ -411,18 +330,12 @@ fn streamed_arguments_and_empty_result_and_truncation() {
 
 #[test]
 fn error_messages_are_never_truncated() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let msg = "x".repeat(5000);
-    let events = vec![
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
-        ),
-        r.ev(
-            "tool.error",
-            &[],
-            &format!(
+    let events =
+        vec![
+        r.tool_started("a", "t", "{}"),
+        r.event("tool.error", &format!(
                 r#"{{"tool_call_id":"a","code":"tool_error","message":"{msg}","retryable":false}}"#
             ),
         ),
@@ -439,28 +352,20 @@ fn error_messages_are_never_truncated() {
 
 #[test]
 fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let mut enc = CustomSseEncoder::new(CustomOptions::default());
     let mut out = BytesMut::new();
     for e in [
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
-        ),
-        r.ev(
+        r.tool_started("a", "t", "{}"),
+        r.event(
             "tool.arguments.delta",
-            &[],
             r#"{"tool_call_id":"a","delta":"{\"x\":"}"#,
         ),
     ] {
         enc.encode_event(&e, &mut out).unwrap();
     }
     let err = enc
-        .encode_event(
-            &r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":"r"}"#),
-            &mut out,
-        )
+        .encode_event(&r.tool_finished("a", "r"), &mut out)
         .unwrap_err();
     assert!(matches!(
         err,
@@ -469,27 +374,19 @@ fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
     assert!(out.is_empty());
     // A syntactically broken but balanced object: the hold judges streamed
     // arguments strictly (D6, D17), so they never count as complete.
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let mut enc = CustomSseEncoder::new(CustomOptions::default());
     for e in [
-        r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"a","tool_name":"t","arguments":{}}"#,
-        ),
-        r.ev(
+        r.tool_started("a", "t", "{}"),
+        r.event(
             "tool.arguments.delta",
-            &[],
             r#"{"tool_call_id":"a","delta":"{\"x\" 1}"}"#,
         ),
     ] {
         enc.encode_event(&e, &mut out).unwrap();
     }
     let err = enc
-        .encode_event(
-            &r.ev("tool.finished", &[], r#"{"tool_call_id":"a","result":"r"}"#),
-            &mut out,
-        )
+        .encode_event(&r.tool_finished("a", "r"), &mut out)
         .unwrap_err();
     assert!(
         matches!(err, EncodeError::IncompleteArguments { sequence: 2 }),
@@ -500,18 +397,11 @@ fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
 
 #[test]
 fn release_ready_shows_running_tools() {
-    let mut r = Run::new();
+    let mut r = RunBuilder::new("r", "c");
     let mut enc = CustomSseEncoder::new(CustomOptions::default());
     let mut out = BytesMut::new();
-    enc.encode_event(
-        &r.ev(
-            "tool.started",
-            &[],
-            r#"{"tool_call_id":"a","tool_name":"t","arguments":{"k":"v"}}"#,
-        ),
-        &mut out,
-    )
-    .unwrap();
+    enc.encode_event(&r.tool_started("a", "t", r#"{"k":"v"}"#), &mut out)
+        .unwrap();
     assert!(out.is_empty());
     enc.release_ready(&mut out).unwrap();
     assert_eq!(
@@ -520,15 +410,8 @@ fn release_ready_shows_running_tools() {
     );
     out.clear();
     // Already shown: the rejection is an ordinary tool_end now.
-    enc.encode_event(
-        &r.ev(
-            "tool.error",
-            &[],
-            r#"{"tool_call_id":"a","code":"tool_rejected","message":"no","retryable":false}"#,
-        ),
-        &mut out,
-    )
-    .unwrap();
+    enc.encode_event(&r.tool_error("a", "tool_rejected", "no"), &mut out)
+        .unwrap();
     assert_eq!(
         &out[..],
         b"event: tool_end\ndata: {\"tool_call_id\": \"a\", \"namespace\": [], \"error\": \"ERROR: no\"}\n\n"
@@ -536,16 +419,21 @@ fn release_ready_shows_running_tools() {
 }
 
 #[test]
-fn tokio_util_encoder_impls() {
-    use tokio_util::codec::Encoder;
-    let mut r = Run::new();
-    let e = r.ev("run.finished", &[], r#"{"outcome":"success"}"#);
+fn the_chain_drives_it_through_frame_encoder() {
+    use lce_core::FrameEncoder;
+    let mut r = RunBuilder::new("r", "c");
+    let start = r.run_started();
+    let tool = r.tool_started("t-1", "search", "{}");
+    let done = r.event("run.finished", r#"{"outcome":"success"}"#);
     let mut enc = CustomSseEncoder::new(CustomOptions::default());
     let mut out = BytesMut::new();
-    Encoder::<&Event>::encode(&mut enc, &e, &mut out).unwrap();
-    assert_eq!(&out[..], b"event: done\ndata: {}\n\n");
-    let mut enc = CustomSseEncoder::new(CustomOptions::default());
-    Encoder::<Event>::encode(&mut enc, e, &mut out).unwrap();
-    assert_eq!(out.len(), 2 * b"event: done\ndata: {}\n\n".len());
+    enc.encode_frame(&start, &mut out).unwrap();
+    enc.encode_frame(&tool, &mut out).unwrap();
+    assert!(out.is_empty(), "the `{{}}` start is held (D13)");
+    // Idle: arguments not settled yet, so nothing is released (D13a).
+    enc.on_idle(&mut out).unwrap();
+    assert!(out.is_empty());
+    enc.encode_frame(&done, &mut out).unwrap();
+    assert!(out.ends_with(b"event: done\ndata: {}\n\n"), "{out:?}");
     assert!(enc.is_closed());
 }

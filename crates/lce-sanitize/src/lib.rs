@@ -47,13 +47,8 @@ pub use adapter_error::{AdapterError, AdapterErrorKind};
 pub use lce_types::Limits;
 pub use lce_wire::{DA_RESULT_DISPLAY_CHARS, truncate_display};
 pub use limits::{
-    ConfigFormat, ENV_PREFIX, LimitSource, LimitsError, apply_config_str, apply_env_var,
-    limit_keys, load_limits, load_limits_from_process_env, validate_limits,
+    LimitSource, LimitsError, load_limits, load_limits_from_process_env, validate_limits,
 };
 pub use log::LOG_TARGET;
 pub use redact::{REDACTED, redact, redact_counted};
 pub use sanitize::{CleanReport, RejectKind, Rejection, Sanitized, Sanitizer, check_f64};
-pub use text::{
-    contains_forbidden_in_name, find_replaced_in_display, is_bidi_control, is_forbidden_in_name,
-    is_replaced_in_display, replace_display_controls, truncate_to_bytes,
-};

@@ -8,7 +8,7 @@ use lce_types::{Limits, MAX_OPAQUE_DEPTH};
 
 /// Prefix of the environment variables that override a limit:
 /// `LCE_LIMIT_<FIELD_NAME_UPPERCASE>`, e.g. `LCE_LIMIT_TOOL_RESULT_BYTES`.
-pub const ENV_PREFIX: &str = "LCE_LIMIT_";
+pub(crate) const ENV_PREFIX: &str = "LCE_LIMIT_";
 
 /// Where a limit setting came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,14 +147,9 @@ const KEYS: &[(&str, Slot)] = &[
     ("bytes_per_run", Slot::U64(|l| &mut l.bytes_per_run)),
 ];
 
-/// The names of every limit key, as written in files (`identifier_bytes`,
-/// ...). The environment variable of a key is [`ENV_PREFIX`] + its name in
-/// upper case.
-pub fn limit_keys() -> impl Iterator<Item = &'static str> {
-    KEYS.iter().map(|(k, _)| *k)
-}
-
-/// A key fit for an error message: short and plain, else elided.
+/// A key fit for an error message: short and plain, else elided. The same
+/// test as `lce-types`' crate-private `safe_name` (which says "name"): a
+/// copy, rather than one more public item of `lce-types` for six lines.
 fn safe_key(name: &str) -> String {
     if !name.is_empty()
         && name.len() <= 64
@@ -291,7 +286,7 @@ fn short_detail(msg: &str) -> String {
 
 /// Applies the settings of a configuration text to `limits`. `format` is
 /// `"toml"` or `"json"`; unknown keys are rejected.
-pub fn apply_config_str(
+pub(crate) fn apply_config_str(
     limits: &mut Limits,
     text: &str,
     format: ConfigFormat,
@@ -340,7 +335,7 @@ pub fn apply_config_str(
 
 /// The format of a limits file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigFormat {
+pub(crate) enum ConfigFormat {
     /// TOML (`.toml`).
     Toml,
     /// JSON (`.json`).
@@ -349,7 +344,7 @@ pub enum ConfigFormat {
 
 impl ConfigFormat {
     /// The format named by a file's extension (`toml` or `json`, any case).
-    pub fn from_path(path: &Path) -> Option<ConfigFormat> {
+    pub(crate) fn from_path(path: &Path) -> Option<ConfigFormat> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
             "toml" => Some(ConfigFormat::Toml),
@@ -362,7 +357,11 @@ impl ConfigFormat {
 /// Applies one environment variable, if it is an `LCE_LIMIT_*` one.
 /// Integers are plain ASCII digits; the allowlist is comma-separated
 /// (blanks around names are trimmed; an empty value means no key at all).
-pub fn apply_env_var(limits: &mut Limits, name: &str, value: &str) -> Result<(), LimitsError> {
+pub(crate) fn apply_env_var(
+    limits: &mut Limits,
+    name: &str,
+    value: &str,
+) -> Result<(), LimitsError> {
     let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
         return Ok(());
     };
@@ -578,4 +577,16 @@ pub fn load_limits_from_process_env(path: Option<&Path>) -> Result<Limits, Limit
     let env = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     load_limits(path, env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_of_limits_has_a_key() {
+        // Each key names a distinct field (the environment variable of a key
+        // is `ENV_PREFIX` + its name in upper case): 14, as `Limits` has.
+        assert_eq!(KEYS.len(), 14);
+    }
 }

@@ -486,6 +486,8 @@ mod tests {
 
     #[test]
     fn recognises_each_kind() {
+        // One written-out case per kind of secret, alike on purpose: the
+        // table reads against the list of kinds above.
         assert_eq!(r("auth: Bearer abcdef123456789"), "auth: Bearer [REDACTED]");
         assert_eq!(
             r("Authorization: Basic dXNlcjpwYXNz\nnext"),

@@ -1,16 +1,14 @@
 //! Character classes of D18 and UTF-8-safe byte truncation.
 
-use std::borrow::Cow;
-
 /// `true` for the bidirectional override and isolate characters of D18
 /// (U+202A-U+202E, U+2066-U+2069).
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `true` for the characters D18 replaces in display text: C0 controls
 /// except `\t`, `\n`, `\r`; DEL; C1 controls; bidi overrides and isolates.
-pub fn is_replaced_in_display(c: char) -> bool {
+pub(crate) fn is_replaced_in_display(c: char) -> bool {
     match c {
         '\t' | '\n' | '\r' => false,
         '\u{0}'..='\u{1F}' | '\u{7F}'..='\u{9F}' => true,
@@ -21,8 +19,12 @@ pub fn is_replaced_in_display(c: char) -> bool {
 /// `true` for the characters rejected in identifiers, codes and names:
 /// every Unicode control (`Cc`: C0, DEL, C1, `\t\n\r` included), the bidi
 /// overrides and isolates, the bidi marks (U+061C, U+200E, U+200F) and the
-/// line and paragraph separators (U+2028, U+2029).
-pub fn is_forbidden_in_name(c: char) -> bool {
+/// line and paragraph separators (U+2028, U+2029). The class as the
+/// contract states it, char by char: the reference the byte scan
+/// [`contains_forbidden_in_name`] (what the sanitizer calls) is tested
+/// against.
+#[cfg(test)]
+pub(crate) fn is_forbidden_in_name(c: char) -> bool {
     c.is_control()
         || is_bidi_control(c)
         || matches!(
@@ -297,7 +299,7 @@ fn any_replaced_in_display(b: &[u8]) -> bool {
 /// `s`, if any; the same as `s.find(is_replaced_in_display)`, by a byte scan.
 /// The common case, none, is [`any_replaced_in_display`]'s 16-byte blocks;
 /// when there is one, [`find_replaced_in_display_words`] finds where.
-pub fn find_replaced_in_display(s: &str) -> Option<usize> {
+pub(crate) fn find_replaced_in_display(s: &str) -> Option<usize> {
     if !any_replaced_in_display(s.as_bytes()) {
         return None;
     }
@@ -332,7 +334,7 @@ fn find_replaced_in_display_words(s: &str) -> Option<usize> {
 /// DEL, or the lead bytes `0xC2` (C1), `0xD8` (U+061C) and `0xE2` (U+200E,
 /// U+200F, U+2028-U+202E, U+2066-U+2069) are looked at closely.
 #[inline]
-pub fn contains_forbidden_in_name(s: &str) -> bool {
+pub(crate) fn contains_forbidden_in_name(s: &str) -> bool {
     !printable_ascii_only(s.as_bytes()) && contains_forbidden_closely(s.as_bytes())
 }
 
@@ -353,24 +355,11 @@ fn contains_forbidden_closely(b: &[u8]) -> bool {
     .is_some()
 }
 
-/// Replaces every character of [`is_replaced_in_display`] with U+FFFD and
-/// returns the text (borrowed when nothing changed) and how many were
-/// replaced. Idempotent: U+FFFD is never replaced. The common case, nothing
-/// to replace, is a byte scan ([`find_replaced_in_display`]) that allocates
-/// nothing.
-pub fn replace_display_controls(s: &str) -> (Cow<'_, str>, u32) {
-    match find_replaced_in_display(s) {
-        None => (Cow::Borrowed(s), 0),
-        Some(first) => {
-            let (out, n) = replace_display_controls_from(s, first);
-            (Cow::Owned(out), n)
-        }
-    }
-}
-
-/// [`replace_display_controls`] when `first` is
-/// `find_replaced_in_display(s)` (not `None`): the replaced text and how
-/// many characters were replaced.
+/// `s` with every character of [`is_replaced_in_display`] replaced by
+/// U+FFFD, and how many were replaced, when `first` is
+/// `find_replaced_in_display(s)` (not `None`: the common case, nothing to
+/// replace, is that byte scan alone and allocates nothing). Idempotent:
+/// U+FFFD is never replaced.
 pub(crate) fn replace_display_controls_from(s: &str, first: usize) -> (String, u32) {
     let (head, tail) = s.split_at_checked(first).unwrap_or((s, ""));
     let mut out = String::with_capacity(s.len() + 8);
@@ -389,7 +378,7 @@ pub(crate) fn replace_display_controls_from(s: &str, first: usize) -> (String, u
 
 /// The longest prefix of `s` that is at most `max_bytes` long and ends on a
 /// character boundary: truncation never splits a UTF-8 sequence.
-pub fn truncate_to_bytes(s: &str, max_bytes: usize) -> &str {
+pub(crate) fn truncate_to_bytes(s: &str, max_bytes: usize) -> &str {
     if s.len() <= max_bytes {
         return s;
     }
@@ -404,6 +393,20 @@ pub fn truncate_to_bytes(s: &str, max_bytes: usize) -> &str {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::borrow::Cow;
+
+    /// The byte scan and the replacement as one call, as the sanitizer
+    /// makes them: the text (borrowed when nothing changed) and how many
+    /// characters were replaced.
+    fn replace_display_controls(s: &str) -> (Cow<'_, str>, u32) {
+        match find_replaced_in_display(s) {
+            None => (Cow::Borrowed(s), 0),
+            Some(first) => {
+                let (out, n) = replace_display_controls_from(s, first);
+                (Cow::Owned(out), n)
+            }
+        }
+    }
 
     #[test]
     fn display_classes() {
@@ -584,6 +587,25 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn byte_truncation_is_a_maximal_char_boundary_prefix(
+            a in interesting(),
+            b in interesting(),
+            max in 0usize..100,
+        ) {
+            let s = format!("{a}{b}");
+            let t = truncate_to_bytes(&s, max);
+            prop_assert!(s.starts_with(t));
+            prop_assert!(t.len() <= max);
+            if s.len() > max {
+                prop_assert!(t.len() + 4 > max, "not maximal");
+            } else {
+                prop_assert_eq!(t, s.as_str());
             }
         }
     }

@@ -19,23 +19,12 @@ use lce_types::{Event, Limits};
 use serde_json::{Value, json};
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hostile")
+    lce_testkit::fixtures::dir().join("hostile")
 }
 
+/// Every hostile fixture, `(name, text)`, sorted by name.
 fn fixtures() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = std::fs::read_dir(dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .map(|p| {
-            let name = p.file_stem().unwrap().to_str().unwrap().to_owned();
-            let text = std::fs::read_to_string(&p).unwrap();
-            (name, text)
-        })
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no hostile fixtures in {}", dir().display());
-    v
+    lce_testkit::fixtures::hostile()
 }
 
 fn event_of(name: &str, text: &str) -> Event {

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use lce_sanitize::Sanitizer;
@@ -14,22 +14,18 @@ use lce_types::{Event, Limits};
 use serde_json::Value;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hostile")
+    lce_testkit::fixtures::dir().join("hostile")
 }
 
+/// Every hostile fixture, parsed, sorted by name.
 fn fixtures() -> Vec<(String, Event)> {
-    let mut v: Vec<(String, Event)> = std::fs::read_dir(dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .map(|p| {
-            let name = p.file_stem().unwrap().to_str().unwrap().to_owned();
-            let text = std::fs::read_to_string(&p).unwrap();
-            (name, Event::from_json(text.trim_end()).unwrap())
+    lce_testkit::fixtures::hostile()
+        .into_iter()
+        .map(|(name, text)| {
+            let event = Event::from_json(text.trim_end()).unwrap();
+            (name, event)
         })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+        .collect()
 }
 
 #[derive(Clone, Default)]

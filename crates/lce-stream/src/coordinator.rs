@@ -43,11 +43,14 @@ use lce_types::{
 use lce_validate::{Mode, Rule, ToolSchemas, ValidatorOptions};
 use pin_project_lite::pin_project;
 
-use crate::audit::{AuditRecord, AuditSink, RunCounters, TracingAudit};
+use crate::audit::TracingAudit;
 use crate::cancel::CancelHandle;
-use crate::error::{Cause, LceError};
+use crate::error::LceError;
 use crate::ext::{LifecycleStream, StageCounts};
-use crate::store::{CommitError, CommitRequest, Committed, MemoryStore, ThreadStore};
+use crate::store::MemoryStore;
+use lce_core::Cause;
+use lce_core::{AuditRecord, AuditSink, RunCounters};
+use lce_core::{CommitError, CommitRequest, Committed, ThreadStore};
 
 /// `run.error` code: the adapter broke the contract (D8).
 pub const HARNESS_EVENT_INVALID: &str = "harness_event_invalid";

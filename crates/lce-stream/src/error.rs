@@ -1,9 +1,7 @@
 //! The error items a lifecycle stream may carry, and what they broke.
 
-use std::fmt;
-
+use lce_core::Cause;
 use lce_types::{EventType, ParseError};
-use lce_validate::Rule;
 use lce_wire::EncodeError;
 
 /// Why an item of a lifecycle stream is not an event.
@@ -66,66 +64,5 @@ impl LceError {
             LceError::Rejected { event_type, .. } => Some(*event_type),
             _ => None,
         }
-    }
-}
-
-/// What a run or an item broke, as [`LceError::cause`] and
-/// [`AuditRecord::rule`](crate::AuditRecord::rule) report it: a rule of the
-/// contract, or the step of the pipeline that refused the item.
-///
-/// Payload-free. Its text ([`as_str`](Self::as_str), also its `Display`) is
-/// the stable id that logs, audit records and `lce serve --audit-log` carry:
-/// the rule's [`Rule::id`] (`"1"`..`"15"`; a decision's check has the number
-/// of the rule it refines, D4's is `"8"`; `"X"` for the run identity), or
-/// `"parse"`, `"sanitize"`, `"encode"`, `"io"`. The text of a decision's
-/// check does not name the decision; the value does ([`Rule::decision`]).
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Cause {
-    /// A rule of the contract, or a decision's check of one (the
-    /// validator's [`Violation::rule`](lce_validate::Violation::rule)).
-    Rule(Rule),
-    /// A line or item that is not a canonical event ([`LceError::Parse`]).
-    Parse,
-    /// The sanitizer rejected an event ([`LceError::Rejected`]).
-    Sanitize,
-    /// An encoder could not write a frame ([`LceError::Encode`]).
-    Encode,
-    /// Reading the input failed ([`LceError::Io`]).
-    Io,
-}
-
-impl Cause {
-    /// The stable id: [`Rule::id`] for a rule (`"5"`, `"X"`), else
-    /// `"parse"`, `"sanitize"`, `"encode"` or `"io"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cause::Rule(rule) => rule.id(),
-            Cause::Parse => "parse",
-            Cause::Sanitize => "sanitize",
-            Cause::Encode => "encode",
-            Cause::Io => "io",
-        }
-    }
-
-    /// The rule, when the cause is one.
-    pub fn rule(self) -> Option<Rule> {
-        match self {
-            Cause::Rule(rule) => Some(rule),
-            _ => None,
-        }
-    }
-}
-
-impl From<Rule> for Cause {
-    fn from(rule: Rule) -> Self {
-        Cause::Rule(rule)
-    }
-}
-
-/// Writes [`Cause::as_str`].
-impl fmt::Display for Cause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
     }
 }

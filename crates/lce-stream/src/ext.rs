@@ -11,12 +11,11 @@ use futures::stream::FusedStream;
 use lce_sanitize::Sanitizer;
 use lce_types::Event;
 use lce_validate::{RunValidator, ValidatorOptions};
-use memchr::memmem;
 use pin_project_lite::pin_project;
 
 use crate::coordinator::{Coordinated, Coordinator};
-use crate::encoder::FrameEncoder;
 use crate::error::LceError;
+use lce_core::FrameEncoder;
 
 /// Adaptors over streams of `Result<Event, LceError>` (a lifecycle stream).
 ///
@@ -115,16 +114,19 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
             .coordinated(coordinator)
     }
 
-    /// Encodes the events into SSE bytes, one chunk per frame. Never waits
-    /// for more input before yielding what it has; when the upstream would
-    /// wait it gives the encoder a chance to release held frames (D13a).
+    /// Encodes the events into SSE bytes: one chunk per encoder call, that
+    /// is, the whole frames one event led to (none, one or several), or the
+    /// frames the encoder released while the upstream waited (D13a). The
+    /// boundaries are the encoder's: a [`FrameEncoder`] appends whole frames
+    /// only, so a chunk never holds part of a frame and the output is never
+    /// searched for them. Never waits for more input before yielding what it
+    /// has.
     fn encoded<E: FrameEncoder>(self, encoder: E) -> Encoded<Self, E> {
         Encoded {
             inner: self,
             encoder,
             buf: BytesMut::new(),
             done: false,
-            frame_end: memmem::Finder::new(b"\n\n"),
         }
     }
 }
@@ -570,8 +572,6 @@ pin_project! {
         encoder: E,
         buf: BytesMut,
         done: bool,
-        // Finds the blank line ending a frame; built once per stream.
-        frame_end: memmem::Finder<'static>,
     }
 }
 
@@ -582,13 +582,10 @@ impl<S, E> Encoded<S, E> {
     }
 }
 
-/// Splits the first complete SSE frame (ending in a blank line) off `buf`.
-///
-/// `frame_end` looks for the two newlines as a pair, many bytes at a time,
-/// instead of stopping at every newline the encoder wrote.
-fn next_frame(buf: &mut BytesMut, frame_end: &memmem::Finder<'_>) -> Option<Bytes> {
-    let end = frame_end.find(buf)?;
-    Some(buf.split_to(end + 2).freeze())
+/// What one encoder call appended, as one chunk: `None` when it appended
+/// nothing.
+fn take_chunk(buf: &mut BytesMut) -> Option<Bytes> {
+    (!buf.is_empty()).then(|| buf.split().freeze())
 }
 
 impl<S, E> Stream for Encoded<S, E>
@@ -601,9 +598,6 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
-            if let Some(frame) = next_frame(this.buf, this.frame_end) {
-                return Poll::Ready(Some(Ok(frame)));
-            }
             if *this.done {
                 return Poll::Ready(None);
             }
@@ -612,6 +606,9 @@ where
                     if let Err(err) = this.encoder.encode_frame(&e, this.buf) {
                         return Poll::Ready(Some(Err(LceError::Encode(err.into()))));
                     }
+                    if let Some(chunk) = take_chunk(this.buf) {
+                        return Poll::Ready(Some(Ok(chunk)));
+                    }
                 }
                 Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err))),
                 Poll::Ready(None) => *this.done = true,
@@ -619,10 +616,10 @@ where
                     if let Err(err) = this.encoder.on_idle(this.buf) {
                         return Poll::Ready(Some(Err(LceError::Encode(err.into()))));
                     }
-                    match next_frame(this.buf, this.frame_end) {
-                        Some(frame) => return Poll::Ready(Some(Ok(frame))),
-                        None => return Poll::Pending,
-                    }
+                    return match take_chunk(this.buf) {
+                        Some(chunk) => Poll::Ready(Some(Ok(chunk))),
+                        None => Poll::Pending,
+                    };
                 }
             }
         }
@@ -636,27 +633,25 @@ where
 
 delegate_access_inner!(Encoded<S, E>);
 
-/// Terminated once the underlying stream has ended and every frame it led
-/// to has been yielded.
+/// Terminated once the underlying stream has ended (every frame it led to
+/// was yielded with the event that led to it).
 impl<S, E> FusedStream for Encoded<S, E>
 where
     S: Stream<Item = Result<Event, LceError>>,
     E: FrameEncoder,
 {
     fn is_terminated(&self) -> bool {
-        self.done && self.frame_end.find(&self.buf).is_none()
+        self.done
     }
 }
 
-/// The underlying stream, the encoder, how many bytes of frames wait to be
-/// yielded (not the bytes: they are the events' text) and whether the
-/// underlying stream has ended.
+/// The underlying stream, the encoder and whether the underlying stream has
+/// ended (never the bytes: they are the events' text).
 impl<S: fmt::Debug, E: fmt::Debug> fmt::Debug for Encoded<S, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Encoded")
             .field("inner", &self.inner)
             .field("encoder", &self.encoder)
-            .field("buffered", &self.buf.len())
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

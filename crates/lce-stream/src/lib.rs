@@ -7,22 +7,31 @@
 //!   [`validated`](LifecycleStreamExt::validated),
 //!   [`coordinated`](LifecycleStreamExt::coordinated) and
 //!   [`encoded`](LifecycleStreamExt::encoded) (SSE bytes, one chunk per
-//!   frame). [`events`] lifts a stream of plain events into one. Like
+//!   event: its whole frames), and [`enforced`](LifecycleStreamExt::enforced),
+//!   the chain lce builds in one call. [`events`] (a stream of plain events)
+//!   and [`source`] (a stream of `Result<Event, LceError>`) start a chain: a
+//!   [`LifecycleStream`], which says what its stages dropped. Like
 //!   `futures`' adaptors, each gives access to the stream it wraps
 //!   (`get_ref`, `get_mut`, `get_pin_mut`, `into_inner`; the coordinator's
 //!   only while it holds the adapter), is a `FusedStream` (when its stream
 //!   is, or always where it tracks its own end) and `Debug` when its stream
 //!   is.
-//! - [`LceError`]: the error items, payload-free; [`LceError::cause`] says
-//!   what an item broke as a [`Cause`] (a [`Rule`], or the step that
-//!   refused it), which audit records carry too.
-//! - [`Coordinator`]: wraps any adapter stream and guarantees that its output
-//!   satisfies every rule of the contract (D8-D11): see [`coordinator`].
+//! - [`LceError`]: the error items a stage yields in place of what it
+//!   refuses, payload-free; [`LceError::cause`] says what an item broke as a
+//!   [`Cause`] (a [`Rule`], or the step that refused it), which audit
+//!   records carry too.
+//! - [`Coordinator`]: the last stage; turns error items and closure into the
+//!   contract's terminals, commits, cancels and audits (D8-D11): see
+//!   [`coordinator`]. Over the enforced chain its output satisfies every
+//!   rule of the contract.
+//! - The extension points ([`ThreadStore`], [`AuditSink`], [`FrameEncoder`])
+//!   and the shared [`Rule`], [`Cause`], [`WireFormat`] are `lce-core`'s,
+//!   re-exported here.
 //! - [`codec`]: tokio-util decoders for canonical JSON Lines and SSE frames,
 //!   bounded like `LinesCodec`.
 //!
-//! May depend on: every lower lce crate (types, validate, sanitize, both
-//! encoders), `futures`, `tokio-util` (codec), `tokio` (timers only),
+//! May depend on: every lower lce crate (types, core, validate, sanitize,
+//! both encoders), `futures`, `tokio-util` (codec), `tokio` (timers only),
 //! `pin-project-lite`, `bytes`, `tracing`, `thiserror`. Not on any HTTP
 //! stack: serving lives in the CLI.
 
@@ -33,23 +42,22 @@ pub mod coordinator;
 mod encoder;
 mod error;
 mod ext;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
 mod store;
 
-pub use audit::{AuditRecord, AuditSink, MemoryAudit, RunCounters, TracingAudit};
+pub use audit::{MemoryAudit, TracingAudit};
 pub use cancel::CancelHandle;
 pub use codec::{EventLinesDecoder, SseDecodeError, SseDecoder, SseFrame};
 pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions, Intervention};
-pub use encoder::{FrameEncoder, WireEncoder, WireFormat};
-pub use error::{Cause, LceError};
+pub use encoder::WireEncoder;
+pub use error::LceError;
 pub use ext::{
     DropEmptyDeltas, Encoded, Enforced, LifecycleStream, LifecycleStreamExt, LiftEvent, Sanitized,
     Sequenced, Source, StageCounts, Validated, events, source,
 };
-pub use lce_validate::Rule;
-pub use lce_wire::EncodeError;
-pub use store::{
-    CommitError, CommitRequest, Committed, Fault, FaultyStore, MemoryStore, ThreadStore,
+/// The extension points (`lce-core`), re-exported where the chain uses them.
+pub use lce_core::{
+    AuditRecord, AuditSink, Cause, CommitError, CommitFuture, CommitRequest, Committed,
+    FrameEncoder, Rule, RunCounters, ThreadStore, WireFormat,
 };
+pub use lce_wire::EncodeError;
+pub use store::MemoryStore;

@@ -12,12 +12,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures::stream::FusedStream;
 use futures::{Stream, StreamExt};
 use lce_stream::{
-    LifecycleStream,
-    Cause, Coordinator, CoordinatorOptions, EncodeError, FrameEncoder, LceError,
+    Cause, Coordinator, CoordinatorOptions, EncodeError, FrameEncoder, LceError, LifecycleStream,
     LifecycleStreamExt, MemoryAudit, WireEncoder, WireFormat, events,
 };
 use lce_types::{Event, EventType};
@@ -368,10 +367,18 @@ fn validated_is_fused_over_any_stream() {
             .is_err()
     );
     assert!(!invalid.is_terminated(), "the rest is still to drain");
-    assert_eq!(invalid.size_hint(), (0, Some(0)), "no item follows the violation");
+    assert_eq!(
+        invalid.size_hint(),
+        (0, Some(0)),
+        "no item follows the violation"
+    );
     assert!(futures::executor::block_on(invalid.next()).is_none());
     assert!(invalid.is_terminated());
-    assert_eq!(invalid.discarded(), 3, "the three events after the violation");
+    assert_eq!(
+        invalid.discarded(),
+        3,
+        "the three events after the violation"
+    );
     assert_eq!(invalid.stage_counts().discarded, 3);
     // Rule 12 is yielded once the upstream has ended, as the last item.
     let mut cut = run();
@@ -451,7 +458,7 @@ fn every_adaptor_debugs_its_stream() {
 }
 
 #[test]
-fn encoded_shows_how_much_it_buffers_never_the_bytes() {
+fn encoded_debug_never_shows_the_bytes() {
     let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Event, LceError>>();
     let mut frames = Box::pin(rx.encoded(WireEncoder::new(WireFormat::Agui, None)));
     for e in run().into_iter().take(3) {
@@ -464,7 +471,7 @@ fn encoded_shows_how_much_it_buffers_never_the_bytes() {
         Poll::Ready(Some(Ok(_)))
     ));
     let debug = format!("{frames:?}");
-    assert!(debug.contains("buffered: "), "{debug}");
+    assert!(debug.contains("done: false"), "{debug}");
     assert!(!debug.contains("Hi"), "payload in Debug: {debug}");
 }
 
@@ -501,4 +508,50 @@ fn encoded_yields_encoder_errors_typed() {
         err.to_string(),
         "encode error: unsupported event kind (event sequence 0)"
     );
+}
+
+/// An encoder that writes two frames per event, and nothing for deltas.
+#[derive(Debug)]
+struct TwoFrames;
+
+impl FrameEncoder for TwoFrames {
+    type Error = EncodeError;
+
+    fn encode_frame(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        if event.event_type() != EventType::TextDelta {
+            let seq = event.sequence;
+            dst.extend_from_slice(format!("data: {seq}a\n\ndata: {seq}b\n\n").as_bytes());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn encoded_yields_one_chunk_per_event_with_its_whole_frames() {
+    let chunks: Vec<Bytes> = futures::executor::block_on(
+        events(futures::stream::iter(run()))
+            .encoded(TwoFrames)
+            .map(Result::unwrap)
+            .collect(),
+    );
+    let deltas = run()
+        .iter()
+        .filter(|e| e.event_type() == EventType::TextDelta)
+        .count();
+    assert_eq!(
+        chunks.len(),
+        run().len() - deltas,
+        "no chunk for an event without frames"
+    );
+    for (chunk, event) in chunks.iter().zip(
+        run()
+            .iter()
+            .filter(|e| e.event_type() != EventType::TextDelta),
+    ) {
+        let seq = event.sequence;
+        assert_eq!(
+            &chunk[..],
+            format!("data: {seq}a\n\ndata: {seq}b\n\n").as_bytes()
+        );
+    }
 }

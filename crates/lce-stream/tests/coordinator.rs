@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lce_stream::{
-    CancelHandle, Cause, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
-    LifecycleStreamExt, MemoryAudit, Rule, events,
+    CancelHandle, Cause, Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt,
+    MemoryAudit, Rule, events,
 };
+use lce_testkit::{Fault, FaultyStore};
 use lce_types::{CancelReason, Event, EventLines, EventType, Payload, SideEffectStatus};
 use lce_validate::{Mode, RunValidator, ValidatorOptions};
 

@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use lce_stream::{
-    CancelHandle, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
-    LifecycleStreamExt, SseDecoder, SseFrame, WireEncoder, WireFormat,
+    CancelHandle, Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt, SseDecoder,
+    SseFrame, WireEncoder, WireFormat,
 };
+use lce_testkit::{Fault, FaultyStore};
 use lce_types::{CancelReason, Event};
 use proptest::prelude::*;
 use tokio_util::codec::Decoder;

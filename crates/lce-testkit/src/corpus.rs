@@ -56,6 +56,7 @@ use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 
 use crate::json::escape_into;
+use crate::rng::SplitMix64;
 use crate::time::{START_MS, write_rfc3339_ms as write_timestamp};
 
 /// What to generate.
@@ -208,6 +209,9 @@ impl BlockKind {
     ];
 }
 
+// The mixes, one table each, alike on purpose: the numbers are the point, and
+// each mix reads on its own (the benches and `docs/performance.md` name them).
+
 /// ≈95% text deltas: long messages, a little reasoning, rare small tools.
 static TEXT: Shape = Shape {
     name: "text",
@@ -249,18 +253,20 @@ static MIXED: Shape = Shape {
 
 // ------------------------------------------------------------------ the PRNG
 
-/// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, good enough here.
+/// The generator's draws: [`SplitMix64`] and the ranges the corpus takes
+/// from it.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+struct Rng(SplitMix64);
 
 impl Rng {
+    /// A generator seeded with `seed`.
+    const fn new(seed: u64) -> Self {
+        Rng(SplitMix64::new(seed))
+    }
+
     /// The next 64 random bits.
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`; 0 when `n == 0`).
@@ -628,7 +634,7 @@ fn generate(out: &mut dyn Write, options: &Options) -> io::Result<Stats> {
     let mut g = Generator {
         out,
         mix: options.mix.shape(),
-        rng: Rng(options.seed ^ 0x6C63_6563_6F72_7075), // "lcecorpu"
+        rng: Rng::new(options.seed ^ 0x6C63_6563_6F72_7075), // "lcecorpu"
         run_id: format!("run-corpus-{}-{}", options.mix.name(), options.seed),
         conversation_id: format!("conv-corpus-{}", options.seed),
         sequence: 0,
@@ -1160,7 +1166,7 @@ mod tests {
 
     #[test]
     fn deltas_are_5_to_40_bytes() {
-        let mut rng = Rng(7);
+        let mut rng = Rng::new(7);
         let mut s = String::new();
         for _ in 0..10_000 {
             delta_text(&mut rng, &mut s);
@@ -1170,7 +1176,7 @@ mod tests {
 
     #[test]
     fn arguments_are_100_bytes_to_4_kib() {
-        let mut rng = Rng(3);
+        let mut rng = Rng::new(3);
         for target in [100, 101, 299, 300, 500, 4000, 4096] {
             let args = arguments_json(&mut rng, target);
             assert!(

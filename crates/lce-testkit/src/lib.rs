@@ -14,13 +14,23 @@
 //!   memory, the same bytes for the same [`corpus::Options`]. `cargo xtask
 //!   corpus` is a command line over it; the benches and `cargo xtask
 //!   memcheck` call it in process.
+//! - [`rng`]: [`rng::SplitMix64`], the deterministic generator the corpus
+//!   and the `xtask` commands that draw (`soak`, `conformance`) share.
 //! - [`time`]: the clock both start from, RFC 3339 timestamps from
 //!   milliseconds, and the civil date of a day number.
 //! - [`json_string`]: a string as JSON text, for `data` written by hand.
 //! - [`fixtures`]: the bundled scenarios, read and parsed once per call.
 //!
-//! May depend on: `lce-types` (the builder parses with it) and std, nothing
-//! else; the corpus generator and [`time`] use std only. Any crate's tests
+//! - [`FaultyStore`]: a thread store that fails, hangs or delays its
+//!   commits, counting them (the coordinator's tests of rules 13-15).
+//! - `fuzzing` (feature `fuzzing`): the fuzz harnesses the `fuzz/` targets
+//!   call in one line, replayed over the committed corpora by
+//!   `tests/fuzz_corpus.rs`.
+//!
+//! May depend on: `lce-types` (the builder parses with it), `lce-core` and
+//! tokio's timers (the faulty store) and std; with `fuzzing`, the published
+//! crates the harnesses drive (through their public API only) and
+//! `arbitrary`. The corpus generator and [`time`] use std only. Any crate's tests
 //! may use it, except `lce-types`' own unit tests (there it would bring a
 //! second copy of `lce-types`, whose `Event` is another type).
 //!
@@ -39,9 +49,14 @@
 
 pub mod corpus;
 pub mod fixtures;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod json;
+pub mod rng;
 mod run;
+mod store;
 pub mod time;
 
 pub use json::json_string;
 pub use run::RunBuilder;
+pub use store::{Fault, FaultyStore};

@@ -17,8 +17,9 @@ use crate::time::{START_MS, write_rfc3339_ms};
 /// The clock starts at `2026-08-17T09:00:00.000Z`
 /// ([`START_MS`](crate::time::START_MS)) and moves 1 ms per event
 /// ([`set_time_ms`](Self::set_time_ms), [`set_step_ms`](Self::set_step_ms)
-/// change both). The namespace is root until [`at`](Self::at) sets another
-/// one for the events that follow.
+/// change both; [`set_timestamp`](Self::set_timestamp) writes one event's
+/// timestamp as given text instead). The namespace is root until
+/// [`at`](Self::at) sets another one for the events that follow.
 ///
 /// The shorthands (`run_started`, `text_delta`, `tool_started`, ...) write
 /// the payload's required members with fixed, valid values; for anything else
@@ -66,6 +67,9 @@ pub struct RunBuilder {
     now_ms: i64,
     /// How far the clock moves after each event, in milliseconds.
     step_ms: i64,
+    /// The next event's timestamp text when a test set it
+    /// ([`set_timestamp`](Self::set_timestamp)), instead of the clock's.
+    timestamp_text: Option<String>,
     /// The parser every line goes through; it shares ids between
     /// consecutive events as a stream's decoder does.
     parser: EventParser,
@@ -82,6 +86,7 @@ impl RunBuilder {
             namespace: Vec::new(),
             now_ms: START_MS,
             step_ms: 1,
+            timestamp_text: None,
             parser: EventParser::new(),
         }
     }
@@ -148,6 +153,17 @@ impl RunBuilder {
         self
     }
 
+    /// Writes the next event's timestamp as `text`, exactly as given,
+    /// instead of the clock's: for a test whose expected bytes carry an
+    /// adapter's own timestamp text (`2026-08-17T00:00:00Z`, without
+    /// milliseconds) or a timestamp it writes wrong on purpose (the parser
+    /// judges it, as it judges the rest of the line). Only the next event;
+    /// the clock is not changed and still moves on after it.
+    pub fn set_timestamp(&mut self, text: impl Into<String>) -> &mut Self {
+        self.timestamp_text = Some(text.into());
+        self
+    }
+
     /// The next event as one canonical JSON line (no newline) with type
     /// `ty` and `data` (a JSON object's text, inserted as is), without
     /// parsing it. Counts as an event: the sequence and the clock move on.
@@ -161,7 +177,10 @@ impl RunBuilder {
         line.push_str("\",\"conversation_id\":\"");
         escape_into(&mut line, &self.conversation_id);
         let _ = write!(line, "\",\"sequence\":{},\"timestamp\":\"", self.sequence);
-        write_rfc3339_ms(&mut line, self.now_ms);
+        match self.timestamp_text.take() {
+            Some(text) => escape_into(&mut line, &text),
+            None => write_rfc3339_ms(&mut line, self.now_ms),
+        }
         line.push_str("\",\"namespace\":[");
         for (i, part) in self.namespace.iter().enumerate() {
             if i > 0 {
@@ -217,11 +236,15 @@ impl RunBuilder {
     /// # Panics
     ///
     /// When the clock is outside the years 0-9999 (see
-    /// [`set_time_ms`](Self::set_time_ms)).
+    /// [`set_time_ms`](Self::set_time_ms)), or the text given to
+    /// [`set_timestamp`](Self::set_timestamp) is not an RFC 3339 timestamp.
     #[allow(clippy::panic)]
     #[track_caller]
     pub fn payload(&mut self, payload: Payload) -> Event {
-        let text = crate::time::rfc3339_ms(self.now_ms);
+        let text = self
+            .timestamp_text
+            .take()
+            .unwrap_or_else(|| crate::time::rfc3339_ms(self.now_ms));
         let timestamp = match Timestamp::parse(&text) {
             Ok(timestamp) => timestamp,
             Err(e) => panic!("RunBuilder: clock at {text}: {e}"),
@@ -630,6 +653,30 @@ mod tests {
             .flat_map(|_| every_shorthand(&mut RunBuilder::new("r", "c")))
             .collect();
         assert_eq!(again[..20], again[20..]);
+    }
+
+    #[test]
+    fn a_set_timestamp_text_is_written_as_given_for_one_event() {
+        let mut run = RunBuilder::new("r", "c");
+        let t = |e: &Event| e.timestamp.as_str().to_owned();
+        let e = run.set_timestamp("2026-08-17T00:00:02.5Z").run_started();
+        assert_eq!(t(&e), "2026-08-17T00:00:02.5Z");
+        assert_eq!(e.timestamp.unix_millis(), 1_786_924_802_500);
+        // The clock was not moved by it: the next event has its second tick.
+        assert_eq!(t(&run.text_started("m")), "2026-08-17T09:00:00.001Z");
+        let e = run
+            .set_timestamp("2026-08-17T00:00:00Z")
+            .payload(Payload::TextFinished(lce_types::SpanFinished {
+                message_id: "m".into(),
+            }));
+        assert_eq!((e.sequence, t(&e)), (2, "2026-08-17T00:00:00Z".to_owned()));
+        assert_eq!(t(&run.text_delta("m", "x")), "2026-08-17T09:00:00.003Z");
+        // A wrong one is the parser's to refuse.
+        assert!(
+            run.set_timestamp("2026-08-17 00:00:00")
+                .try_event("text.delta", r#"{"message_id":"m","delta":"x"}"#)
+                .is_err()
+        );
     }
 
     #[test]

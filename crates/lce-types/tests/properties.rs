@@ -13,6 +13,9 @@ fn envelope(ty: &str, data: &str) -> String {
 }
 
 /// One representative payload per event type (the scenarios hold many more).
+/// `src/fast.rs`' unit tests start from the same payloads on purpose and add
+/// odd spellings (escapes, member order, white space): a unit test cannot
+/// read an integration test's data without it becoming public API.
 const PAYLOADS: &[(&str, &str)] = &[
     ("run.started", r#"{"harness_id":"h","adapter_version":"1"}"#),
     (

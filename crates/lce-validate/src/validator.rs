@@ -1,4 +1,8 @@
 //! The streaming validator: one event at a time, constant work per event.
+//!
+//! The checks read alike (`if .. { return fail(Rule::X, format!(..)) }`) on
+//! purpose: each is one rule's condition with its own message, written out
+//! next to it, so a message can be checked against its condition at a glance.
 
 use std::sync::Arc;
 
@@ -192,9 +196,9 @@ impl RunValidator {
     pub fn new(options: ValidatorOptions) -> Self {
         let window = options.closed_window;
         let identity = options.identity.clone();
-        let identity_size = identity
-            .as_ref()
-            .map_or(0, |(run_id, conversation_id)| identity_size(run_id, conversation_id));
+        let identity_size = identity.as_ref().map_or(0, |(run_id, conversation_id)| {
+            identity_size(run_id, conversation_id)
+        });
         RunValidator {
             opts: options,
             failed: None,
@@ -1402,6 +1406,7 @@ fn never(forgot: bool, started: &str, ended: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lce_testkit::RunBuilder;
     use lce_types::Limits;
     use proptest::prelude::*;
 
@@ -1444,7 +1449,7 @@ mod tests {
     fn event(o: Op, seq: u64) -> Option<Event> {
         let Op { id, ns, .. } = o;
         let call = id;
-        let ns = ["", "", r#""t0""#, r#""t1""#, r#""t0","t1""#][usize::from(ns % 5)];
+        let ns: &[&str] = [&[][..], &[], &["t0"], &["t1"], &["t0", "t1"]][usize::from(ns % 5)];
         let text = ["", "hi", "a\"b\n\u{1}", "é😀 x"][usize::from(o.text % 4)];
         let text = serde_json::to_string(text).unwrap_or_default();
         let (ty, data) = match o.kind % 18 {
@@ -1480,51 +1485,26 @@ mod tests {
             _ => ("run.started", r#"{"harness_id":"h","adapter_version":"1"}"#.to_owned()),
         };
         let run = if o.step == 13 { "x" } else { "r" };
-        Event::from_json(&format!(
-            r#"{{"version":1,"type":"{ty}","run_id":"{run}","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[{ns}],"data":{data}}}"#
-        ))
-        .ok()
-    }
-
-    fn ev(ty: &str, seq: u64, data: &str) -> Event {
-        Event::from_json(&format!(
-            r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{data}}}"#
-        ))
-        .unwrap_or_else(|e| panic!("{e}"))
+        RunBuilder::new(run, "c")
+            .set_sequence(seq)
+            .at(ns)
+            .try_event(ty, &data)
+            .ok()
     }
 
     /// A text delta is not the hot path while arguments stream (D6): it
     /// completes them, bad ones included, and a later fragment is D6.
     #[test]
     fn a_span_delta_completes_streamed_arguments() {
-        for (fragment, at) in [(r#""{\"q\":""#, 4), (r#""{}""#, 5)] {
+        for (fragment, at) in [(r#"{"q":"#, 4), ("{}", 5)] {
+            let mut r = RunBuilder::new("r", "c");
             let evs = [
-                ev(
-                    "run.started",
-                    0,
-                    r#"{"harness_id":"h","adapter_version":"1"}"#,
-                ),
-                ev(
-                    "text.started",
-                    1,
-                    r#"{"message_id":"m","role":"assistant"}"#,
-                ),
-                ev(
-                    "tool.started",
-                    2,
-                    r#"{"tool_call_id":"t","tool_name":"s","arguments":{}}"#,
-                ),
-                ev(
-                    "tool.arguments.delta",
-                    3,
-                    &format!(r#"{{"tool_call_id":"t","delta":{fragment}}}"#),
-                ),
-                ev("text.delta", 4, r#"{"message_id":"m","delta":"x"}"#),
-                ev(
-                    "tool.arguments.delta",
-                    5,
-                    r#"{"tool_call_id":"t","delta":"1"}"#,
-                ),
+                r.run_started(),
+                r.text_started("m"),
+                r.tool_started("t", "s", "{}"),
+                r.tool_arguments_delta("t", fragment),
+                r.text_delta("m", "x"),
+                r.tool_arguments_delta("t", "1"),
             ];
             let mut v = RunValidator::new(ValidatorOptions::new());
             let first_error = evs.iter().find_map(|e| v.push(e).err());

@@ -4,14 +4,9 @@
 // Test helpers may panic: a panic is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use lce_testkit::RunBuilder;
 use lce_types::{Event, Limits};
 use lce_validate::{RunValidator, ValidatorOptions};
-
-fn event(line: &str) -> Event {
-    Event::from_json(line).unwrap()
-}
-
-const HEAD: &str = r#""run_id":"run-5m","conversation_id":"conv-5m","timestamp":"2026-08-17T00:00:00.000Z","namespace":[]"#;
 
 #[test]
 fn five_million_text_deltas_keep_constant_state() {
@@ -20,29 +15,12 @@ fn five_million_text_deltas_keep_constant_state() {
     limits.events_per_run = u64::MAX;
     limits.bytes_per_run = u64::MAX;
     let mut v = RunValidator::new(ValidatorOptions::new().limits(limits).contiguous(true));
-    let line = |ty: &str, seq: u64, data: &str| {
-        event(&format!(
-            r#"{{"version":1,"type":"{ty}",{HEAD},"sequence":{seq},"data":{data}}}"#
-        ))
-    };
-    v.push(&line(
-        "run.started",
-        0,
-        r#"{"harness_id":"h","adapter_version":"1"}"#,
-    ))
-    .unwrap();
-    v.push(&line(
-        "text.started",
-        1,
-        r#"{"message_id":"msg-1","role":"assistant"}"#,
-    ))
-    .unwrap();
+    let mut run = RunBuilder::new("run-5m", "conv-5m");
+    run.set_step_ms(0);
+    v.push(&run.run_started()).unwrap();
+    v.push(&run.text_started("msg-1")).unwrap();
     // Built once; only the sequence changes.
-    let mut delta = line(
-        "text.delta",
-        2,
-        r#"{"message_id":"msg-1","delta":"token "}"#,
-    );
+    let mut delta = run.text_delta("msg-1", "token ");
     v.push(&delta).unwrap();
     let before = v.footprint();
     let size = delta.to_json().len() as u64;
@@ -51,15 +29,9 @@ fn five_million_text_deltas_keep_constant_state() {
         v.push(&delta).unwrap();
     }
     assert_eq!(v.footprint(), before, "state grew with deltas");
-    let next = 2 + DELTAS;
-    v.push(&line("text.finished", next, r#"{"message_id":"msg-1"}"#))
-        .unwrap();
-    v.push(&line(
-        "run.finished",
-        next + 1,
-        r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"h"}}"#,
-    ))
-    .unwrap();
+    run.set_sequence(2 + DELTAS);
+    v.push(&run.text_finished("msg-1")).unwrap();
+    v.push(&run.run_finished()).unwrap();
     v.finish().unwrap();
     assert_eq!(v.events(), DELTAS + 4);
     assert!(v.bytes() >= DELTAS * size);
@@ -68,44 +40,26 @@ fn five_million_text_deltas_keep_constant_state() {
 #[test]
 fn state_grows_with_spans_not_deltas() {
     let mut v = RunValidator::new(ValidatorOptions::new());
-    let mut seq = 0;
-    let mut push = |v: &mut RunValidator, ty: &str, data: String| {
-        let e = event(&format!(
-            r#"{{"version":1,"type":"{ty}",{HEAD},"sequence":{seq},"data":{data}}}"#
-        ));
-        seq += 1;
-        v.push(&e).unwrap();
-    };
-    push(
-        &mut v,
-        "run.started",
-        r#"{"harness_id":"h","adapter_version":"1"}"#.to_owned(),
-    );
+    let mut run = RunBuilder::new("run-5m", "conv-5m");
+    v.push(&run.run_started()).unwrap();
     let empty = v.footprint();
     for i in 0..100 {
-        push(
-            &mut v,
-            "text.started",
-            format!(r#"{{"message_id":"m{i}","role":"assistant"}}"#),
-        );
+        v.push(&run.text_started(&format!("m{i}"))).unwrap();
     }
     assert!(v.footprint() > empty, "spans are state");
     let with_spans = v.footprint();
     for i in 0..10_000 {
-        push(
-            &mut v,
-            "text.delta",
-            format!(r#"{{"message_id":"m{}","delta":"x"}}"#, i % 100),
-        );
+        v.push(&run.text_delta(&format!("m{}", i % 100), "x"))
+            .unwrap();
     }
     assert_eq!(v.footprint(), with_spans);
 }
 
 /// A run of `text.started` / `text.delta` / `text.finished` triples, then
-/// whatever `tail` pushes; the helper numbers the sequences.
+/// whatever `tail` pushes; the builder numbers the sequences.
 struct Runner {
     v: RunValidator,
-    seq: u64,
+    run: RunBuilder,
 }
 
 impl Runner {
@@ -115,88 +69,64 @@ impl Runner {
         limits.bytes_per_run = u64::MAX;
         let mut r = Runner {
             v: RunValidator::new(opts.limits(limits)),
-            seq: 0,
+            run: RunBuilder::new("r", "c"),
         };
-        r.push(
-            "run.started",
-            "[]",
-            r#"{"harness_id":"h","adapter_version":"1"}"#,
-        )
-        .unwrap();
+        let started = r.run.run_started();
+        r.v.push(&started).unwrap();
         r
     }
 
-    fn push(&mut self, ty: &str, ns: &str, data: &str) -> Result<(), lce_validate::Violation> {
-        let e = event(&format!(
-            r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","timestamp":"2026-08-17T00:00:00Z","namespace":{ns},"sequence":{},"data":{data}}}"#,
-            self.seq
-        ));
-        self.seq += 1;
+    /// The next event, `ty` with `data` in namespace `ns`, validated.
+    fn push(&mut self, ty: &str, ns: &[&str], data: &str) -> Result<(), lce_validate::Violation> {
+        let e = self.run.at(ns).event(ty, data);
         self.v.push(&e)
     }
 
+    /// Validates each of `events`, which must pass.
+    fn pass(&mut self, events: impl IntoIterator<Item = Event>) {
+        for e in events {
+            self.v.push(&e).unwrap();
+        }
+    }
+
+    /// A text or reasoning span with one delta, in root.
     fn span(&mut self, kind: &str, id: &str) {
-        self.push(
-            &format!("{kind}.started"),
-            "[]",
-            &format!(r#"{{"message_id":"{id}","role":"assistant"}}"#),
-        )
-        .unwrap();
-        self.push(
-            &format!("{kind}.delta"),
-            "[]",
-            &format!(r#"{{"message_id":"{id}","delta":"x"}}"#),
-        )
-        .unwrap();
-        self.push(
-            &format!("{kind}.finished"),
-            "[]",
-            &format!(r#"{{"message_id":"{id}"}}"#),
-        )
-        .unwrap();
+        let r = self.run.root();
+        let events = if kind == "text" {
+            [
+                r.text_started(id),
+                r.text_delta(id, "x"),
+                r.text_finished(id),
+            ]
+        } else {
+            [
+                r.reasoning_started(id),
+                r.reasoning_delta(id, "x"),
+                r.reasoning_finished(id),
+            ]
+        };
+        self.pass(events);
     }
 
     fn tool(&mut self, id: &str) {
-        self.push(
-            "tool.started",
-            "[]",
-            &format!(r#"{{"tool_call_id":"{id}","tool_name":"t","arguments":{{"a":1}}}}"#),
-        )
-        .unwrap();
-        self.push(
-            "tool.finished",
-            "[]",
-            &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
-        )
-        .unwrap();
+        let r = self.run.root();
+        let events = [
+            r.tool_started(id, "t", r#"{"a":1}"#),
+            r.tool_finished(id, "ok"),
+        ];
+        self.pass(events);
     }
 
     /// A delegation call with a namespace entered and exited inside it.
     fn delegation(&mut self, id: &str) {
-        self.push(
-            "tool.started",
-            "[]",
-            &format!(r#"{{"tool_call_id":"{id}","tool_name":"agent","arguments":{{"a":1}}}}"#),
-        )
-        .unwrap();
-        self.push(
-            "namespace.entered",
-            "[]",
-            &format!(r#"{{"parent_tool_call_id":"{id}","agent_id":"sub","agent_name":"Sub"}}"#),
-        )
-        .unwrap();
-        self.push(
-            "namespace.exited",
-            "[]",
-            &format!(r#"{{"parent_tool_call_id":"{id}","agent_id":"sub","outcome":"success"}}"#),
-        )
-        .unwrap();
-        self.push(
-            "tool.finished",
-            "[]",
-            &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
-        )
-        .unwrap();
+        let r = self.run.root();
+        let events = [
+            r.tool_started(id, "agent", r#"{"a":1}"#),
+            r.namespace_entered("sub", "Sub", id),
+            r.namespace_exited("sub", id),
+            r.tool_finished(id, "ok"),
+        ];
+        self.pass(events);
     }
 }
 
@@ -208,13 +138,13 @@ fn many_spans_keep_state_bounded() {
     // Two spans stay open all along: live state is never forgotten.
     r.push(
         "text.started",
-        "[]",
+        &[],
         r#"{"message_id":"long","role":"assistant"}"#,
     )
     .unwrap();
     r.push(
         "tool.started",
-        "[]",
+        &[],
         r#"{"tool_call_id":"slow","tool_name":"t","arguments":{"a":1}}"#,
     )
     .unwrap();
@@ -241,19 +171,19 @@ fn many_spans_keep_state_bounded() {
         "state grew with spans: {footprint_at_10k} then {footprint}"
     );
     // The long-lived span and call are still open and usable.
-    r.push("text.delta", "[]", r#"{"message_id":"long","delta":"x"}"#)
+    r.push("text.delta", &[], r#"{"message_id":"long","delta":"x"}"#)
         .unwrap();
-    r.push("text.finished", "[]", r#"{"message_id":"long"}"#)
+    r.push("text.finished", &[], r#"{"message_id":"long"}"#)
         .unwrap();
     r.push(
         "tool.finished",
-        "[]",
+        &[],
         r#"{"tool_call_id":"slow","result":"ok"}"#,
     )
     .unwrap();
     r.push(
         "run.finished",
-        "[]",
+        &[],
         r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"h"}}"#,
     )
     .unwrap();
@@ -269,7 +199,7 @@ fn a_second_finish_within_the_window_is_already_finished() {
     }
     // m0 is the 8th most recent close: still remembered.
     let v = r
-        .push("text.finished", "[]", r#"{"message_id":"m0"}"#)
+        .push("text.finished", &[], r#"{"message_id":"m0"}"#)
         .unwrap_err();
     assert_eq!(v.rule.id(), "5");
     assert_eq!(
@@ -286,7 +216,7 @@ fn a_late_delta_after_the_window_is_still_rule_5() {
     }
     // m0 closed 9 closes ago: forgotten, but not open, so still rule 5.
     let v = r
-        .push("text.delta", "[]", r#"{"message_id":"m0","delta":"late"}"#)
+        .push("text.delta", &[], r#"{"message_id":"m0","delta":"late"}"#)
         .unwrap_err();
     assert_eq!(v.rule.id(), "5");
     assert_eq!(
@@ -302,8 +232,8 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
     for i in 1..4 {
         r.delegation(&format!("d{i}"));
     }
-    let seq = r.seq;
-    let late = |r: &mut Runner, ty: &str, ns: &str, data: &str| {
+    let seq = r.run.next_sequence();
+    let late = |r: &mut Runner, ty: &str, ns: &[&str], data: &str| {
         let v = r.push(ty, ns, data).unwrap_err();
         r.v.clear_failure();
         (v.rule.id(), v.message)
@@ -311,7 +241,7 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
     let (rule, msg) = late(
         &mut r,
         "tool.finished",
-        "[]",
+        &[],
         r#"{"tool_call_id":"d0","result":"ok"}"#,
     );
     assert_eq!(rule, "6", "{msg}");
@@ -322,7 +252,7 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
     let (rule, msg) = late(
         &mut r,
         "tool.arguments.delta",
-        "[]",
+        &[],
         r#"{"tool_call_id":"d0","delta":"{"}"#,
     );
     assert_eq!(rule, "6", "{msg}");
@@ -330,12 +260,7 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
         msg,
         "tool.arguments.delta for call `d0` that was never started (or ended long ago)"
     );
-    let (rule, msg) = late(
-        &mut r,
-        "warning",
-        r#"["d0"]"#,
-        r#"{"code":"w","message":"m"}"#,
-    );
+    let (rule, msg) = late(&mut r, "warning", &["d0"], r#"{"code":"w","message":"m"}"#);
     assert_eq!(rule, "10", "{msg}");
     assert_eq!(
         msg,
@@ -344,7 +269,7 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
     let (rule, msg) = late(
         &mut r,
         "namespace.exited",
-        "[]",
+        &[],
         r#"{"parent_tool_call_id":"d0","agent_id":"sub","outcome":"success"}"#,
     );
     assert_eq!(rule, "9", "{msg}");
@@ -356,7 +281,7 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
     let (rule, msg) = late(
         &mut r,
         "tool.error",
-        "[]",
+        &[],
         r#"{"tool_call_id":"d3","code":"x","message":"m","retryable":false}"#,
     );
     assert_eq!(rule, "7", "{msg}");
@@ -364,12 +289,12 @@ fn forgotten_tools_and_namespaces_keep_their_rules() {
     let (rule, msg) = late(
         &mut r,
         "namespace.entered",
-        "[]",
+        &[],
         r#"{"parent_tool_call_id":"d3","agent_id":"sub","agent_name":"Sub"}"#,
     );
     assert_eq!(rule, "9", "{msg}");
     assert_eq!(msg, "namespace `d3` entered again");
-    assert!(r.seq > seq);
+    assert!(r.run.next_sequence() > seq);
 }
 
 #[test]
@@ -382,7 +307,7 @@ fn exact_remembers_every_closed_id() {
     let v = r
         .push(
             "text.started",
-            "[]",
+            &[],
             r#"{"message_id":"m0","role":"assistant"}"#,
         )
         .unwrap_err();

@@ -3,19 +3,22 @@
 // Test helpers may panic: a panic is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use lce_testkit::RunBuilder;
 use lce_types::{Event, EventType, Limits};
 use lce_validate::{Mode, Rule, RunValidator, ToolSchemas, ValidatorOptions, Violation};
 
 /// `(type, namespace, data)`; sequences are numbered from 0.
 type Spec<'a> = (&'a str, &'a [&'a str], &'a str);
 
+/// The event `(ty, ns, data)` at `seq`, in run `r` of `c`; its timestamp
+/// text is fixed (`2026-08-17T00:00:00Z`), so every event of a given type and
+/// data has the same size, whatever its place (rule 11 counts bytes).
 fn ev_seq(ty: &str, seq: u64, ns: &[&str], data: &str) -> Event {
-    let ns: Vec<String> = ns.iter().map(|s| format!("\"{s}\"")).collect();
-    Event::from_json(&format!(
-        r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[{}],"data":{data}}}"#,
-        ns.join(",")
-    ))
-    .unwrap_or_else(|e| panic!("{ty} {data}: {e}"))
+    RunBuilder::new("r", "c")
+        .set_sequence(seq)
+        .set_timestamp("2026-08-17T00:00:00Z")
+        .at(ns)
+        .event(ty, data)
 }
 
 fn events(specs: &[Spec<'_>]) -> Vec<Event> {
@@ -45,6 +48,8 @@ fn broken(specs: &[Spec<'_>], rule: Rule, seq: u64) -> Violation {
     v
 }
 
+// The events the tests combine, one constant each: a table, alike by
+// design (each differs in its data, which is the point).
 const STARTED: Spec<'static> = (
     "run.started",
     &[],

@@ -172,23 +172,14 @@ fn push_zeros(out: &mut BytesMut, n: usize) {
     }
 }
 
-/// Appends a small non-negative integer in decimal, at least `min_digits` long.
+/// Appends a small non-negative integer in decimal, at least `min_digits`
+/// long (zero-padded on the left).
 fn push_exp_digits(out: &mut BytesMut, e: u32, min_digits: usize) {
-    let mut buf = [b'0'; 10];
-    let mut i = buf.len();
-    let mut v = e;
-    loop {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b'0' + (v % 10) as u8;
-        }
-        v /= 10;
-        if v == 0 || i == 0 {
-            break;
-        }
+    let len = e.checked_ilog10().map_or(1, |l| l as usize + 1);
+    for _ in len..min_digits {
+        out.extend_from_slice(b"0");
     }
-    let start = i.min(buf.len().saturating_sub(min_digits));
-    out.extend_from_slice(buf.get(start..).unwrap_or(&[]));
+    push_u64(out, u64::from(e));
 }
 
 /// Writes the fixed (non-scientific) form `digits × 10^(exp - n + 1)`.

@@ -470,68 +470,7 @@ fn append_delta(args: &mut ArgsSource, delta: &str, max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Run {
-        seq: u64,
-    }
-
-    impl Run {
-        fn new() -> Self {
-            Run { seq: 0 }
-        }
-        fn ev(&mut self, ty: &str, ns: &[&str], data: &str) -> Event {
-            let ns = ns
-                .iter()
-                .map(|s| format!("\"{s}\""))
-                .collect::<Vec<_>>()
-                .join(",");
-            let line = format!(
-                r#"{{"version":1,"type":"{ty}","run_id":"r","conversation_id":"c","sequence":{},"timestamp":"2026-08-17T00:00:{:02}Z","namespace":[{ns}],"data":{data}}}"#,
-                self.seq,
-                self.seq % 60
-            );
-            self.seq += 1;
-            Event::from_json(&line).unwrap()
-        }
-        fn start(&mut self, id: &str, args: &str) -> Event {
-            self.ev(
-                "tool.started",
-                &[],
-                &format!(r#"{{"tool_call_id":"{id}","tool_name":"t_{id}","arguments":{args}}}"#),
-            )
-        }
-        fn delta(&mut self, id: &str, delta: &str) -> Event {
-            let d = serde_json::to_string(delta).unwrap();
-            self.ev(
-                "tool.arguments.delta",
-                &[],
-                &format!(r#"{{"tool_call_id":"{id}","delta":{d}}}"#),
-            )
-        }
-        fn finished(&mut self, id: &str) -> Event {
-            self.ev(
-                "tool.finished",
-                &[],
-                &format!(r#"{{"tool_call_id":"{id}","result":"ok"}}"#),
-            )
-        }
-        fn error(&mut self, id: &str, code: &str) -> Event {
-            self.ev(
-                "tool.error",
-                &[],
-                &format!(
-                    r#"{{"tool_call_id":"{id}","code":"{code}","message":"m","retryable":false}}"#
-                ),
-            )
-        }
-        fn text(&mut self, delta: &str) -> Event {
-            self.ev(
-                "text.delta",
-                &[],
-                &format!(r#"{{"message_id":"m","delta":"{delta}"}}"#),
-            )
-        }
-    }
+    use lce_testkit::RunBuilder;
 
     /// Feeds and returns (action, released ids).
     fn feed(h: &mut ToolStartHold, e: &Event) -> (Action, Vec<String>) {
@@ -548,11 +487,11 @@ mod tests {
 
     #[test]
     fn start_released_at_its_finish_with_its_own_timestamp() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let start = r.start("a", r#"{"q": "x"}"#);
+        let start = r.tool_started("a", "t_a", r#"{"q": "x"}"#);
         assert_eq!(feed(&mut h, &start), (Action::Suppress, vec![]));
-        let (action, rel) = feed_full(&mut h, &r.finished("a"));
+        let (action, rel) = feed_full(&mut h, &r.tool_finished("a", "ok"));
         assert_eq!(action, Action::Emit);
         assert_eq!(rel.len(), 1);
         assert_eq!(rel[0].timestamp, start.timestamp);
@@ -566,92 +505,90 @@ mod tests {
     #[test]
     fn d13_resumed_run_drops_rejected_call() {
         // resumed-after-rejected-approval: start, tool_rejected, text, finish.
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
+        assert_eq!(feed(&mut h, &r.run_started()), (Action::Emit, vec![]));
         assert_eq!(
-            feed(
-                &mut h,
-                &r.ev(
-                    "run.started",
-                    &[],
-                    r#"{"harness_id":"h","adapter_version":"1"}"#
-                )
-            ),
+            feed(&mut h, &r.tool_started("del", "t", r#"{"path":"/tmp/a"}"#)),
+            (Action::Suppress, vec![])
+        );
+        assert_eq!(
+            feed(&mut h, &r.tool_error("del", TOOL_REJECTED, "m")),
+            (Action::Suppress, vec![])
+        );
+        assert_eq!(
+            feed(&mut h, &r.text_delta("m", "ok")),
             (Action::Emit, vec![])
         );
-        assert_eq!(
-            feed(&mut h, &r.start("del", r#"{"path":"/tmp/a"}"#)),
-            (Action::Suppress, vec![])
-        );
-        assert_eq!(
-            feed(&mut h, &r.error("del", TOOL_REJECTED)),
-            (Action::Suppress, vec![])
-        );
-        assert_eq!(feed(&mut h, &r.text("ok")), (Action::Emit, vec![]));
         assert!(h.is_empty());
     }
 
     #[test]
     fn rejected_call_among_others_keeps_the_rest_in_order() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
         for id in ["a", "b", "c"] {
-            assert_eq!(feed(&mut h, &r.start(id, "{}")), (Action::Suppress, vec![]));
+            assert_eq!(
+                feed(&mut h, &r.tool_started(id, "t", "{}")),
+                (Action::Suppress, vec![])
+            );
         }
         assert_eq!(
-            feed(&mut h, &r.delta("a", "{}")),
+            feed(&mut h, &r.tool_arguments_delta("a", "{}")),
             (Action::Suppress, vec![])
         );
         assert_eq!(
-            feed(&mut h, &r.error("b", TOOL_REJECTED)),
+            feed(&mut h, &r.tool_error("b", TOOL_REJECTED, "m")),
             (Action::Suppress, vec![])
         );
         assert_eq!(h.held_len(), 2);
         assert_eq!(
-            feed(&mut h, &r.finished("a")),
+            feed(&mut h, &r.tool_finished("a", "ok")),
             (Action::Emit, vec!["a".into(), "c".into()])
         );
     }
 
     #[test]
     fn non_rejection_error_releases_and_emits() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", "{}"));
+        let _ = feed(&mut h, &r.tool_started("a", "t", "{}"));
         assert_eq!(
-            feed(&mut h, &r.error("a", "tool_error")),
+            feed(&mut h, &r.tool_error("a", "tool_error", "m")),
             (Action::Emit, vec!["a".into()])
         );
         // A rejection of a call no longer held is rendered like any error.
         assert_eq!(
-            feed(&mut h, &r.error("zz", TOOL_REJECTED)),
+            feed(&mut h, &r.tool_error("zz", TOOL_REJECTED, "m")),
             (Action::Emit, vec![])
         );
     }
 
     #[test]
     fn parallel_calls_released_together_in_start_order() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", r#"{"x":1}"#));
-        let _ = feed(&mut h, &r.start("b", r#"{"y":2}"#));
+        let _ = feed(&mut h, &r.tool_started("a", "t", r#"{"x":1}"#));
+        let _ = feed(&mut h, &r.tool_started("b", "t", r#"{"y":2}"#));
         assert_eq!(
-            feed(&mut h, &r.finished("b")),
+            feed(&mut h, &r.tool_finished("b", "ok")),
             (Action::Emit, vec!["a".into(), "b".into()])
         );
-        assert_eq!(feed(&mut h, &r.finished("a")), (Action::Emit, vec![]));
+        assert_eq!(
+            feed(&mut h, &r.tool_finished("a", "ok")),
+            (Action::Emit, vec![])
+        );
     }
 
     #[test]
     fn held_starts_go_out_on_run_cancelled() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", r#"{"x":1}"#));
-        let _ = feed(&mut h, &r.start("b", "{}"));
-        let _ = feed(&mut h, &r.delta("b", r#"{"k":"#));
-        let cancel = r.ev(
+        let _ = feed(&mut h, &r.tool_started("a", "t", r#"{"x":1}"#));
+        let _ = feed(&mut h, &r.tool_started("b", "t", "{}"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("b", r#"{"k":"#));
+        let cancel = r.event(
             "run.cancelled",
-            &[],
             r#"{"reason":"deadline","side_effect_status":"possible"}"#,
         );
         let (action, rel) = feed_full(&mut h, &cancel);
@@ -668,14 +605,13 @@ mod tests {
         // The scan sees the object close, but a delta went missing: the key
         // is followed by `,`. Such a call is not shown, and is dropped at an
         // error terminal instead of failing the encoder.
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", "{}"));
-        let _ = feed(&mut h, &r.delta("a", r#"{"k","v":1}"#));
+        let _ = feed(&mut h, &r.tool_started("a", "t", "{}"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("a", r#"{"k","v":1}"#));
         assert!(h.release_ready().next().is_none());
-        let err = r.ev(
+        let err = r.event(
             "run.error",
-            &[],
             r#"{"code":"x","message":"m","retryable":false,"side_effect_status":"possible"}"#,
         );
         let (_, rel) = feed_full(&mut h, &err);
@@ -690,14 +626,14 @@ mod tests {
             if !whole.is_char_boundary(cut) {
                 continue;
             }
-            let mut r = Run::new();
+            let mut r = RunBuilder::new("r", "c");
             let mut h = ToolStartHold::new();
-            let _ = feed(&mut h, &r.start("a", "{}"));
-            let _ = feed(&mut h, &r.delta("a", &whole[..cut]));
+            let _ = feed(&mut h, &r.tool_started("a", "t", "{}"));
+            let _ = feed(&mut h, &r.tool_arguments_delta("a", &whole[..cut]));
             // Not complete before the last piece.
             assert_eq!(h.release_ready().count(), 0, "cut {cut}");
-            let _ = feed(&mut h, &r.delta("a", &whole[cut..]));
-            let (_, rel) = feed_full(&mut h, &r.finished("a"));
+            let _ = feed(&mut h, &r.tool_arguments_delta("a", &whole[cut..]));
+            let (_, rel) = feed_full(&mut h, &r.tool_finished("a", "ok"));
             assert_eq!(rel[0].args.json(), whole);
             assert!(rel[0].args.is_complete());
             assert!(rel[0].args.is_streamed());
@@ -718,23 +654,23 @@ mod tests {
 
     #[test]
     fn release_ready_releases_only_settled_calls() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", "{}"));
-        let _ = feed(&mut h, &r.delta("a", r#"{"q":"#));
-        let _ = feed(&mut h, &r.start("b", r#"{"x":1}"#));
-        let _ = feed(&mut h, &r.start("c", "{}"));
+        let _ = feed(&mut h, &r.tool_started("a", "t", "{}"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("a", r#"{"q":"#));
+        let _ = feed(&mut h, &r.tool_started("b", "t", r#"{"x":1}"#));
+        let _ = feed(&mut h, &r.tool_started("c", "t", "{}"));
         let ids: Vec<_> = h.release_ready().map(|r| r.tool_call_id).collect();
         // c has no delta yet: `{}` announces streamed arguments (D6, D13a
         // amended), so it is not settled and stays held.
         assert_eq!(ids, ["b"]);
-        let _ = feed(&mut h, &r.delta("a", "1}"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("a", "1}"));
         let ids: Vec<_> = h.release_ready().map(|r| r.tool_call_id).collect();
         assert_eq!(ids, ["a"]);
         assert_eq!(h.held_len(), 1);
         // Once released, a rejection is an ordinary event (and c, never
         // streamed, goes out with its `{}` at this first non-delta event).
-        let (action, rel) = feed_full(&mut h, &r.error("a", TOOL_REJECTED));
+        let (action, rel) = feed_full(&mut h, &r.tool_error("a", TOOL_REJECTED, "m"));
         assert_eq!(action, Action::Emit);
         assert_eq!(rel.len(), 1);
         assert_eq!(rel[0].tool_call_id, "c");
@@ -746,13 +682,13 @@ mod tests {
     fn a_start_given_empty_arguments_waits_for_its_deltas_while_idle() {
         // The live bug of issue 16: `{}` released at the first idle moment
         // sent `"args": {}` and lost the deltas that followed.
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", "{}"));
+        let _ = feed(&mut h, &r.tool_started("a", "t", "{}"));
         assert_eq!(h.release_ready().count(), 0);
-        let _ = feed(&mut h, &r.delta("a", r#"{"title": "#));
+        let _ = feed(&mut h, &r.tool_arguments_delta("a", r#"{"title": "#));
         assert_eq!(h.release_ready().count(), 0);
-        let _ = feed(&mut h, &r.delta("a", r#""x"}"#));
+        let _ = feed(&mut h, &r.tool_arguments_delta("a", r#""x"}"#));
         let rel: Vec<_> = h.release_ready().collect();
         assert_eq!(rel.len(), 1);
         assert_eq!(rel[0].args.json(), r#"{"title": "x"}"#);
@@ -761,36 +697,51 @@ mod tests {
 
     #[test]
     fn empty_deltas_are_not_events() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::new();
-        let _ = feed(&mut h, &r.start("a", r#"{"x":1}"#));
-        assert_eq!(feed(&mut h, &r.text("")), (Action::Suppress, vec![]));
-        assert_eq!(feed(&mut h, &r.delta("a", "")), (Action::Suppress, vec![]));
+        let _ = feed(&mut h, &r.tool_started("a", "t", r#"{"x":1}"#));
+        assert_eq!(
+            feed(&mut h, &r.text_delta("m", "")),
+            (Action::Suppress, vec![])
+        );
+        assert_eq!(
+            feed(&mut h, &r.tool_arguments_delta("a", "")),
+            (Action::Suppress, vec![])
+        );
         assert_eq!(h.held_len(), 1);
-        assert_eq!(feed(&mut h, &r.text("x")), (Action::Emit, vec!["a".into()]));
+        assert_eq!(
+            feed(&mut h, &r.text_delta("m", "x")),
+            (Action::Emit, vec!["a".into()])
+        );
     }
 
     #[test]
     fn malformed_streams_never_panic() {
-        let mut r = Run::new();
+        let mut r = RunBuilder::new("r", "c");
         let mut h = ToolStartHold::with_max_arguments_bytes(8);
-        let _ = feed(&mut h, &r.start("a", r#"{"given":1}"#));
+        let _ = feed(&mut h, &r.tool_started("a", "t", r#"{"given":1}"#));
         // Delta after non-empty start arguments: ignored.
-        let _ = feed(&mut h, &r.delta("a", "zzz"));
-        let _ = feed(&mut h, &r.start("b", "{}"));
-        let _ = feed(&mut h, &r.delta("b", "[1]"));
-        let _ = feed(&mut h, &r.start("c", "{}"));
-        let _ = feed(&mut h, &r.delta("c", r#"{"long": "over the bound"}"#));
-        let _ = feed(&mut h, &r.start("d", "{}"));
-        let _ = feed(&mut h, &r.delta("d", "{}}}}}"));
-        let (_, rel) = feed_full(&mut h, &r.finished("a"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("a", "zzz"));
+        let _ = feed(&mut h, &r.tool_started("b", "t", "{}"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("b", "[1]"));
+        let _ = feed(&mut h, &r.tool_started("c", "t", "{}"));
+        let _ = feed(
+            &mut h,
+            &r.tool_arguments_delta("c", r#"{"long": "over the bound"}"#),
+        );
+        let _ = feed(&mut h, &r.tool_started("d", "t", "{}"));
+        let _ = feed(&mut h, &r.tool_arguments_delta("d", "{}}}}}"));
+        let (_, rel) = feed_full(&mut h, &r.tool_finished("a", "ok"));
         assert_eq!(rel[0].args.json(), r#"{"given":1}"#);
         assert!(rel[0].args.is_complete());
         assert!(!rel[1].args.is_complete());
         assert!(!rel[2].args.is_complete());
         assert!(!rel[3].args.is_complete());
         // A delta of an unknown call releases nothing held and is emitted.
-        assert_eq!(feed(&mut h, &r.delta("nope", "{")), (Action::Emit, vec![]));
+        assert_eq!(
+            feed(&mut h, &r.tool_arguments_delta("nope", "{")),
+            (Action::Emit, vec![])
+        );
         assert_eq!(h.release_all().count(), 0);
     }
 }

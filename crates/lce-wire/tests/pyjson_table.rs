@@ -14,6 +14,17 @@ fn field<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap()
 }
 
+/// Both Python styles, each with the table's member holding its output.
+const STYLES: [(Style, &str); 2] = [
+    (Style::Python { ensure_ascii: true }, "ascii"),
+    (
+        Style::Python {
+            ensure_ascii: false,
+        },
+        "utf8",
+    ),
+];
+
 #[test]
 fn python_reference_table() {
     let (mut strs, mut floats, mut opaques) = (0, 0, 0);
@@ -23,15 +34,7 @@ fn python_reference_table() {
         match field(&case, "k") {
             "str" => {
                 let s = field(&case, "in");
-                for (style, key) in [
-                    (Style::Python { ensure_ascii: true }, "ascii"),
-                    (
-                        Style::Python {
-                            ensure_ascii: false,
-                        },
-                        "utf8",
-                    ),
-                ] {
+                for (style, key) in STYLES {
                     let mut out = BytesMut::new();
                     write_json_string(&mut out, s, style);
                     assert_eq!(
@@ -55,15 +58,7 @@ fn python_reference_table() {
             }
             "opaque" => {
                 let raw = field(&case, "in");
-                for (style, key) in [
-                    (Style::Python { ensure_ascii: true }, "ascii"),
-                    (
-                        Style::Python {
-                            ensure_ascii: false,
-                        },
-                        "utf8",
-                    ),
-                ] {
+                for (style, key) in STYLES {
                     let mut out = BytesMut::new();
                     write_opaque(&mut out, raw, style).unwrap();
                     assert_eq!(

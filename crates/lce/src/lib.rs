@@ -84,7 +84,7 @@ pub mod prelude {
     pub use lce_types::{Event, EventLines, EventType, Limits, ParseError, Payload, Timestamp};
 
     #[cfg(feature = "encode-agui")]
-    pub use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+    pub use lce_encode_agui::{AguiOptions, AguiSseEncoder};
     #[cfg(feature = "encode-custom")]
     pub use lce_encode_custom::{CustomOptions, CustomSseEncoder};
     #[cfg(feature = "sanitize")]

@@ -5,7 +5,7 @@
 //! fixed; an unfixed one is listed in [`KNOWN_UNFIXED`] and skipped here, with
 //! an `#[ignore]`d test that still runs it on demand).
 //!
-//! The harnesses live in `lce_stream::fuzzing` behind the `fuzzing` feature;
+//! The harnesses live in `lce_testkit::fuzzing` behind the `fuzzing` feature;
 //! this crate's dev-dependencies enable it on itself, so `cargo test
 //! --workspace` runs this file with no extra flags. What libFuzzer adds to a
 //! corpus locally (hash-named files) is not committed and not replayed.
@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lce_stream::fuzzing;
+use lce_testkit::fuzzing;
 
 /// Artifacts of bugs not fixed yet: (target, file name, why).
 const KNOWN_UNFIXED: &[(&str, &str, &str)] = &[];

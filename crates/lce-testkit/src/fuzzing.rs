@@ -5,7 +5,8 @@
 //! one-line targets; `tests/fuzz_corpus.rs` replays every committed corpus
 //! file and crash artifact through them in a normal `cargo test` (this
 //! crate's dev-dependencies enable the feature on itself). A panic is a
-//! finding: invariants are checked with `assert!`.
+//! finding: invariants are checked with `assert!`. They drive the published
+//! crates through their public API only.
 //!
 //! Structured input: the harnesses over event sequences read their bytes in
 //! one of two ways.
@@ -19,8 +20,7 @@
 //!   or raw fuzzer bytes. Events are built as JSON and parsed strictly, so
 //!   every generated event is one the parser accepts.
 //!
-//! Not a stable API: hidden from the docs, changed whenever the fuzzing
-//! needs it.
+//! Not a stable API: changed whenever the fuzzing needs it.
 #![allow(
     clippy::panic,
     clippy::unwrap_used,
@@ -38,7 +38,7 @@ use std::time::Duration;
 use arbitrary::Unstructured;
 use bytes::BytesMut;
 use futures::{Stream, StreamExt};
-use lce_encode_agui::{AguiOptions, AguiSseEncoder, Dialect};
+use lce_encode_agui::{AguiOptions, AguiSseEncoder};
 use lce_encode_custom::{CustomOptions, CustomSseEncoder};
 use lce_sanitize::{Sanitizer, redact};
 use lce_types::{CancelReason, Event, EventType, Limits, Payload};
@@ -46,12 +46,13 @@ use lce_validate::{Mode, RunValidator, ValidatorOptions, validate_run};
 use serde_json::{Value, json};
 use tokio_util::codec::Decoder;
 
-use crate::codec::{SseDecoder, SseFrame};
-use crate::encoder::{FrameEncoder, WireEncoder, WireFormat};
-use crate::{
-    CancelHandle, Coordinator, CoordinatorOptions, Fault, FaultyStore, LceError,
-    LifecycleStreamExt, MemoryAudit, MemoryStore, ThreadStore,
+use lce_stream::codec::{SseDecoder, SseFrame};
+use lce_stream::{
+    CancelHandle, Coordinator, CoordinatorOptions, FrameEncoder, LceError, LifecycleStreamExt,
+    MemoryAudit, MemoryStore, ThreadStore, WireEncoder, WireFormat,
 };
+
+use crate::store::{Fault, FaultyStore};
 
 /// The most events one input may make (keeps every run fast).
 const MAX_EVENTS: usize = 300;
@@ -617,16 +618,16 @@ pub fn encode_custom(data: &[u8]) {
 /// The AG-UI encoder (DA dialect or 1.0, by a flag) over an event sequence.
 pub fn encode_agui(data: &[u8]) {
     let (flags, events) = events_of(data);
-    let dialect = if flags & 1 == 1 {
-        Dialect::V1
-    } else {
-        Dialect::Da
-    };
     let mut options = AguiOptions::default();
     if flags & 2 != 0 {
         options = options.with_agent_name("Ops \"agent\"\u{2028}");
     }
-    encode_run(AguiSseEncoder::new(dialect, options), &events, flags);
+    let encoder = if flags & 1 == 1 {
+        AguiSseEncoder::v1(options)
+    } else {
+        AguiSseEncoder::da(options)
+    };
+    encode_run(encoder, &events, flags);
 }
 
 // ------------------------------------------------------------ coordinator
@@ -789,8 +790,12 @@ pub fn coordinator(data: &[u8]) {
         .start_paused(true)
         .build()
         .expect("a runtime");
-    let items: Vec<Result<Event, LceError>> =
-        runtime.block_on(crate::source(adapter).enforced(coordinator).take(take).collect());
+    let items: Vec<Result<Event, LceError>> = runtime.block_on(
+        lce_stream::source(adapter)
+            .enforced(coordinator)
+            .take(take)
+            .collect(),
+    );
     let out: Vec<Event> = items
         .into_iter()
         .map(|r| r.unwrap_or_else(|e| panic!("the coordinator yielded an error: {e}")))
@@ -880,7 +885,7 @@ pub fn sse_decoder(data: &[u8]) {
         return;
     }
     let max = match data[0] {
-        255 => crate::codec::DEFAULT_MAX_FRAME_BYTES,
+        255 => lce_stream::codec::DEFAULT_MAX_FRAME_BYTES,
         b => usize::from(b) + 1,
     };
     let sizes: Vec<usize> = data[1..5].iter().map(|&b| usize::from(b % 64)).collect();
