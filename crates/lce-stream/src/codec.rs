@@ -5,7 +5,7 @@
 //! end, and decoding resynchronises on the next one. Memory stays bounded.
 
 use bytes::{Buf, BytesMut};
-use lce_types::{Event, EventParser, ParseError, ParseErrorKind};
+use lce_types::{Event, LineParser, ParseError};
 use tokio_util::codec::Decoder;
 
 /// Decodes canonical JSON Lines into events, one line at a time.
@@ -13,17 +13,18 @@ use tokio_util::codec::Decoder;
 /// Every line yields an item: the event, or the [`ParseError`] saying what is
 /// wrong with it (with its 1-based line number). Errors are items, not
 /// decoder failures, so one bad line never ends the stream; only I/O errors
-/// do.
+/// do. It finds the line ends in its buffer; what a line becomes is decided
+/// by [`LineParser`], the core it shares with the synchronous
+/// [`lce_types::EventLines`], so both readers give the same items for the
+/// same bytes.
 #[derive(Debug)]
 pub struct EventLinesDecoder {
-    max_line_bytes: usize,
-    line: u64,
     /// How far the current buffer was already searched for a newline.
     next_index: usize,
     /// Skipping the rest of an over-long line.
     discarding: bool,
-    /// Shares the ids of consecutive events.
-    parser: EventParser,
+    /// Numbering, the bound, `\r\n`, parsing.
+    lines: LineParser,
 }
 
 impl EventLinesDecoder {
@@ -35,21 +36,10 @@ impl EventLinesDecoder {
     /// A decoder rejecting lines longer than `max_line_bytes`.
     pub fn with_max_line_bytes(max_line_bytes: usize) -> Self {
         EventLinesDecoder {
-            max_line_bytes,
-            line: 0,
             next_index: 0,
             discarding: false,
-            parser: EventParser::new(),
+            lines: LineParser::new(max_line_bytes),
         }
-    }
-
-    fn too_long(&self) -> ParseError {
-        ParseError::new(
-            ParseErrorKind::LineTooLong,
-            "$",
-            format!("line longer than {} bytes", self.max_line_bytes),
-        )
-        .at_line(self.line)
     }
 }
 
@@ -65,7 +55,8 @@ impl Decoder for EventLinesDecoder {
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
         loop {
-            let limit = buf.len().min(self.max_line_bytes.saturating_add(1));
+            let max_line_bytes = self.lines.max_line_bytes();
+            let limit = buf.len().min(max_line_bytes.saturating_add(1));
             let found = buf[self.next_index..limit].iter().position(|&b| b == b'\n');
             match (self.discarding, found) {
                 (true, Some(i)) => {
@@ -84,23 +75,13 @@ impl Decoder for EventLinesDecoder {
                 (false, Some(i)) => {
                     let end = self.next_index + i;
                     self.next_index = 0;
-                    let mut line = buf.split_to(end + 1);
-                    line.truncate(end);
-                    if line.last() == Some(&b'\r') {
-                        line.truncate(end - 1);
-                    }
-                    self.line += 1;
-                    return Ok(Some(
-                        self.parser
-                            .parse_slice(&line)
-                            .map_err(|e| e.at_line(self.line)),
-                    ));
+                    let line = buf.split_to(end + 1);
+                    return Ok(Some(self.lines.parse_line(&line[..end])));
                 }
-                (false, None) if buf.len() > self.max_line_bytes => {
-                    self.line += 1;
+                (false, None) if buf.len() > max_line_bytes => {
                     self.discarding = true;
                     self.next_index = 0;
-                    return Ok(Some(Err(self.too_long())));
+                    return Ok(Some(Err(self.lines.too_long())));
                 }
                 (false, None) => {
                     self.next_index = buf.len();
@@ -122,16 +103,7 @@ impl Decoder for EventLinesDecoder {
         // A last line without a newline.
         let line = buf.split();
         self.next_index = 0;
-        self.line += 1;
-        let mut bytes = &line[..];
-        if bytes.last() == Some(&b'\r') {
-            bytes = &bytes[..bytes.len() - 1];
-        }
-        Ok(Some(
-            self.parser
-                .parse_slice(bytes)
-                .map_err(|e| e.at_line(self.line)),
-        ))
+        Ok(Some(self.lines.parse_line(&line)))
     }
 }
 
@@ -323,6 +295,9 @@ impl Decoder for SseDecoder {
 
 #[cfg(test)]
 mod tests {
+    use lce_types::ParseErrorKind;
+    use proptest::prelude::*;
+
     use super::*;
 
     fn frames(input: &[u8], chunk: usize) -> Vec<Result<SseFrame, String>> {
@@ -388,5 +363,59 @@ mod tests {
         assert!(out[0].is_ok() && out[2].is_ok() && out[3].is_ok());
         let e = out[1].as_ref().unwrap_err();
         assert_eq!((e.kind, e.line), (ParseErrorKind::LineTooLong, Some(2)));
+    }
+
+    /// What the async decoder yields for `input` fed in `chunk`-byte pieces.
+    fn decoded(input: &[u8], chunk: usize, max: usize) -> Vec<Result<Event, ParseError>> {
+        let mut d = EventLinesDecoder::with_max_line_bytes(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for piece in input.chunks(chunk.max(1)) {
+            buf.extend_from_slice(piece);
+            while let Some(item) = d.decode(&mut buf).unwrap() {
+                out.push(item);
+            }
+        }
+        while let Some(item) = d.decode_eof(&mut buf).unwrap() {
+            out.push(item);
+        }
+        out
+    }
+
+    /// Lines for the property: valid events, garbage, blank lines, `\r\n`,
+    /// lines around the bound.
+    fn line() -> impl Strategy<Value = String> {
+        let good = r#"{"version":1,"type":"text.finished","run_id":"r","conversation_id":"c","sequence":1,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"message_id":"m"}}"#;
+        prop_oneof![
+            Just(good.to_owned()),
+            Just(format!("{good}\r")),
+            Just(String::new()),
+            Just("\r".to_owned()),
+            "[ -~]{0,40}",
+            (150usize..260).prop_map(|n| "z".repeat(n)),
+        ]
+    }
+
+    proptest! {
+        /// One core, two readers: the synchronous `EventLines` and the
+        /// tokio-util decoder give the same items for the same bytes,
+        /// however the bytes arrive.
+        #[test]
+        fn both_readers_agree(
+            lines in proptest::collection::vec(line(), 0..12),
+            final_newline: bool,
+            chunk in 1usize..64,
+            max in prop_oneof![Just(200usize), Just(4096usize)],
+        ) {
+            let mut input = lines.join("\n");
+            if final_newline && !lines.is_empty() {
+                input.push('\n');
+            }
+            let sync: Vec<Result<Event, ParseError>> =
+                lce_types::EventLines::with_max_line_bytes(input.as_bytes(), max)
+                    .map(|r| r.unwrap())
+                    .collect();
+            prop_assert_eq!(decoded(input.as_bytes(), chunk, max), sync);
+        }
     }
 }

@@ -40,7 +40,7 @@ mod timestamp;
 pub use error::{ParseError, ParseErrorKind};
 pub use event::{Event, EventParser, EventType, MAX_SEQUENCE, Payload, VERSION};
 pub use limits::Limits;
-pub use lines::{DEFAULT_MAX_LINE_BYTES, EventLines};
+pub use lines::{DEFAULT_MAX_LINE_BYTES, EventLines, LineParser};
 pub use opaque::{JsonObject, MAX_OPAQUE_DEPTH, OpaqueJson};
 pub use payload::*;
 pub use timestamp::{Timestamp, TimestampError};

@@ -1,8 +1,9 @@
 //! Reading canonical JSON Lines synchronously, one bounded line at a time.
 //!
-//! The async counterpart (a tokio-util `Decoder`) lives in `lce-stream`;
-//! both parse with an [`EventParser`], which shares the ids of consecutive
-//! events.
+//! The async counterpart (a tokio-util `Decoder`) lives in `lce-stream`.
+//! Both find line ends in their own kind of buffer and hand each line to the
+//! one [`LineParser`]: numbering, the bound, `\r\n`, and parsing with an
+//! [`EventParser`], which shares the ids of consecutive events.
 
 use std::io::{self, BufRead};
 
@@ -13,6 +14,68 @@ use crate::event::{Event, EventParser};
 /// limits allow (256 KiB of tool arguments, JSON-escaped) with margin.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
+/// What a line of canonical JSON Lines becomes, wherever its bytes were
+/// read: the part of reading JSON Lines that [`EventLines`] (sync, over a
+/// `BufRead`) and `lce_stream::EventLinesDecoder` (tokio-util, over a
+/// `BytesMut`) share. They find the line ends; it numbers the lines from 1,
+/// drops a `\r` before the `\n`, parses with one [`EventParser`] (consecutive
+/// events share their ids) and says what an over-long line is.
+#[derive(Debug)]
+pub struct LineParser {
+    max_line_bytes: usize,
+    line: u64,
+    parser: EventParser,
+}
+
+impl LineParser {
+    /// A parser for lines of at most `max_line_bytes` bytes (the `\n`
+    /// excluded).
+    pub fn new(max_line_bytes: usize) -> Self {
+        LineParser {
+            max_line_bytes,
+            line: 0,
+            parser: EventParser::new(),
+        }
+    }
+
+    /// The bound on one line.
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// The number of the last line handed over (1-based; 0 before the
+    /// first).
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The next line, without its `\n` (a final `\r` is dropped here): the
+    /// event, or what is wrong with it, located at its line.
+    #[inline]
+    pub fn parse_line(&mut self, line: &[u8]) -> Result<Event, ParseError> {
+        self.line += 1;
+        let line = match line {
+            [rest @ .., b'\r'] => rest,
+            _ => line,
+        };
+        self.parser
+            .parse_slice(line)
+            .map_err(|e| e.at_line(self.line))
+    }
+
+    /// The next line is longer than the bound (the reader skips it up to
+    /// its `\n`): its error, located at its line.
+    pub fn too_long(&mut self) -> ParseError {
+        self.line += 1;
+        ParseError::new(
+            ParseErrorKind::LineTooLong,
+            "$",
+            format!("line longer than {} bytes", self.max_line_bytes),
+        )
+        .at_line(self.line)
+    }
+}
+
 /// Reads events from JSON Lines, numbering lines from 1.
 ///
 /// A line longer than the bound is skipped up to its newline and reported
@@ -22,10 +85,8 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Debug)]
 pub struct EventLines<R> {
     reader: R,
-    max_line_bytes: usize,
-    line: u64,
     buf: Vec<u8>,
-    parser: EventParser,
+    lines: LineParser,
 }
 
 impl<R: BufRead> EventLines<R> {
@@ -38,16 +99,14 @@ impl<R: BufRead> EventLines<R> {
     pub fn with_max_line_bytes(reader: R, max_line_bytes: usize) -> Self {
         EventLines {
             reader,
-            max_line_bytes,
-            line: 0,
             buf: Vec::new(),
-            parser: EventParser::new(),
+            lines: LineParser::new(max_line_bytes),
         }
     }
 
     /// The number of the last line read (1-based; 0 before the first).
     pub fn line(&self) -> u64 {
-        self.line
+        self.lines.line()
     }
 
     /// Reads the next line; `None` at end of input. I/O errors end reading.
@@ -62,17 +121,10 @@ impl<R: BufRead> EventLines<R> {
                 Err(e) => return Err(e),
             }
         };
+        let max_line_bytes = self.lines.max_line_bytes();
         if let Some(i) = crate::fast::find_byte(available, b'\n') {
-            if i <= self.max_line_bytes {
-                let mut line = &available[..i];
-                if let [rest @ .., b'\r'] = line {
-                    line = rest;
-                }
-                self.line += 1;
-                let parsed = self
-                    .parser
-                    .parse_slice(line)
-                    .map_err(|e| e.at_line(self.line));
+            if i <= max_line_bytes {
+                let parsed = self.lines.parse_line(&available[..i]);
                 self.reader.consume(i + 1);
                 return Ok(Some(parsed));
             }
@@ -95,7 +147,7 @@ impl<R: BufRead> EventLines<R> {
                 None => (available, None),
             };
             if !too_long {
-                if self.buf.len() + chunk.len() > self.max_line_bytes {
+                if self.buf.len() + chunk.len() > max_line_bytes {
                     too_long = true;
                     self.buf.clear();
                 } else {
@@ -108,23 +160,10 @@ impl<R: BufRead> EventLines<R> {
                 break;
             }
         }
-        self.line += 1;
         if too_long {
-            return Ok(Some(Err(ParseError::new(
-                ParseErrorKind::LineTooLong,
-                "$",
-                format!("line longer than {} bytes", self.max_line_bytes),
-            )
-            .at_line(self.line))));
+            return Ok(Some(Err(self.lines.too_long())));
         }
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        Ok(Some(
-            self.parser
-                .parse_slice(&self.buf)
-                .map_err(|e| e.at_line(self.line)),
-        ))
+        Ok(Some(self.lines.parse_line(&self.buf)))
     }
 }
 
