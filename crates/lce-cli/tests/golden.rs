@@ -17,14 +17,7 @@ use std::process::Command;
 const FORMATS: &[&str] = &["custom", "agui", "agui-v1"];
 
 fn scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no scenarios");
-    v
+    common::scenario_files()
 }
 
 /// Runs `lce encode --to format file`.

@@ -22,14 +22,7 @@ use std::process::{Command, Stdio};
 use common::{Server, post, root};
 
 fn scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no scenarios");
-    v
+    common::scenario_files()
 }
 
 fn stem(p: &Path) -> String {
@@ -406,13 +399,7 @@ fn conversation_id(scenario: &Path) -> String {
 
 #[test]
 fn serve_answers_every_scenario_with_its_golden() {
-    let scenarios_dir = root().join("fixtures/scenarios");
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        scenarios_dir.to_str().unwrap(),
-    ]);
+    let server = Server::with_bundled_scenarios();
     for scenario in scenarios() {
         let name = stem(&scenario);
         let req = serde_json::json!({
@@ -456,13 +443,7 @@ fn serve_answers_every_scenario_with_its_golden() {
 
 #[test]
 fn serve_refuses_bad_invoke_requests_with_a_json_4xx() {
-    let scenarios_dir = root().join("fixtures/scenarios");
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        scenarios_dir.to_str().unwrap(),
-    ]);
+    let server = Server::with_bundled_scenarios();
     let invalid = "The request body is not a valid request.";
     for (body, status, code, error) in [
         ("{not json", 400, "malformed_json", invalid),

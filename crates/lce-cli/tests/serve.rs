@@ -36,13 +36,7 @@ fn scenarios() -> Vec<(String, String)> {
 
 #[test]
 fn every_scenario_in_every_protocol_equals_its_golden_file() {
-    let scenarios_dir = root().join("fixtures/scenarios");
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        scenarios_dir.to_str().unwrap(),
-    ]);
+    let server = Server::with_bundled_scenarios();
     let mut checked = 0;
     for (name, conversation) in scenarios() {
         for protocol in ["custom", "agui", "agui-v1"] {
@@ -77,13 +71,7 @@ fn every_scenario_in_every_protocol_equals_its_golden_file() {
 
 #[test]
 fn standard_agui_endpoint_takes_run_agent_input() {
-    let scenarios_dir = root().join("fixtures/scenarios");
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        scenarios_dir.to_str().unwrap(),
-    ]);
+    let server = Server::with_bundled_scenarios();
     let body = serde_json::json!({
         "threadId": "thread-9", "runId": "run-9", "messages": [], "tools": [], "context": [],
         "state": {}, "forwardedProps": {"agentId": "plain-text-answer"},
@@ -107,13 +95,7 @@ fn standard_agui_endpoint_takes_run_agent_input() {
 
 #[test]
 fn bad_requests_get_a_json_4xx_before_any_stream() {
-    let scenarios_dir = root().join("fixtures/scenarios");
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        scenarios_dir.to_str().unwrap(),
-    ]);
+    let server = Server::with_bundled_scenarios();
     for (path, body, status) in [
         ("/api/v1/chat/stream/start", "{not json", 400),
         ("/api/v1/chat/stream/start", r#"{"message":"m"}"#, 422),

@@ -1,7 +1,7 @@
 //! `agui`: DA's AG-UI dialect, byte for byte (wire-formats §4, §6, §7).
 
 use bytes::BytesMut;
-use lce_types::{Event, FormField, InterruptRequested, InterruptType, Payload, ToolApproval};
+use lce_types::{Event, InterruptRequested, InterruptType, Payload, ToolApproval};
 use lce_wire::hold::{Action, Released, ToolStartHold};
 use lce_wire::{DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display};
 
@@ -290,7 +290,7 @@ fn interrupt_payload(
             w.key_k(k!("fields"));
             w.begin_array();
             for f in ir.fields.as_deref().unwrap_or_default() {
-                form_field(w, f)?;
+                lce_wire::write_form_field(w, f)?;
             }
             w.end_array();
             w.field_str_k(k!("agent"), agent);
@@ -298,8 +298,4 @@ fn interrupt_payload(
     }
     w.end_object();
     Ok(())
-}
-
-fn form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
-    crate::v1::write_form_field(w, f)
 }

@@ -2,9 +2,9 @@
 
 use bytes::BytesMut;
 use lce_types::{
-    Event, FormField, InterruptRequested, InterruptType, NamespaceEntered, NamespaceExited,
-    NamespaceOutcome, Payload, ProviderMetadata, RunInterrupted, SpanStarted, ToolArgumentsDelta,
-    ToolError, ToolStarted, UsageUpdated, Warning,
+    Event, InterruptRequested, InterruptType, NamespaceEntered, NamespaceExited, NamespaceOutcome,
+    Payload, ProviderMetadata, RunInterrupted, SpanStarted, ToolArgumentsDelta, ToolError,
+    ToolStarted, UsageUpdated, Warning,
 };
 use lce_wire::{JsonWriter, Key, Member, Style, WireError};
 
@@ -756,42 +756,12 @@ fn write_interrupts(
             w.key_k(k!("fields"));
             w.begin_array();
             for field in ir.fields.as_deref().unwrap_or_default() {
-                write_form_field(w, field)?;
+                lce_wire::write_form_field(w, field)?;
             }
             w.end_array();
             lce_tail(w);
             w.end_object();
         }
     }
-    Ok(())
-}
-
-/// A form field with the canonical member names, in DA's order. The
-/// `custom` encoder writes the same members in the same order with its own
-/// writer calls: the two encoder crates share no code but `lce-wire`, on
-/// purpose (neither depends on the other).
-pub(crate) fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
-    w.begin_object();
-    w.field_str_k(k!("field_name"), &f.field_name);
-    if let Some(v) = &f.field_label {
-        w.field_str_k(k!("field_label"), v);
-    }
-    if let Some(v) = &f.field_description {
-        w.field_str_k(k!("field_description"), v);
-    }
-    w.field_str_k(k!("field_type"), &f.field_type);
-    if let Some(v) = &f.field_values {
-        w.field_opaque("field_values", v.get())?;
-    }
-    if let Some(v) = f.required {
-        w.field_bool("required", v);
-    }
-    if let Some(v) = &f.default_value {
-        w.field_opaque("default_value", v.get())?;
-    }
-    if let Some(v) = &f.placeholder {
-        w.field_str_k(k!("placeholder"), v);
-    }
-    w.end_object();
     Ok(())
 }

@@ -66,7 +66,7 @@
 //! ```
 
 use bytes::BytesMut;
-use lce_types::{Event, FormField, InterruptRequested, InterruptType, Payload, ToolApproval};
+use lce_types::{Event, InterruptRequested, InterruptType, Payload, ToolApproval};
 use lce_wire::hold::{Action, Released, ToolStartHold};
 use lce_wire::{
     DA_RESULT_DISPLAY_CHARS, JsonWriter, Key, Member, Style, WireError, truncate_display,
@@ -439,7 +439,7 @@ fn input_required(
             w.key("fields");
             w.begin_array();
             for f in i.fields.as_deref().unwrap_or(&[]) {
-                form_field(w, f)?;
+                lce_wire::write_form_field(w, f)?;
             }
             w.end_array();
         }
@@ -470,32 +470,6 @@ fn input_required(
         // Kinds this encoder does not know are refused before the frame.
         _ => {}
     }
-    Ok(())
-}
-
-fn form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
-    w.begin_object();
-    w.field_str("field_name", &f.field_name);
-    if let Some(v) = &f.field_label {
-        w.field_str("field_label", v);
-    }
-    if let Some(v) = &f.field_description {
-        w.field_str("field_description", v);
-    }
-    w.field_str("field_type", &f.field_type);
-    if let Some(v) = &f.field_values {
-        w.field_opaque("field_values", v.get())?;
-    }
-    if let Some(v) = f.required {
-        w.field_bool("required", v);
-    }
-    if let Some(v) = &f.default_value {
-        w.field_opaque("default_value", v.get())?;
-    }
-    if let Some(v) = &f.placeholder {
-        w.field_str("placeholder", v);
-    }
-    w.end_object();
     Ok(())
 }
 

@@ -45,7 +45,7 @@ pub use sse::{
     write_comment, write_data_frame, write_data_json, write_event_frame, write_event_json,
 };
 pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
-pub use writer::{JsonWriter, Member, Style};
+pub use writer::{JsonWriter, Member, Style, write_form_field};
 
 /// Deepest nesting [`JsonWriter::opaque`] accepts; deeper input gives
 /// [`WireError::TooDeep`].

@@ -26,6 +26,8 @@ fn adapter(run_id: &str) -> impl futures::Stream<Item = Event> + Send + 'static 
         ))
         .unwrap()
     };
+    // The same canned answer as `compose.rs`, on purpose: each example is a
+    // whole program a reader copies alone, so neither borrows from the other.
     futures::stream::iter([
         event(
             0,

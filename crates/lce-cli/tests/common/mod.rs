@@ -20,6 +20,19 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The bundled scenarios, `fixtures/scenarios/*.jsonl`, sorted.
+#[allow(dead_code)] // not every test binary uses every helper
+pub fn scenario_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no scenarios");
+    v
+}
+
 /// A running `lce serve` on a free loopback port; killed on drop.
 pub struct Server {
     pub child: Child,
@@ -27,6 +40,14 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts `lce serve --speed 0 --scenarios fixtures/scenarios`: the
+    /// bundled scenarios, unpaced.
+    #[allow(dead_code)] // not every test binary uses every helper
+    pub fn with_bundled_scenarios() -> Server {
+        let dir = root().join("fixtures/scenarios");
+        Server::start(&["--speed", "0", "--scenarios", dir.to_str().unwrap()])
+    }
+
     /// Starts `lce serve --addr 127.0.0.1:0 ARGS...` and reads the address
     /// from its first stdout line.
     pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
