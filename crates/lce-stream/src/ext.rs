@@ -293,16 +293,16 @@ pin_project! {
 impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sequenced<S> {
     type Item = S::Item;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        match this.inner.poll_next(cx) {
-            Poll::Ready(Some(Ok(mut e))) => {
-                e.sequence = *this.next;
-                *this.next = this.next.saturating_add(1);
-                Poll::Ready(Some(Ok(e)))
-            }
-            other => other,
+        // In place: the item is returned as it came (no move of the event).
+        let mut poll = this.inner.poll_next(cx);
+        if let Poll::Ready(Some(Ok(e))) = &mut poll {
+            e.sequence = *this.next;
+            *this.next = this.next.saturating_add(1);
         }
+        poll
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -341,10 +341,13 @@ impl<S> DropEmptyDeltas<S> {
 impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
     type Item = S::Item;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
-            match this.inner.as_mut().poll_next(cx) {
+            // In place: what goes on is returned as it came.
+            let poll = this.inner.as_mut().poll_next(cx);
+            match &poll {
                 Poll::Ready(Some(Ok(e))) if e.is_empty_delta() => {
                     *this.dropped += 1;
                 }
@@ -352,9 +355,9 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
                     if *this.dropped > 0 {
                         tracing::debug!(target: "lce::stream", dropped = *this.dropped, "empty deltas dropped (D7)");
                     }
-                    return Poll::Ready(None);
+                    return poll;
                 }
-                other => return other,
+                _ => return poll,
             }
         }
     }
@@ -398,30 +401,31 @@ impl<S> Sanitized<S> {
 impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sanitized<S> {
     type Item = S::Item;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        match this.inner.poll_next(cx) {
-            Poll::Ready(Some(Ok(mut e))) => {
-                // In place: the event is not moved in and out again.
-                Poll::Ready(Some(match this.sanitizer.sanitize_in_place(&mut e) {
-                    Ok(report) => {
-                        if !report.is_clean() {
-                            *this.cleaned += 1;
-                        }
-                        Ok(e)
+        // In place: the event is cleaned where it lies and the item returned
+        // as it came (no move of the event in or out).
+        let mut poll = this.inner.poll_next(cx);
+        if let Poll::Ready(Some(Ok(e))) = &mut poll {
+            match this.sanitizer.sanitize_in_place(e) {
+                Ok(report) => {
+                    if !report.is_clean() {
+                        *this.cleaned += 1;
                     }
-                    Err(rejection) => {
-                        tracing::debug!(target: "lce::stream", kind = ?rejection.kind, "sanitizer rejection");
-                        Err(LceError::Rejected {
-                            sequence: e.sequence,
-                            event_type: e.event_type(),
-                            rejection,
-                        })
-                    }
-                }))
+                }
+                Err(rejection) => {
+                    tracing::debug!(target: "lce::stream", kind = ?rejection.kind, "sanitizer rejection");
+                    let (sequence, event_type) = (e.sequence, e.event_type());
+                    return Poll::Ready(Some(Err(LceError::Rejected {
+                        sequence,
+                        event_type,
+                        rejection,
+                    })));
+                }
             }
-            other => other,
         }
+        poll
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -476,6 +480,7 @@ impl<S> Validated<S> {
 impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
     type Item = S::Item;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         if *this.done {
@@ -496,27 +501,25 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        match this.inner.poll_next(cx) {
-            Poll::Ready(Some(Ok(e))) => match this.validator.push(&e) {
-                Ok(()) => Poll::Ready(Some(Ok(e))),
-                Err(v) => {
+        // In place: an accepted event is returned as it came.
+        let poll = this.inner.poll_next(cx);
+        match &poll {
+            Poll::Ready(Some(Ok(e))) => {
+                if let Err(v) = this.validator.push(e) {
                     *this.failed = true;
-                    Poll::Ready(Some(Err(LceError::Violation(v))))
+                    return Poll::Ready(Some(Err(LceError::Violation(v))));
                 }
-            },
-            Poll::Ready(Some(Err(err))) => {
-                *this.failed = true;
-                Poll::Ready(Some(Err(err)))
             }
+            Poll::Ready(Some(Err(_))) => *this.failed = true,
             Poll::Ready(None) => {
                 *this.done = true;
-                match this.validator.finish() {
-                    Ok(()) => Poll::Ready(None),
-                    Err(v) => Poll::Ready(Some(Err(LceError::Violation(v)))),
+                if let Err(v) = this.validator.finish() {
+                    return Poll::Ready(Some(Err(LceError::Violation(v))));
                 }
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {}
         }
+        poll
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -595,6 +598,7 @@ where
 {
     type Item = Result<Bytes, LceError>;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
