@@ -400,7 +400,7 @@ impl<S: std::fmt::Debug> std::fmt::Debug for Coordinated<S> {
             .field("state", &self.inner.state.name())
             .field("queued", &self.inner.queue.len())
             .field("ended", &self.inner.end.is_some())
-            .field("counters", &self.inner.counters)
+            .field("counters", &self.inner.run_counters())
             .finish_non_exhaustive()
     }
 }
@@ -454,9 +454,12 @@ impl<S> Coordinated<S> {
         self.inner.cancel.clone()
     }
 
-    /// Where and why the coordinator stepped in, once the run has ended:
-    /// `None` while it runs, and when the adapter's run ended as the
-    /// contract says (its own terminal, nothing broken after it).
+    /// Where and why the coordinator stepped in: `Some` from the moment it
+    /// decided the run's terminal (the terminal is the next item, or was
+    /// the last one); `None` before, and when the adapter's run ended as the
+    /// contract says (its own terminal, nothing broken after it; a rule
+    /// broken after that terminal is found while draining, so read it once
+    /// the stream has ended).
     pub fn intervention(&self) -> Option<Intervention> {
         let end = self.inner.end.as_ref()?;
         (end.coordinator_terminal || end.rule.is_some()).then(|| Intervention {

@@ -170,8 +170,69 @@ async fn a_violation_ends_the_run_and_drops_the_rest() {
     let record = &audit.records()[0];
     assert_eq!(record.rule, Some(Cause::Rule(Rule::TextSpan)));
     assert_eq!(record.rule.map(Cause::as_str), Some("5"));
-    assert!(record.counters.dropped >= 1);
-    assert_eq!(record.counters.events_in, input.len() as u64 - 1);
+    // The violating delta and everything after it; the validating stage
+    // drained what followed the violation (D8).
+    let sent = input.len() as u64 - 1;
+    assert_eq!(record.counters.dropped, sent - started as u64);
+    assert_eq!(record.counters.after_terminal, sent - started as u64 - 1);
+    assert_eq!(record.counters.events_in, sent);
+}
+
+#[tokio::test]
+async fn the_intervention_comes_with_the_run() {
+    let input = scenario("plain-text-answer.jsonl");
+    let mut items: Vec<Event> = input.clone();
+    let started = items
+        .iter()
+        .position(|e| e.event_type() == EventType::TextStarted)
+        .unwrap();
+    items.remove(started);
+    let mut run = Box::pin(
+        lce_stream::source(futures::stream::iter(items.into_iter().map(Ok)))
+            .enforced(Coordinator::new(options_for(&input))),
+    );
+    // Known from the moment the terminal is decided: not before.
+    while let Some(item) = run.next().await {
+        let event = item.unwrap();
+        assert_eq!(
+            run.intervention().is_some(),
+            event.event_type().is_terminal(),
+            "seq {}",
+            event.sequence
+        );
+    }
+    let intervention = run.intervention().expect("the coordinator stepped in");
+    assert_eq!(intervention.terminal, EventType::RunError);
+    assert_eq!(intervention.code.as_deref(), Some("harness_event_invalid"));
+    assert_eq!(intervention.cause, Some(Cause::Rule(Rule::TextSpan)));
+    assert!(intervention.coordinator_terminal);
+    // The delta that lost its text.started: item `started + 1`, 1-based.
+    assert_eq!(intervention.position, started as u64 + 1);
+    let reason = intervention.reason.expect("the validator's words");
+    assert!(
+        reason.starts_with(&format!(
+            "seq {}: rule 5 (text_span)",
+            input[started + 1].sequence
+        )),
+        "{reason}"
+    );
+    match run.as_mut().get_mut().take_error() {
+        Some(LceError::Violation(v)) => assert_eq!(v.rule, Rule::TextSpan),
+        other => panic!("{other:?}"),
+    }
+    assert!(run.as_mut().get_mut().take_error().is_none(), "taken once");
+}
+
+#[tokio::test]
+async fn a_valid_run_has_no_intervention() {
+    let input = scenario("plain-text-answer.jsonl");
+    let mut run = Box::pin(
+        lce_stream::source(futures::stream::iter(input.clone().into_iter().map(Ok)))
+            .enforced(Coordinator::new(options_for(&input))),
+    );
+    while run.next().await.is_some() {}
+    assert!(run.intervention().is_none());
+    assert!(run.as_mut().get_mut().take_error().is_none());
 }
 
 #[tokio::test]
