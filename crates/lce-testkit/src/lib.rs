@@ -30,9 +30,11 @@
 //! May depend on: `lce-types` (the builder parses with it), `lce-core` and
 //! tokio's timers (the faulty store) and std; with `fuzzing`, the published
 //! crates the harnesses drive (through their public API only) and
-//! `arbitrary`. The corpus generator and [`time`] use std only. Any crate's tests
-//! may use it, except `lce-types`' own unit tests (there it would bring a
-//! second copy of `lce-types`, whose `Event` is another type).
+//! `arbitrary`. The corpus generator and [`time`] use std only. Any crate's
+//! tests may use it, except `lce-types`' own unit tests (there it would bring
+//! a second copy of `lce-types`, whose `Event` is another type). In the unit
+//! tests of a crate it depends on (`lce-wire`, `lce-core`), a second copy of
+//! that crate is built; harmless while only `lce_types::Event` crosses.
 //!
 //! ```
 //! use lce_testkit::RunBuilder;

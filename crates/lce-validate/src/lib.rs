@@ -22,10 +22,12 @@
 //! arguments must satisfy ([`ToolSchemas`], D6). `docs/validation.md` lists
 //! every rule, what is checked, and the decision it rests on.
 //!
-//! May depend on: `lce-types`, `lce-wire` (only for the length of a string
-//! as compact JSON, `json_string_len`), `serde_json`, `jsonschema` (no
-//! network or file resolvers) and `thiserror`. No async, no other lce crate:
-//! the stream combinators of `lce-stream` wrap this synchronous core.
+//! May depend on: `lce-types`, `lce-wire` (the length of a string as compact
+//! JSON, `json_string_len`, and the structural scan of streamed arguments),
+//! `lce-core` (the `Rule` enum it reports, shared with the audit records),
+//! `serde_json`, `jsonschema` (no network or file resolvers) and
+//! `thiserror`. No async, no other lce crate: the stream combinators of
+//! `lce-stream` wrap this synchronous core.
 //!
 //! ```
 //! use lce_types::EventLines;
