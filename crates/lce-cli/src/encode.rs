@@ -112,24 +112,22 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
 /// The input's lines, one item each, whichever way they are read.
 type Lines = std::pin::Pin<Box<dyn Stream<Item = Result<Event, LceError>>>>;
 
-/// The input's lines as the start of the chain: read in place (a file,
+/// The input's lines, the start of the chain: read in place (a file,
 /// always ready: the output is deterministic), or, for a live pipe, by
 /// tokio's `FramedRead` over stdin (the stream is pending while no line is
 /// ready, and the encoder may release held tool starts, D13a). One item per
 /// line either way.
-fn lines(input: input::Input, live: bool) -> lce::stream::Source<Lines> {
+fn lines(input: input::Input, live: bool) -> Lines {
     if live {
         drop(input);
-        return lce::stream::source(Box::pin(lce::stream::codec::read_event_lines(
-            tokio::io::stdin(),
-        )));
+        return Box::pin(lce::stream::codec::read_event_lines(tokio::io::stdin()));
     }
     let lines = EventLines::new(input.reader).map(|item| match item {
         Ok(Ok(event)) => Ok(event),
         Ok(Err(parse)) => Err(LceError::Parse(parse)),
         Err(io) => Err(LceError::Io(io)),
     });
-    lce::stream::source(Box::pin(futures::stream::iter(lines)))
+    Box::pin(futures::stream::iter(lines))
 }
 
 /// What the command line chose for the run.
@@ -152,19 +150,11 @@ async fn encode(
         ephemeral,
         limits,
     } = options;
-    let mut source = lines(input, live);
-    // The run's ids come from the first line when it parses (the validator
-    // checks every other event against them); otherwise the run is reported
-    // under placeholder ids.
-    let first = source.next().await;
-    let ids = match &first {
-        Some(Ok(e)) => (e.run_id.clone(), e.conversation_id.clone()),
-        _ => ("unknown-run".into(), "unknown-conversation".into()),
-    };
-    let items = futures::stream::iter(first).chain(source);
-
+    let mut items = lines(input, live).peekable();
+    // The run's ids: the first line's, when it parses.
+    let first = std::pin::Pin::new(&mut items).peek().await;
     let coordinator = Coordinator::new(
-        CoordinatorOptions::new(ids.0, ids.1)
+        CoordinatorOptions::for_first_item(first)
             .ephemeral(ephemeral)
             .limits(limits),
     );

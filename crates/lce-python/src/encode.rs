@@ -208,17 +208,11 @@ fn run_chain(lines: &mut PyLines, options: RunOptions) -> Result<RunOutput, Stri
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let items = lines.by_ref().map(|item| item.map_err(LceError::Parse));
-        let mut source = lce::stream::source(futures::stream::iter(items));
-        // The run's ids come from the first line when it parses; otherwise
-        // the run is reported under placeholder ids (as `lce encode`).
-        let first = source.next().await;
-        let ids = match &first {
-            Some(Ok(e)) => (e.run_id.clone(), e.conversation_id.clone()),
-            _ => ("unknown-run".into(), "unknown-conversation".into()),
-        };
-        let items = futures::stream::iter(first).chain(source);
+        let mut items = futures::stream::iter(items).peekable();
+        // The run's ids: the first line's, when it parses (as `lce encode`).
+        let first = std::pin::Pin::new(&mut items).peek().await;
         let coordinator = Coordinator::new(
-            CoordinatorOptions::new(ids.0, ids.1)
+            CoordinatorOptions::for_first_item(first)
                 .ephemeral(ephemeral)
                 .limits(limits),
         );

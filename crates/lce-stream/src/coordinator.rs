@@ -112,6 +112,20 @@ impl CoordinatorOptions {
         }
     }
 
+    /// Options for a run read from lines that do not say which run they
+    /// are (`lce encode`, the Python `lce.encode`): the ids of its first
+    /// item when that is an event (every other event is then checked
+    /// against them), else the placeholders `unknown-run` and
+    /// `unknown-conversation` (the coordinator writes the run's
+    /// `run.started` and terminal under them). Defaults otherwise, as
+    /// [`new`](Self::new).
+    pub fn for_first_item(first: Option<&Result<Event, LceError>>) -> Self {
+        match first {
+            Some(Ok(e)) => Self::new(Arc::clone(&e.run_id), Arc::clone(&e.conversation_id)),
+            _ => Self::new("unknown-run", "unknown-conversation"),
+        }
+    }
+
     /// Marks the harness ephemeral (no commits, rule 13 relaxed).
     pub fn ephemeral(mut self, ephemeral: bool) -> Self {
         self.ephemeral = ephemeral;
