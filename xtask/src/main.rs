@@ -17,6 +17,7 @@ mod fuzz;
 mod json;
 mod memcheck;
 mod msrv;
+mod mutants;
 mod release;
 mod soak;
 mod util;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         "release" => release::run(rest),
         "msrv" => msrv::run(rest),
         "memcheck" => memcheck::run(rest),
+        "mutants" => mutants::run(rest),
         "bench-peers" => bench_peers::run(rest),
         other => Err(format!("unknown task `{other}` (try `cargo xtask help`)")),
     };
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
 
 fn print_help() {
     println!(
-        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  bless [--only KIND]  rewrite the goldens and recorded outcomes (custom, agui, agui-v1, invoke, hostile; sse = the three formats) and print the diff\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n  fuzz [--seconds N] [--target T]  run every fuzz target N s each (cargo fuzz, stable)\n  soak [--seconds N] [--clients C]  hostile load on `lce serve`: terminals, frames, RSS and fds\n  release       bump every crate, move the changelog, package and check; stops before publishing (<version> [--dry-run])\n  msrv          check the declared rust-version and build with it when installed\n  memcheck      peak RSS of lce encode over generated runs of growing length ([--events 100000,10000000] [--mix M] [--to F])\n  bench-peers   lce beside Python, Node and Rust AG-UI implementations on one corpus ([--events N] [--seconds S])\n"
+        "cargo xtask <task>\n\ntasks:\n  help          this text\n  conformance   check agui-v1 SSE with the official AG-UI 1.0 npm packages\n  bless [--only KIND]  rewrite the goldens and recorded outcomes (custom, agui, agui-v1, invoke, hostile; sse = the three formats) and print the diff\n  corpus        generate a deterministic canonical JSON Lines run (--events N --mix text|tools|mixed --seed S)\n  fuzz [--seconds N] [--target T]  run every fuzz target N s each (cargo fuzz, stable)\n  soak [--seconds N] [--clients C]  hostile load on `lce serve`: terminals, frames, RSS and fds\n  release       bump every crate, move the changelog, package and check; stops before publishing (<version> [--dry-run])\n  msrv          check the declared rust-version and build with it when installed\n  memcheck      peak RSS of lce encode over generated runs of growing length ([--events 100000,10000000] [--mix M] [--to F])\n  mutants       mutation testing, each library crate by its own tests: caught/viable and the missed ([--crate C] [--sample N] [--seed S] [--timeout SECS])
+  bench-peers   lce beside Python, Node and Rust AG-UI implementations on one corpus ([--events N] [--seconds S])\n"
     );
 }

@@ -605,6 +605,39 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_run_is_cancelled_and_what_follows_is_ignored() {
+        let mut r = RunBuilder::new("r", "c");
+        let mut acc = InvokeAccumulator::new(InvokeOptions::default());
+        acc.feed(&r.text_delta("m", "x")).unwrap();
+        assert_eq!(acc.outcome(), &InvokeOutcome::Running);
+        acc.feed(&r.run_cancelled()).unwrap();
+        assert_eq!(acc.outcome(), &InvokeOutcome::Cancelled);
+        // The terminal was the run's last word: a later one changes nothing.
+        acc.feed(&r.run_finished()).unwrap();
+        assert_eq!(acc.outcome(), &InvokeOutcome::Cancelled);
+        assert_eq!(acc.content(), "x");
+        assert_eq!(
+            body(&acc),
+            format!(
+                r#"{{"success":false,"error":"{FAILURE_MESSAGE}","agent_id":"agent","conversation_id":"conv","trace_id":null}}"#
+            )
+        );
+    }
+
+    #[test]
+    fn a_live_release_of_nothing_is_no_boundary() {
+        let mut r = RunBuilder::new("r", "c");
+        let mut acc = InvokeAccumulator::new(InvokeOptions::default());
+        acc.feed(&r.text_delta("m", "a")).unwrap();
+        // Nothing is held: the encoder would write no `tool_start`.
+        acc.release_ready();
+        acc.feed(&r.text_delta("m", "b")).unwrap();
+        acc.release_ready();
+        assert_eq!(acc.thinking(), None);
+        assert_eq!(acc.content(), "ab");
+    }
+
+    #[test]
     fn text_is_bounded_per_part_at_char_boundaries_and_counted() {
         let mut r = RunBuilder::new("r", "c");
         let mut acc = InvokeAccumulator::new(InvokeOptions::default().max_text_bytes(5));

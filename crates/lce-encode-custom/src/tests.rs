@@ -437,3 +437,61 @@ fn the_chain_drives_it_through_frame_encoder() {
     assert!(out.ends_with(b"event: done\ndata: {}\n\n"), "{out:?}");
     assert!(enc.is_closed());
 }
+
+#[test]
+fn open_until_the_terminal_also_while_an_interrupt_waits() {
+    let mut r = RunBuilder::new("r", "c");
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    let mut out = BytesMut::new();
+    assert!(!enc.is_closed(), "a new encoder is open");
+    enc.encode_event(&r.run_started(), &mut out).unwrap();
+    enc.encode_event(&r.text_delta("m", "x"), &mut out).unwrap();
+    assert!(!enc.is_closed());
+    enc.encode_event(&r.event("interrupt.requested", &approval(1)), &mut out)
+        .unwrap();
+    assert!(!enc.is_closed(), "the interrupt waits for its terminal");
+    enc.encode_event(
+        &r.event(
+            "run.interrupted",
+            r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
+        ),
+        &mut out,
+    )
+    .unwrap();
+    assert!(enc.is_closed());
+}
+
+#[test]
+fn options_are_the_ones_given() {
+    let options = CustomOptions {
+        agent_name: Some("Ops".to_owned()),
+    };
+    let enc = CustomSseEncoder::new(options.clone());
+    assert_eq!(enc.options(), &options);
+}
+
+#[test]
+fn on_idle_releases_what_release_ready_does() {
+    use lce_core::FrameEncoder;
+    let mut r = RunBuilder::new("r", "c");
+    let mut enc = CustomSseEncoder::new(CustomOptions::default());
+    let mut out = BytesMut::new();
+    enc.encode_frame(&r.tool_started("a", "t", r#"{"k":"v"}"#), &mut out)
+        .unwrap();
+    assert!(out.is_empty(), "held (D13)");
+    enc.on_idle(&mut out).unwrap();
+    assert_eq!(
+        &out[..],
+        b"event: tool_start\ndata: {\"tool_name\": \"t\", \"tool_call_id\": \"a\", \"args\": {\"k\": \"v\"}, \"namespace\": []}\n\n"
+    );
+}
+
+#[test]
+fn content_text_is_the_text_of_non_empty_text_deltas_only() {
+    let mut r = RunBuilder::new("r", "c");
+    assert_eq!(content_text(&r.text_delta("m", "x")), Some("x"));
+    // D7: an empty delta renders no `content` frame, whether or not the
+    // hold already dropped it.
+    assert_eq!(content_text(&r.text_delta("m", "")), None);
+    assert_eq!(content_text(&r.reasoning_delta("m", "x")), None);
+}

@@ -383,6 +383,74 @@ mod tests {
         }
     }
 
+    /// Opens and closes `ids` in turn.
+    fn open_and_close(r: &mut Registry<E>, ids: impl IntoIterator<Item = String>) {
+        for id in ids {
+            r.insert(&id, E(false));
+            if let Some(e) = r.get_mut(&id) {
+                e.0 = true;
+            }
+            r.closed(&id);
+        }
+    }
+
+    #[test]
+    fn the_ring_grows_by_doubling_to_one_past_the_window() {
+        let mut r = Registry::new(100);
+        let mut caps = Vec::new();
+        for i in 0..300 {
+            open_and_close(&mut r, [format!("id{i}")]);
+            if caps.last() != Some(&r.closed.capacity()) {
+                caps.push(r.closed.capacity());
+            }
+        }
+        // 8, then doubled, then capped at the window + 1 (the close pushed
+        // before the oldest is dropped), never rounded up past it.
+        assert_eq!(caps, [8, 16, 32, 64, 101]);
+        assert_eq!(r.closed.len(), 100);
+        assert_eq!(r.len(), 100);
+        // The oldest 200 are forgotten; the last 100 remembered.
+        assert!(!r.contains("id199") && r.contains("id200") && r.contains("id299"));
+    }
+
+    #[test]
+    fn a_window_of_one_remembers_exactly_the_last_close() {
+        let mut r = Registry::new(1);
+        open_and_close(&mut r, ["a".to_owned()]);
+        assert!(r.contains("a") && !r.forgot());
+        assert_eq!(r.closed.capacity(), 2);
+        open_and_close(&mut r, ["b".to_owned()]);
+        assert!(!r.contains("a") && r.contains("b") && r.forgot());
+        assert_eq!((r.len(), r.closed.len(), r.closed.capacity()), (1, 1, 2));
+        // The freed slot is reused.
+        open_and_close(&mut r, ["c".to_owned()]);
+        assert_eq!((r.slots.len(), r.free.len()), (2, 1));
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn footprint_counts_each_capacity_at_its_element_size() {
+        let mut r = Registry::new(4);
+        assert_eq!(r.footprint(), 0, "nothing allocated yet");
+        open_and_close(&mut r, (0..6).map(|i| format!("id-{i}")));
+        r.insert("open-one", E(false));
+        let keys: usize = r.map.keys().map(|k| k.len()).sum();
+        // 4 closed ids of 4 bytes and an open one of 8.
+        assert_eq!((r.map.len(), keys), (5, 24));
+        // A map bucket: an `Arc<str>` (16) and a slot index (8), and one
+        // control byte; a key: two counts (16) and its bytes; a slot: the
+        // `Option<(Arc<str>, E)>` (24, the `None` in the pointer's niche);
+        // a free-list entry 8; a ring entry, an `Arc<str>` (16).
+        let want = r.map.capacity() * 25
+            + (5 * 16 + keys)
+            + r.slots.capacity() * 24
+            + r.free.capacity() * 8
+            + r.closed.capacity() * 16;
+        assert_eq!(r.footprint(), want);
+        // The ring's own sizing: min(8, window + 1).
+        assert_eq!(r.closed.capacity(), 5);
+    }
+
     #[test]
     fn unbounded_forgets_nothing() {
         let mut r = Registry::new(usize::MAX);

@@ -1492,6 +1492,89 @@ mod tests {
             .ok()
     }
 
+    /// `footprint` is the four registries' footprints (tested exactly in
+    /// `registry`) plus each string and list the state owns, counted once at
+    /// its capacity; the clones the validator keeps have exact capacities.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn footprint_is_the_registries_plus_the_owned_strings() {
+        let registries = |v: &RunValidator| {
+            v.texts.footprint()
+                + v.reasonings.footprint()
+                + v.tools.footprint()
+                + v.namespaces.footprint()
+        };
+        let mut r = RunBuilder::new("run-1", "conv-22");
+        let mut v = RunValidator::new(ValidatorOptions::new());
+        assert_eq!(v.footprint(), 0);
+        v.push(&r.run_started()).unwrap();
+        // The run's identity: 5 + 7 bytes.
+        let identity = 12;
+        assert_eq!(v.footprint(), registries(&v) + identity);
+        // A text and a reasoning span (remembered once finished): every
+        // registry holds something, so each is seen in the sum.
+        for e in [
+            r.text_started("m"),
+            r.text_finished("m"),
+            r.reasoning_started("k"),
+            r.reasoning_finished("k"),
+        ] {
+            v.push(&e).unwrap();
+        }
+        assert!(v.texts.footprint() > 0 && v.reasonings.footprint() > 0);
+        assert_eq!(v.footprint(), registries(&v) + identity);
+        v.push(&r.tool_started("call-1", "task", r#"{"a":1}"#))
+            .unwrap();
+        v.push(&r.namespace_entered("agent-1", "A", "call-1"))
+            .unwrap();
+        // The namespace: its path `["call-1"]` (one `String`, 24 bytes, of
+        // 6 bytes) and its agent id (7 bytes).
+        let namespace = 24 + 6 + 7;
+        assert!(v.tools.footprint() > 0 && v.namespaces.footprint() > 0);
+        assert_eq!(v.footprint(), registries(&v) + identity + namespace);
+        v.push(&r.namespace_exited("agent-1", "call-1")).unwrap();
+        v.push(&r.tool_finished("call-1", "ok")).unwrap();
+        // Closed, still remembered (the window): still counted.
+        assert_eq!(v.footprint(), registries(&v) + identity + namespace);
+        v.push(&r.event(
+            "interrupt.requested",
+            r#"{"interrupt_id":"intr-1","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[]}"#,
+        ))
+        .unwrap();
+        // The pending interrupt's id: 6 bytes.
+        assert_eq!(v.footprint(), registries(&v) + identity + namespace + 6);
+    }
+
+    /// The arguments a call streams are counted: its id, its name and the
+    /// buffer.
+    #[test]
+    fn footprint_counts_streamed_arguments() {
+        let mut r = RunBuilder::new("r", "c");
+        let mut v = RunValidator::new(ValidatorOptions::new());
+        v.push(&r.run_started()).unwrap();
+        v.push(&r.tool_started("call-1", "search", "{}")).unwrap();
+        v.push(&r.tool_arguments_delta("call-1", r#"{"q":"#))
+            .unwrap();
+        let (id, name, buf) = v
+            .assembly
+            .as_ref()
+            .map(|a| {
+                (
+                    a.tool_call_id.capacity(),
+                    a.tool_name.capacity(),
+                    a.buf.capacity(),
+                )
+            })
+            .unwrap_or_default();
+        assert_eq!((id, name), (6, 6));
+        assert!(buf >= 5, "{buf}");
+        let registries = v.texts.footprint()
+            + v.reasonings.footprint()
+            + v.tools.footprint()
+            + v.namespaces.footprint();
+        assert_eq!(v.footprint(), registries + 2 + id + name + buf);
+    }
+
     /// A text delta is not the hot path while arguments stream (D6): it
     /// completes them, bad ones included, and a later fragment is D6.
     #[test]

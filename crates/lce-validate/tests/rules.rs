@@ -142,6 +142,32 @@ fn a_minimal_run_passes() {
 }
 
 #[test]
+fn validate_run_is_push_then_finish() {
+    let opts = ValidatorOptions::new;
+    let clean = events(&[STARTED, T_START, T_DELTA, T_END, FINISHED]);
+    assert_eq!(lce_validate::validate_run(&clean, opts()), Ok(()));
+    // A break while pushing: the first violation, as `push` reports it.
+    let mut evs = events(&[STARTED, T_START, T_END, FINISHED]);
+    evs[2].sequence = 1;
+    let v = lce_validate::validate_run(&evs, opts()).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::Sequence, 1));
+    assert_eq!(Err(v), run_with(&evs, opts()));
+    // A break only `finish` sees.
+    let open = events(&[STARTED, T_START]);
+    let v = lce_validate::validate_run(&open, opts()).unwrap_err();
+    assert_eq!(
+        (v.rule, v.sequence, v.event_type),
+        (Rule::MissingTerminal, 1, Some(EventType::TextStarted))
+    );
+    // The options are used: the same run is clean, then not, with D3.
+    let mut gap = events(&[STARTED, T_START, T_END, FINISHED]);
+    gap[3].sequence = 10;
+    assert_eq!(lce_validate::validate_run(&gap, opts()), Ok(()));
+    let v = lce_validate::validate_run(&gap, opts().contiguous(true)).unwrap_err();
+    assert_eq!((v.rule, v.sequence), (Rule::D3Contiguous, 10));
+}
+
+#[test]
 fn rule_ids_names_and_display() {
     for r in Rule::ALL {
         assert_eq!(Rule::from_id_and_decision(r.id(), r.decision()), Some(*r));
@@ -361,7 +387,11 @@ fn rule_8_and_d4_interrupts() {
     run(&[STARTED, T_START, FORM, T_END, INTERRUPTED]).unwrap();
     broken(&[STARTED, FORM, FORM, INTERRUPTED], Rule::Interrupt, 2);
     broken(&[STARTED, FORM, FINISHED], Rule::Interrupt, 2);
-    broken(&[STARTED, FORM, WARN, INTERRUPTED], Rule::D4CloseEvents, 2);
+    let v = broken(&[STARTED, FORM, WARN, INTERRUPTED], Rule::D4CloseEvents, 2);
+    assert_eq!(
+        v.message,
+        "warning after interrupt.requested; only close events may follow it"
+    );
     broken(
         &[STARTED, T_START, FORM, T_DELTA, T_END, INTERRUPTED],
         Rule::D4CloseEvents,
@@ -388,10 +418,15 @@ fn rule_8_and_d4_interrupts() {
         INTERRUPTED,
     ])
     .unwrap();
-    broken(
+    let v = broken(
         &[STARTED, TOOL, ENTER, form_in, EXIT, INTERRUPTED],
         Rule::D4CloseEvents,
         4,
+    );
+    // Its own message: a close event, with the wrong outcome.
+    assert_eq!(
+        v.message,
+        "namespace.exited with outcome success after interrupt.requested (only `interrupted` closes)"
     );
 }
 
@@ -483,6 +518,50 @@ fn rule_9_namespace_balance() {
         ],
         Rule::NamespaceBalance,
         3,
+    );
+}
+
+/// A namespace entered again is rule 9 when either of the two memories
+/// still knows it: the exited namespace, or its delegation call (which
+/// outlives a forgotten namespace while it is open, and is forgotten on its
+/// own once ended). With a window of one, each case leaves only one.
+#[test]
+fn rule_9_reentry_is_known_from_the_namespace_or_its_call() {
+    let opts = || ValidatorOptions::new().closed_window(1);
+    let args = r#"{"a":1}"#;
+    // The namespace forgotten (another exited after it), its call open.
+    let mut r = RunBuilder::new("r", "c");
+    let evs = [
+        r.run_started(),
+        r.tool_started("t", "task", args),
+        r.namespace_entered("a", "A", "t"),
+        r.namespace_exited("a", "t"),
+        r.tool_started("v", "task", args),
+        r.namespace_entered("b", "B", "v"),
+        r.namespace_exited("b", "v"),
+        r.namespace_entered("a", "A", "t"),
+    ];
+    let v = run_with(&evs, opts()).unwrap_err();
+    assert_eq!(
+        (v.rule, v.sequence, v.message.as_str()),
+        (Rule::NamespaceBalance, 7, "namespace `t` entered again")
+    );
+    // The call forgotten (another ended after it), the namespace remembered.
+    let mut r = RunBuilder::new("r", "c");
+    let evs = [
+        r.run_started(),
+        r.tool_started("t", "task", args),
+        r.namespace_entered("a", "A", "t"),
+        r.namespace_exited("a", "t"),
+        r.tool_finished("t", "ok"),
+        r.tool_started("u", "task", args),
+        r.tool_finished("u", "ok"),
+        r.namespace_entered("a", "A", "t"),
+    ];
+    let v = run_with(&evs, opts()).unwrap_err();
+    assert_eq!(
+        (v.rule, v.sequence, v.message.as_str()),
+        (Rule::NamespaceBalance, 7, "namespace `t` entered again")
     );
 }
 
@@ -1023,6 +1102,22 @@ fn d6_schemas() {
         s.insert("x", r#"{"$ref":"https://example.invalid/s.json"}"#)
             .is_err()
     );
+}
+
+#[test]
+fn schemas_are_counted_by_tool() {
+    let mut s = ToolSchemas::new();
+    assert_eq!((s.len(), s.is_empty()), (0, true));
+    s.insert("a", r#"{"type":"object"}"#).unwrap();
+    s.insert("b", r#"{"type":"object"}"#).unwrap();
+    assert_eq!((s.len(), s.is_empty()), (2, false));
+    // Registered again: replaced, not added.
+    s.insert("a", r#"{"type":"object","required":["q"]}"#)
+        .unwrap();
+    assert_eq!(s.len(), 2);
+    // A refused schema adds nothing.
+    assert!(s.insert("c", "{").is_err());
+    assert_eq!((s.len(), s.contains("c")), (2, false));
 }
 
 #[test]
