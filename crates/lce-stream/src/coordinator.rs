@@ -813,13 +813,13 @@ impl Inner {
     /// kept for the audit record. (Without a validating stage the item is
     /// an event, counted and dropped with no rule named.)
     fn note_after_terminal(&mut self, item: Result<Event, LceError>) {
+        // This item is not counted yet: it is the next one.
+        let position = self.run_counters().events_in + 1;
         let Some(end) = &mut self.end else { return };
         if end.coordinator_terminal || end.rule.is_some() {
             return;
         }
-        // This item is not counted yet: it is the next one.
-        end.position =
-            self.counters.events_in + self.stages.empty_deltas + self.stages.discarded + 1;
+        end.position = position;
         let Err(e) = item else { return };
         let (rule, reason) = (e.cause(), safe_reason(&e));
         tracing::warn!(

@@ -58,6 +58,18 @@ async fn coordinate(
     (out, audit)
 }
 
+/// `input` without its `text.started`, so its first delta breaks rule 5;
+/// and the index the `text.started` had.
+fn without_text_started(input: &[Event]) -> (Vec<Event>, usize) {
+    let mut items = input.to_vec();
+    let started = items
+        .iter()
+        .position(|e| e.event_type() == EventType::TextStarted)
+        .unwrap();
+    items.remove(started);
+    (items, started)
+}
+
 fn assert_full_mode_valid(events: &[Event]) {
     let mut v = RunValidator::new(ValidatorOptions::new().mode(Mode::Full));
     for e in events {
@@ -144,13 +156,8 @@ async fn an_empty_adapter_gets_a_started_and_an_error() {
 #[tokio::test]
 async fn a_violation_ends_the_run_and_drops_the_rest() {
     let input = scenario("plain-text-answer.jsonl");
-    // Swap two events after the start: a delta before its text.started.
-    let mut items: Vec<Event> = input.clone();
-    let started = items
-        .iter()
-        .position(|e| e.event_type() == EventType::TextStarted)
-        .unwrap();
-    items.remove(started);
+    // Drop the text.started: its first delta breaks rule 5.
+    let (items, started) = without_text_started(&input);
     let (out, audit) = coordinate(
         items.into_iter().map(Ok).collect(),
         Coordinator::new(options_for(&input)),
@@ -181,12 +188,7 @@ async fn a_violation_ends_the_run_and_drops_the_rest() {
 #[tokio::test]
 async fn the_intervention_comes_with_the_run() {
     let input = scenario("plain-text-answer.jsonl");
-    let mut items: Vec<Event> = input.clone();
-    let started = items
-        .iter()
-        .position(|e| e.event_type() == EventType::TextStarted)
-        .unwrap();
-    items.remove(started);
+    let (items, started) = without_text_started(&input);
     let mut run = Box::pin(
         lce_stream::source(futures::stream::iter(items.into_iter().map(Ok)))
             .enforced(Coordinator::new(options_for(&input))),
