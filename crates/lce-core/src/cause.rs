@@ -12,7 +12,7 @@ use crate::Rule;
 /// the stable id that logs, audit records and `lce serve --audit-log` carry:
 /// the rule's [`Rule::id`] (`"1"`..`"15"`; a decision's check has the number
 /// of the rule it refines, D4's is `"8"`; `"X"` for the run identity), or
-/// `"parse"`, `"sanitize"`, `"encode"`, `"io"`. The text of a decision's
+/// `"parse"`, `"sanitize"`, `"encode"`, `"io"`, `"log"`. The text of a decision's
 /// check does not name the decision; the value does ([`Rule::decision`]).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,11 +28,13 @@ pub enum Cause {
     Encode,
     /// Reading the input failed (`LceError::Io`).
     Io,
+    /// The run log refused or failed an operation (`LceError::Log`).
+    Log,
 }
 
 impl Cause {
     /// The stable id: [`Rule::id`] for a rule (`"5"`, `"X"`), else
-    /// `"parse"`, `"sanitize"`, `"encode"` or `"io"`.
+    /// `"parse"`, `"sanitize"`, `"encode"`, `"io"` or `"log"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Cause::Rule(rule) => rule.id(),
@@ -40,6 +42,7 @@ impl Cause {
             Cause::Sanitize => "sanitize",
             Cause::Encode => "encode",
             Cause::Io => "io",
+            Cause::Log => "log",
         }
     }
 

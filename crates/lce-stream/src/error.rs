@@ -33,6 +33,9 @@ pub enum LceError {
     /// An I/O error while reading input.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// The run log refused or failed an append or a read.
+    #[error("run log: {0}")]
+    Log(#[from] lce_core::LogError),
 }
 
 impl LceError {
@@ -45,6 +48,7 @@ impl LceError {
             LceError::Violation(v) => Cause::Rule(v.rule),
             LceError::Encode(_) => Cause::Encode,
             LceError::Io(_) => Cause::Io,
+            LceError::Log(_) => Cause::Log,
         }
     }
 

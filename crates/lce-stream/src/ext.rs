@@ -95,6 +95,17 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
         coordinator.coordinate(self)
     }
 
+    /// Writes each event to a run log before passing it on (`gateway.md`,
+    /// write before send): an event is yielded only once the log has
+    /// acknowledged it, at most [`MAX_APPENDS_IN_FLIGHT`] in flight; where the
+    /// stream would wait, an idle marker is logged (D13a). A refused or
+    /// failed append ends the stream with [`LceError::Log`].
+    ///
+    /// [`MAX_APPENDS_IN_FLIGHT`]: crate::MAX_APPENDS_IN_FLIGHT
+    fn logged(self, writer: crate::LogWriter) -> crate::Logged<Self> {
+        crate::Logged::new(self, writer)
+    }
+
     /// The whole chain lce builds for a run, configured from `coordinator`'s
     /// options:
     /// `self.drop_empty_deltas().sanitized(..).validated(..).coordinated(coordinator)`,

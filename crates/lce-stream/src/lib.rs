@@ -27,6 +27,11 @@
 //! - The extension points ([`ThreadStore`], [`AuditSink`], [`FrameEncoder`])
 //!   and the shared [`Rule`], [`Cause`], [`WireFormat`] are `lce-core`'s,
 //!   re-exported here.
+//! - The run log (`gateway.md`): [`logged`](LifecycleStreamExt::logged)
+//!   writes a run to a [`RunLog`] ([`MemoryRunLog`] here) before anyone reads
+//!   it; a [`Subscription`] reads it back, encoded, with SSE ids
+//!   ([`FrameId`]), from the start or after any frame; [`end_orphan`] ends a
+//!   run whose owner died.
 //! - [`codec`]: tokio-util decoders for canonical JSON Lines and SSE frames,
 //!   bounded like `LinesCodec`.
 //!
@@ -42,6 +47,8 @@ pub mod coordinator;
 mod encoder;
 mod error;
 mod ext;
+mod logged;
+mod runlog;
 mod store;
 
 pub use audit::{MemoryAudit, TracingAudit};
@@ -57,7 +64,13 @@ pub use ext::{
 /// The extension points (`lce-core`), re-exported where the chain uses them.
 pub use lce_core::{
     AuditRecord, AuditSink, Cause, CommitError, CommitFuture, CommitRequest, Committed,
-    FrameEncoder, Rule, RunCounters, ThreadStore, WireFormat,
+    FrameEncoder, LogBatch, LogEntry, LogError, LogFuture, Refusal, Rule, RunCounters, RunInfo,
+    RunLog, ThreadStore, WireFormat,
 };
 pub use lce_wire::EncodeError;
+pub use logged::{
+    FrameId, LogWriter, Logged, MAX_APPENDS_IN_FLIGHT, SubscribeError, Subscription, Takeover,
+    end_orphan,
+};
+pub use runlog::{DEFAULT_RETENTION, MemoryRunLog};
 pub use store::MemoryStore;

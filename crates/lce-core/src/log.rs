@@ -1,0 +1,166 @@
+//! The run log (`gateway.md`): an ordered, append-only log per run of the
+//! coordinator's output, from which every subscriber's bytes are encoded.
+//!
+//! A log is a sequence of [`LogEntry`]s at positions 1, 2, 3, ... Each is
+//! either a canonical event the coordinator forwarded or an [`LogEntry::Idle`]
+//! marker: the point where the upstream had nothing ready, where a live
+//! encoder releases held tool starts (D13a). Encoding the entries in order
+//! (an event with `encode_frame`, a marker with `on_idle`) gives the same
+//! bytes on every replica, live or replayed.
+//!
+//! Ownership: the replica that creates a run's log owns it under a lease it
+//! renews; only the owner appends. A run whose lease expired unsealed (its
+//! owner died) is claimed by another replica, which appends the closure
+//! terminal (D9). The first terminal appended seals the log: every later
+//! append is refused, so a run has exactly one terminal whatever races.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use lce_types::Event;
+
+/// The future a [`RunLog`] returns: boxed, `Send`, owning what it needs.
+pub type LogFuture<T> = Pin<Box<dyn Future<Output = Result<T, LogError>> + Send + 'static>>;
+
+/// One entry of a run log.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq)]
+pub enum LogEntry {
+    /// A canonical event, as the coordinator forwarded it.
+    Event(Event),
+    /// The upstream had no event ready here (D13a): encoders release what
+    /// they may release while the run waits.
+    Idle,
+}
+
+impl LogEntry {
+    /// Whether this entry is a run terminal (it seals the log).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, LogEntry::Event(e) if e.event_type().is_terminal())
+    }
+}
+
+/// What a log keeps about a run beside its entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo {
+    /// The run id (the log's key).
+    pub run_id: String,
+    /// The conversation the run belongs to.
+    pub conversation_id: String,
+    /// The replica that owns the run (appends to it) while its lease holds.
+    pub owner: String,
+}
+
+/// What one [`RunLog::read`] returns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LogBatch {
+    /// The entries, in order, at positions `after + 1`, `after + 2`, ...
+    pub entries: Vec<LogEntry>,
+    /// The log holds a terminal: nothing follows the last entry.
+    pub sealed: bool,
+    /// The owner's lease holds: someone is still writing this run.
+    pub owned: bool,
+}
+
+/// Why an append was refused.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The log already holds a terminal.
+    Sealed,
+    /// The position is not the one after the last entry.
+    OutOfOrder,
+    /// The writer does not hold the run's lease (another replica took over).
+    NotOwner,
+}
+
+impl Refusal {
+    /// A short name: `sealed`, `out_of_order` or `not_owner`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Sealed => "sealed",
+            Refusal::OutOfOrder => "out_of_order",
+            Refusal::NotOwner => "not_owner",
+        }
+    }
+}
+
+/// A run log operation that did not happen. Only the kind is kept: an
+/// engine's own error text may name hosts or keys and never reaches a
+/// client or a log line.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LogError {
+    /// A run with this id already has a log.
+    #[error("a run with this id already has a log")]
+    Exists,
+    /// No log has this run id (never created, or expired).
+    #[error("no run with this id")]
+    NotFound,
+    /// The append at `position` was refused.
+    #[error("the run log refused the append at position {position} ({})", .refusal.as_str())]
+    Refused {
+        /// The position the writer asked for.
+        position: u64,
+        /// Why.
+        refusal: Refusal,
+    },
+    /// An entry stored at `position` is not a valid entry.
+    #[error("the run log entry at position {position} is not valid")]
+    Corrupt {
+        /// Where.
+        position: u64,
+    },
+    /// The engine could not be reached or failed.
+    #[error("the run log engine is unavailable")]
+    Unavailable,
+}
+
+/// An ordered, append-only log per run (see the module documentation).
+///
+/// Positions are 1-based. Implementations: `MemoryRunLog` (`lce-stream`,
+/// one process) and `RedisRunLog` (`lce-redis`, Redis Streams, shared by
+/// replicas).
+pub trait RunLog: Send + Sync + 'static {
+    /// Creates the empty log of a new run, owned by `info.owner` for
+    /// `lease`. [`LogError::Exists`] if a log with this run id exists.
+    fn create(&self, info: RunInfo, lease: Duration) -> LogFuture<()>;
+
+    /// Appends `entry` at `position` (one after the last entry) as `owner`.
+    /// Resolves once the engine has acknowledged it: only then may any
+    /// subscriber see it. A terminal seals the log and starts its retention.
+    fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()>;
+
+    /// The entries after position `after` (at most `max`), waiting up to
+    /// `wait` for one when there are none yet. [`LogError::NotFound`] for an
+    /// unknown run.
+    fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch>;
+
+    /// What the log keeps about the run, if it exists.
+    fn info(&self, run_id: &str) -> LogFuture<Option<RunInfo>>;
+
+    /// Extends `owner`'s lease by `lease`; `false` if `owner` no longer holds
+    /// it (the run was sealed or claimed by another replica).
+    fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<bool>;
+
+    /// Gives up `owner`'s lease at once (a replica shutting down), so that
+    /// another replica may claim the run.
+    fn release(&self, run_id: &str, owner: &str) -> LogFuture<()>;
+
+    /// Takes the lease of an unsealed run whose lease has expired; `true` if
+    /// `claimant` now owns it (and must end it).
+    fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> LogFuture<bool>;
+
+    /// Run ids whose lease may have expired while unsealed: candidates for
+    /// [`RunLog::claim`] (a hint; `claim` decides).
+    fn orphans(&self) -> LogFuture<Vec<String>>;
+
+    /// The secret every replica sharing this log signs read tokens with:
+    /// the one the engine keeps, stored from `candidate` by the first
+    /// replica that asks. The default keeps nothing (one process): it
+    /// returns `candidate`.
+    fn shared_secret(&self, candidate: Vec<u8>) -> LogFuture<Vec<u8>> {
+        Box::pin(std::future::ready(Ok(candidate)))
+    }
+}

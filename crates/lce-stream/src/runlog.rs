@@ -1,0 +1,266 @@
+//! The in-memory run log: the embedded default of `lce serve` (one process,
+//! nothing to install). The trait and its types are `lce-core`'s.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use lce_core::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+use tokio::sync::Notify;
+
+/// A run log in memory: every run's entries in a `Vec`, readers woken by a
+/// [`Notify`] per run. Sealed logs are dropped `retention` after their
+/// terminal (checked whenever a run is created or orphans are listed).
+#[derive(Debug)]
+pub struct MemoryRunLog {
+    runs: Mutex<HashMap<String, Arc<MemoryRun>>>,
+    retention: Duration,
+}
+
+#[derive(Debug)]
+struct MemoryRun {
+    state: Mutex<RunState>,
+    changed: Notify,
+}
+
+#[derive(Debug)]
+struct RunState {
+    info: RunInfo,
+    entries: Vec<LogEntry>,
+    sealed_at: Option<Instant>,
+    /// `None`: released.
+    lease_until: Option<Instant>,
+}
+
+impl RunState {
+    fn owned(&self, now: Instant) -> bool {
+        self.lease_until.is_some_and(|t| t > now)
+    }
+}
+
+impl Default for MemoryRunLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How long a sealed log is kept when no retention is given: 24 hours.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+impl MemoryRunLog {
+    /// An empty log keeping sealed runs for [`DEFAULT_RETENTION`].
+    pub fn new() -> Self {
+        Self::with_retention(DEFAULT_RETENTION)
+    }
+
+    /// An empty log keeping sealed runs for `retention` after their terminal.
+    pub fn with_retention(retention: Duration) -> Self {
+        MemoryRunLog {
+            runs: Mutex::new(HashMap::new()),
+            retention,
+        }
+    }
+
+    /// How many runs the log holds (sealed ones within retention included).
+    pub fn len(&self) -> usize {
+        self.runs.lock().map_or(0, |m| m.len())
+    }
+
+    /// Whether the log holds no run.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn run(&self, run_id: &str) -> Result<Arc<MemoryRun>, LogError> {
+        let runs = self.runs.lock().map_err(|_| LogError::Unavailable)?;
+        runs.get(run_id).cloned().ok_or(LogError::NotFound)
+    }
+
+    fn expire(&self, runs: &mut HashMap<String, Arc<MemoryRun>>, now: Instant) {
+        let retention = self.retention;
+        runs.retain(|_, run| {
+            run.state.lock().map_or(true, |s| {
+                s.sealed_at
+                    .is_none_or(|t| now.saturating_duration_since(t) < retention)
+            })
+        });
+    }
+}
+
+fn lock(run: &MemoryRun) -> Result<MutexGuard<'_, RunState>, LogError> {
+    run.state.lock().map_err(|_| LogError::Unavailable)
+}
+
+fn ready<T: Send + 'static>(value: Result<T, LogError>) -> LogFuture<T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl MemoryRunLog {
+    fn create_now(&self, info: RunInfo, lease: Duration) -> Result<(), LogError> {
+        let now = Instant::now();
+        let mut runs = self.runs.lock().map_err(|_| LogError::Unavailable)?;
+        self.expire(&mut runs, now);
+        if runs.contains_key(&info.run_id) {
+            return Err(LogError::Exists);
+        }
+        let run_id = info.run_id.clone();
+        let run = MemoryRun {
+            state: Mutex::new(RunState {
+                info,
+                entries: Vec::new(),
+                sealed_at: None,
+                lease_until: Some(now + lease),
+            }),
+            changed: Notify::new(),
+        };
+        runs.insert(run_id, Arc::new(run));
+        Ok(())
+    }
+
+    fn append_now(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entry: LogEntry,
+    ) -> Result<(), LogError> {
+        let run = self.run(run_id)?;
+        let now = Instant::now();
+        {
+            let mut state = lock(&run)?;
+            let refused = |refusal| Err(LogError::Refused { position, refusal });
+            if state.sealed_at.is_some() {
+                return refused(Refusal::Sealed);
+            }
+            if state.info.owner != owner || !state.owned(now) {
+                return refused(Refusal::NotOwner);
+            }
+            if position != state.entries.len() as u64 + 1 {
+                return refused(Refusal::OutOfOrder);
+            }
+            if entry.is_terminal() {
+                state.sealed_at = Some(now);
+                state.lease_until = None;
+            }
+            state.entries.push(entry);
+        }
+        run.changed.notify_waiters();
+        Ok(())
+    }
+
+    fn batch(run: &MemoryRun, after: u64, max: usize) -> Result<LogBatch, LogError> {
+        let state = lock(run)?;
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(state.entries.len());
+        let end = start.saturating_add(max).min(state.entries.len());
+        Ok(LogBatch {
+            entries: state.entries[start..end].to_vec(),
+            sealed: state.sealed_at.is_some(),
+            owned: state.owned(Instant::now()),
+        })
+    }
+}
+
+impl RunLog for MemoryRunLog {
+    fn create(&self, info: RunInfo, lease: Duration) -> LogFuture<()> {
+        ready(self.create_now(info, lease))
+    }
+
+    fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()> {
+        ready(self.append_now(run_id, owner, position, entry))
+    }
+
+    fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {
+        let run = match self.run(run_id) {
+            Ok(run) => run,
+            Err(e) => return ready(Err(e)),
+        };
+        let max = max.max(1);
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                // Register before looking, so an append between the look and
+                // the wait still wakes us.
+                let mut notified = std::pin::pin!(run.changed.notified());
+                notified.as_mut().enable();
+                let batch = Self::batch(&run, after, max)?;
+                if !batch.entries.is_empty() || batch.sealed {
+                    return Ok(batch);
+                }
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    return Self::batch(&run, after, max);
+                }
+            }
+        })
+    }
+
+    fn info(&self, run_id: &str) -> LogFuture<Option<RunInfo>> {
+        let info = match self.run(run_id) {
+            Ok(run) => lock(&run).map(|s| Some(s.info.clone())),
+            Err(LogError::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        };
+        ready(info)
+    }
+
+    fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<bool> {
+        let renewed = self.run(run_id).and_then(|run| {
+            let mut state = lock(&run)?;
+            let now = Instant::now();
+            let holds = state.sealed_at.is_none() && state.info.owner == owner && state.owned(now);
+            if holds {
+                state.lease_until = Some(now + lease);
+            }
+            Ok(holds)
+        });
+        ready(renewed)
+    }
+
+    fn release(&self, run_id: &str, owner: &str) -> LogFuture<()> {
+        let released = self.run(run_id).and_then(|run| {
+            let mut state = lock(&run)?;
+            if state.info.owner == owner {
+                state.lease_until = None;
+            }
+            drop(state);
+            run.changed.notify_waiters();
+            Ok(())
+        });
+        ready(released)
+    }
+
+    fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> LogFuture<bool> {
+        let claimed = self.run(run_id).and_then(|run| {
+            let mut state = lock(&run)?;
+            let now = Instant::now();
+            if state.sealed_at.is_some() || state.owned(now) {
+                return Ok(false);
+            }
+            state.info.owner = claimant.to_owned();
+            state.lease_until = Some(now + lease);
+            Ok(true)
+        });
+        ready(claimed)
+    }
+
+    fn orphans(&self) -> LogFuture<Vec<String>> {
+        let orphans = self
+            .runs
+            .lock()
+            .map_err(|_| LogError::Unavailable)
+            .map(|mut runs| {
+                let now = Instant::now();
+                self.expire(&mut runs, now);
+                runs.iter()
+                    .filter(|(_, run)| {
+                        run.state
+                            .lock()
+                            .is_ok_and(|s| s.sealed_at.is_none() && !s.owned(now))
+                    })
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            });
+        ready(orphans)
+    }
+}

@@ -1,0 +1,341 @@
+//! The run log in the chain: a run written through `logged` and read back by
+//! a `Subscription` gives the bytes the direct chain gives, for every
+//! scenario and format; frame ids resume exactly; bad ids are refused; an
+//! orphaned run gets exactly one closure terminal; an idle upstream is
+//! marked where it waited (D13a).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use lce_stream::{
+    Coordinator, CoordinatorOptions, FrameId, LifecycleStreamExt, LogEntry, LogWriter,
+    MemoryRunLog, RunInfo, RunLog, SubscribeError, Subscription, Takeover, WireEncoder, WireFormat,
+    end_orphan, source,
+};
+use lce_types::Event;
+
+const FORMATS: [WireFormat; 3] = [WireFormat::Custom, WireFormat::Agui, WireFormat::AguiV1];
+const LEASE: Duration = Duration::from_secs(30);
+
+fn info(run_id: &str, conversation_id: &str) -> RunInfo {
+    RunInfo {
+        run_id: run_id.to_owned(),
+        conversation_id: conversation_id.to_owned(),
+        owner: "replica-a".to_owned(),
+    }
+}
+
+fn coordinator(events: &[Event]) -> Coordinator {
+    let first = events.first().cloned().map(Ok);
+    Coordinator::new(CoordinatorOptions::for_first_item(first.as_ref()))
+}
+
+/// The bytes of the direct chain: `source.enforced.encoded`.
+async fn direct(events: &[Event], format: WireFormat) -> Vec<u8> {
+    let chain = source(futures::stream::iter(events.iter().cloned().map(Ok)))
+        .enforced(coordinator(events))
+        .encoded(WireEncoder::new(format, None));
+    let chunks: Vec<_> = chain.collect().await;
+    chunks
+        .into_iter()
+        .flat_map(|c| c.unwrap().to_vec())
+        .collect()
+}
+
+/// Logs `events` through the chain into `log` under their own run id.
+async fn log_run(log: &Arc<dyn RunLog>, events: &[Event]) -> String {
+    let run_id = events[0].run_id.to_string();
+    let conversation = events[0].conversation_id.to_string();
+    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
+        .await
+        .unwrap();
+    let logged = source(futures::stream::iter(events.iter().cloned().map(Ok)))
+        .enforced(coordinator(events))
+        .logged(writer);
+    let out: Vec<_> = logged.collect().await;
+    assert!(out.iter().all(Result::is_ok));
+    run_id
+}
+
+async fn read_all(
+    log: &Arc<dyn RunLog>,
+    run_id: &str,
+    format: WireFormat,
+    after: Option<FrameId>,
+    ids: bool,
+) -> Vec<u8> {
+    let sub = Subscription::open(
+        log.clone(),
+        run_id,
+        WireEncoder::new(format, None),
+        after,
+        ids,
+    )
+    .await
+    .unwrap();
+    let chunks: Vec<Result<Bytes, _>> = sub.into_stream().collect().await;
+    chunks
+        .into_iter()
+        .flat_map(|c| c.unwrap().to_vec())
+        .collect()
+}
+
+/// The frame ids of an SSE text with `id:` lines, in order, with the byte
+/// offset where each frame ends.
+fn ids_and_ends(text: &str) -> Vec<(FrameId, usize)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for frame in text.split_inclusive("\n\n") {
+        offset += frame.len();
+        let first = frame.lines().next().unwrap();
+        let id = first
+            .strip_prefix("id: ")
+            .expect("every frame starts with its id");
+        out.push((id.parse().unwrap(), offset));
+    }
+    out
+}
+
+fn strip_ids(text: &str) -> String {
+    text.split_inclusive('\n')
+        .filter(|l| !l.starts_with("id: "))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_logged_run_reads_back_as_the_direct_chain_encodes_it() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let mut checked = 0;
+    for (name, events) in lce_testkit::fixtures::scenarios() {
+        let run_id = log_run(&log, &events).await;
+        for format in FORMATS {
+            let want = direct(&events, format).await;
+            let got = read_all(&log, &run_id, format, None, false).await;
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want.clone()).unwrap(),
+                "{name} {format:?}"
+            );
+            let with_ids =
+                String::from_utf8(read_all(&log, &run_id, format, None, true).await).unwrap();
+            assert_eq!(
+                strip_ids(&with_ids).as_bytes(),
+                &want[..],
+                "{name} {format:?} with ids"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "only {checked} scenario x format pairs");
+}
+
+#[tokio::test]
+async fn resuming_after_any_frame_yields_exactly_what_followed_it() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    for (name, events) in lce_testkit::fixtures::scenarios() {
+        let run_id = log_run(&log, &events).await;
+        for format in FORMATS {
+            let full =
+                String::from_utf8(read_all(&log, &run_id, format, None, true).await).unwrap();
+            let frames = ids_and_ends(&full);
+            let mut last = None;
+            for (id, end) in &frames {
+                assert!(last < Some(*id), "{name}: ids grow ({last:?} then {id})");
+                last = Some(*id);
+                let rest = read_all(&log, &run_id, format, Some(*id), true).await;
+                assert_eq!(
+                    String::from_utf8(rest).unwrap(),
+                    full[*end..],
+                    "{name} {format:?} after {id}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn ids_that_name_no_frame_are_refused_before_any_byte() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let (_, events) = lce_testkit::fixtures::scenarios().swap_remove(0);
+    let run_id = log_run(&log, &events).await;
+    for bad in [
+        "", "1", "0.0", "01.0", "1.01", "+1.0", "1.-1", "a.b", "1.0.0", " 1.0", "1.0 ",
+    ] {
+        assert!(
+            matches!(bad.parse::<FrameId>(), Err(SubscribeError::MalformedId)),
+            "{bad:?} parses"
+        );
+    }
+    let entries = log
+        .read(&run_id, 0, 10_000, Duration::ZERO)
+        .await
+        .unwrap()
+        .entries
+        .len() as u64;
+    for unknown in [
+        FrameId {
+            position: entries + 1,
+            index: 0,
+        },
+        FrameId {
+            position: 1,
+            index: 50,
+        },
+    ] {
+        let opened = Subscription::open(
+            log.clone(),
+            &run_id,
+            WireEncoder::new(WireFormat::Custom, None),
+            Some(unknown),
+            true,
+        )
+        .await;
+        assert!(
+            matches!(opened, Err(SubscribeError::UnknownId)),
+            "{unknown}"
+        );
+    }
+    let missing = Subscription::open(
+        log.clone(),
+        "no-such-run",
+        WireEncoder::new(WireFormat::Custom, None),
+        None,
+        true,
+    )
+    .await;
+    assert!(matches!(missing, Err(SubscribeError::NotFound)));
+}
+
+#[tokio::test]
+async fn an_orphaned_run_gets_exactly_one_closure_terminal() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let (_, events) = lce_testkit::fixtures::scenarios()
+        .into_iter()
+        .find(|(n, _)| n == "plain-text-answer")
+        .unwrap();
+    let run_id = events[0].run_id.to_string();
+    let conversation = events[0].conversation_id.to_string();
+    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
+        .await
+        .unwrap();
+    // The first three events, then the owner dies (releases, as a replica
+    // shutting down does, or as an expired lease looks).
+    let head: Vec<_> = events.iter().take(3).cloned().collect();
+    let logged = source(futures::stream::iter(head.into_iter().map(Ok)))
+        .enforced(coordinator(&events))
+        .logged(writer.clone());
+    // Only the events before the stream's own closure: cut the chain short.
+    let mut logged = Box::pin(logged.take(3));
+    while let Some(item) = logged.next().await {
+        item.unwrap();
+    }
+    drop(logged);
+    writer.release().await.unwrap();
+    assert!(!writer.renew(LEASE).await.unwrap());
+    let takeover = |who: &str| Takeover {
+        claimant: who.to_owned(),
+        lease: LEASE,
+    };
+    let sub = Subscription::open(
+        log.clone(),
+        &run_id,
+        WireEncoder::new(WireFormat::AguiV1, None),
+        None,
+        true,
+    )
+    .await
+    .unwrap()
+    .take_over(takeover("replica-b"));
+    let text: Vec<_> = sub.into_stream().collect().await;
+    let text: String = text
+        .into_iter()
+        .map(|c| String::from_utf8(c.unwrap().to_vec()).unwrap())
+        .collect();
+    assert_eq!(text.matches("RUN_ERROR").count(), 1, "{text}");
+    assert!(text.contains("provider_stream_closed"), "{text}");
+    // Sealed: nobody can end it again or append after it.
+    assert!(
+        !end_orphan(&log, &run_id, &takeover("replica-c"))
+            .await
+            .unwrap()
+    );
+    let batch = log.read(&run_id, 0, 100, Duration::ZERO).await.unwrap();
+    assert!(batch.sealed);
+    assert_eq!(batch.entries.len(), 4);
+    assert_eq!(batch.entries.iter().filter(|e| e.is_terminal()).count(), 1);
+    // The released owner cannot go on: the log is sealed.
+    let late = log
+        .append(&run_id, "replica-a", 5, LogEntry::Idle)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        late,
+        lce_stream::LogError::Refused {
+            position: 5,
+            refusal: lce_stream::Refusal::Sealed
+        }
+    );
+}
+
+#[tokio::test]
+async fn an_idle_upstream_is_marked_where_it_waited() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let (_, events) = lce_testkit::fixtures::scenarios()
+        .into_iter()
+        .find(|(n, _)| n == "tool-call-arguments-at-start")
+        .unwrap();
+    let run_id = events[0].run_id.to_string();
+    let conversation = events[0].conversation_id.to_string();
+    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
+        .await
+        .unwrap();
+    // The upstream waits after its tool.started, as a live tool does.
+    let started = events
+        .iter()
+        .position(|e| e.event_type() == lce_types::EventType::ToolStarted)
+        .unwrap();
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    for e in &events[..=started] {
+        tx.unbounded_send(Ok(e.clone())).unwrap();
+    }
+    let logged = source(rx).enforced(coordinator(&events)).logged(writer);
+    let task = tokio::spawn(logged.collect::<Vec<_>>());
+    // Wait until the idle marker is in the log.
+    let mut marked = false;
+    for _ in 0..200 {
+        let batch = log
+            .read(&run_id, 0, 1000, Duration::from_millis(10))
+            .await
+            .unwrap();
+        if batch.entries.last() == Some(&LogEntry::Idle) {
+            assert_eq!(
+                batch.entries.len(),
+                started + 2,
+                "the marker follows the tool start"
+            );
+            marked = true;
+            break;
+        }
+    }
+    assert!(marked, "no idle marker while the upstream waited");
+    for e in &events[started + 1..] {
+        tx.unbounded_send(Ok(e.clone())).unwrap();
+    }
+    drop(tx);
+    let out = task.await.unwrap();
+    assert!(out.iter().all(Result::is_ok));
+    let entries = log
+        .read(&run_id, 0, 1000, Duration::ZERO)
+        .await
+        .unwrap()
+        .entries;
+    assert_eq!(entries.iter().filter(|e| **e == LogEntry::Idle).count(), 1);
+    // A live read of the same run released the tool start at the wait:
+    // replaying the log gives the same frames in the same order as the
+    // direct chain whose upstream waited at the same point.
+    let replay = read_all(&log, &run_id, WireFormat::Custom, None, false).await;
+    assert_eq!(replay, direct(&events, WireFormat::Custom).await);
+}
