@@ -23,12 +23,19 @@
 //!
 //! - [`FaultyStore`]: a thread store that fails, hangs or delays its
 //!   commits, counting them (the coordinator's tests of rules 13-15).
+//! - [`run_log`]: the conformance suite of `lce_core::RunLog`
+//!   ([`run_log::check_run_log`]), which every run log must pass.
+//! - [`redis_server`]: [`redis_server::RedisServer`], a throwaway
+//!   `redis-server` (free port, fresh directory, fsync on every write) that a
+//!   test can `kill -9` and restart; a loud skip where none is installed,
+//!   a failure in CI.
 //! - `fuzzing` (feature `fuzzing`): the fuzz harnesses the `fuzz/` targets
 //!   call in one line, replayed over the committed corpora by
 //!   `tests/fuzz_corpus.rs`.
 //!
 //! May depend on: `lce-types` (the builder parses with it), `lce-core` and
-//! tokio's timers (the faulty store) and std; with `fuzzing`, the published
+//! tokio's timers (the faulty store, the run log suite) and std (the Redis
+//! server is a child process); with `fuzzing`, the published
 //! crates the harnesses drive (through their public API only) and
 //! `arbitrary`. The corpus generator and [`time`] use std only. Any crate's
 //! tests may use it, except `lce-types`' own unit tests (there it would bring
@@ -54,8 +61,10 @@ pub mod fixtures;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod json;
+pub mod redis_server;
 pub mod rng;
 mod run;
+pub mod run_log;
 mod store;
 pub mod time;
 

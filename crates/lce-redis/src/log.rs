@@ -1,0 +1,717 @@
+//! [`RedisRunLog`]: the run log on Redis Streams (see the crate
+//! documentation for the keys and the scripts).
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lce_core::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+use lce_types::Event;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Value};
+use tokio::time::Instant;
+
+use crate::engine::{Engine, Failure, int, millis, text, transient};
+use crate::scripts::Scripts;
+
+/// How [`RedisRunLog`] keeps its logs.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisLogOptions {
+    /// How long a log is kept after its terminal (default 24 hours).
+    pub retention: Duration,
+    /// The first part of every key (default `lce`): `<prefix>:{<run_id>}:log`,
+    /// `<prefix>:active`, ... Replicas that share runs use the same one.
+    pub prefix: String,
+    /// The bound of one operation on the engine, retries after a lost
+    /// connection included (default 5 s); a blocking read waits its own
+    /// `wait` on top of it.
+    pub timeout: Duration,
+}
+
+impl Default for RedisLogOptions {
+    fn default() -> Self {
+        RedisLogOptions {
+            retention: Duration::from_secs(24 * 3600),
+            prefix: "lce".to_owned(),
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl RedisLogOptions {
+    /// The defaults: 24 h retention, prefix `lce`, 5 s per operation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keeps logs for `retention` after their terminal.
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Starts every key with `prefix`.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Bounds each operation by `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// How many idle connections for blocking reads are kept for reuse.
+const IDLE_WAITERS: usize = 8;
+
+/// How long a disturbed append waits before trying its position again.
+const GAP_PAUSE: Duration = Duration::from_millis(20);
+
+/// How many orphan candidates one [`RunLog::orphans`] looks at.
+const ORPHANS_PER_CALL: usize = 1000;
+
+/// `lce_core::RunLog` on Redis Streams, shared by every replica that
+/// connects to the same engine with the same prefix.
+///
+/// Cheap to clone (the clones share the connection). Commands go over one
+/// multiplexed, self-reconnecting connection (`ConnectionManager`); reads
+/// that wait for entries (`XREAD BLOCK`) each take a connection of their
+/// own from a small pool, because a blocking command would hold up every
+/// command queued behind it on the shared one.
+#[derive(Clone)]
+pub struct RedisRunLog {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    scripts: Scripts,
+    options: RedisLogOptions,
+    /// `<prefix>:active`.
+    active: String,
+    /// Idle connections for blocking reads (see [`Inner::wait_for_entry`]).
+    waiters: Mutex<Vec<MultiplexedConnection>>,
+}
+
+impl fmt::Debug for RedisRunLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the client: its connection info may hold a password.
+        f.debug_struct("RedisRunLog")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The keys of one run.
+struct RunKeys {
+    meta: String,
+    log: String,
+    lease: String,
+}
+
+impl RunKeys {
+    fn new(prefix: &str, run_id: &str) -> Self {
+        RunKeys {
+            meta: format!("{prefix}:{{{run_id}}}:meta"),
+            log: format!("{prefix}:{{{run_id}}}:log"),
+            lease: format!("{prefix}:{{{run_id}}}:lease"),
+        }
+    }
+}
+
+fn unavailable(_: Failure) -> LogError {
+    LogError::Unavailable
+}
+
+impl RedisRunLog {
+    /// Connects to the engine at `url` (`redis://HOST:PORT[/DB]`, with
+    /// `redis://:PASSWORD@HOST...` or `redis://USER:PASSWORD@HOST...` where
+    /// it needs one).
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::Unavailable`] when the url is not one, or the engine does
+    /// not answer within the options' timeout (neither the url nor the
+    /// engine's words are kept).
+    pub async fn connect(url: &str, options: RedisLogOptions) -> Result<Self, LogError> {
+        let engine = Engine::connect(url, options.timeout)
+            .await
+            .map_err(unavailable)?;
+        let scripts = Scripts::new();
+        // Loaded up front: otherwise the first pipelined appends all meet
+        // NOSCRIPT and are sent again one by one, in an order of their own.
+        for script in scripts.all() {
+            let mut load = redis::cmd("SCRIPT");
+            load.arg("LOAD").arg(script.code);
+            engine.query("load", &load).await.map_err(unavailable)?;
+        }
+        Ok(RedisRunLog {
+            inner: Arc::new(Inner {
+                engine,
+                scripts,
+                active: format!("{}:active", options.prefix),
+                options,
+                waiters: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The options it was connected with.
+    pub fn options(&self) -> &RedisLogOptions {
+        &self.inner.options
+    }
+
+    /// A thread store on the same connection and prefix.
+    pub fn thread_store(&self) -> crate::RedisStore {
+        crate::RedisStore::from_engine(self.inner.engine.clone(), &self.inner.options.prefix)
+    }
+}
+
+impl Inner {
+    fn keys(&self, run_id: &str) -> RunKeys {
+        RunKeys::new(&self.options.prefix, run_id)
+    }
+
+    /// Records `run_id`'s lease deadline in the active set (a hint for
+    /// `orphans`; a failure is logged, not returned: the owner's next
+    /// renewal records it again).
+    async fn mark_active(&self, op: &'static str, run_id: &str, deadline_ms: i64) {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg(&self.active).arg(deadline_ms).arg(run_id);
+        if self.engine.query(op, &cmd).await.is_err() {
+            tracing::warn!(op, run_id, "redis: the active-run index was not updated");
+        }
+    }
+
+    /// Takes `run_id` out of the active set (a hint, as above).
+    async fn mark_done(&self, op: &'static str, run_ids: &[&str]) {
+        if run_ids.is_empty() {
+            return;
+        }
+        let mut cmd = redis::cmd("ZREM");
+        cmd.arg(&self.active).arg(run_ids);
+        if self.engine.query(op, &cmd).await.is_err() {
+            tracing::warn!(op, "redis: the active-run index was not updated");
+        }
+    }
+
+    async fn create(&self, info: RunInfo, lease: Duration) -> Result<(), LogError> {
+        let keys = self.keys(&info.run_id);
+        let lease_ms = millis(lease);
+        let reply = self
+            .engine
+            .eval(
+                "create",
+                &self.scripts.create,
+                &[&keys.meta, &keys.log, &keys.lease],
+                &[&info.conversation_id, &info.owner, &lease_ms.to_string()],
+                true,
+            )
+            .await
+            .map_err(unavailable)?;
+        match int(&reply) {
+            Some(-1) => Err(LogError::Exists),
+            Some(now) if now >= 0 => {
+                self.mark_active("create", &info.run_id, deadline(now, lease_ms))
+                    .await;
+                Ok(())
+            }
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    async fn append(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entry: LogEntry,
+    ) -> Result<(), LogError> {
+        let (field, value) = match &entry {
+            LogEntry::Event(event) => ("event", event.to_json()),
+            LogEntry::Idle => ("idle", "1".to_owned()),
+            // An entry this version cannot store.
+            _ => return Err(LogError::Corrupt { position }),
+        };
+        let terminal = entry.is_terminal();
+        let keys = self.keys(run_id);
+        let position_text = position.to_string();
+        let retention = millis(self.options.retention).to_string();
+        let args = [
+            owner,
+            &position_text,
+            field,
+            &value,
+            if terminal { "1" } else { "0" },
+            &retention,
+        ];
+        let deadline = Instant::now() + self.options.timeout;
+        let disturbances = self.engine.disturbances();
+        loop {
+            let reply = self
+                .engine
+                .eval(
+                    "append",
+                    &self.scripts.append,
+                    &[&keys.meta, &keys.log, &keys.lease],
+                    &args,
+                    true,
+                )
+                .await
+                .map_err(unavailable)?;
+            let disturbed = self.engine.disturbances() != disturbances;
+            let refused = |refusal| Err(LogError::Refused { position, refusal });
+            return match text(&reply) {
+                Some(b"ok") => {
+                    if terminal {
+                        self.mark_done("append", &[run_id]).await;
+                    }
+                    Ok(())
+                }
+                // Appends pipelined in order can reach the engine out of
+                // order across a lost connection or an engine restart (each
+                // is retried on its own): when one happened since this
+                // append began, a later append waits, within the bound, for
+                // the ones before it. Otherwise a gap is the caller's
+                // mistake, refused at once.
+                Some(b"gap") if disturbed && Instant::now() + GAP_PAUSE < deadline => {
+                    tokio::time::sleep(GAP_PAUSE).await;
+                    continue;
+                }
+                Some(b"gap" | b"out_of_order") => refused(Refusal::OutOfOrder),
+                Some(b"not_found") => Err(LogError::NotFound),
+                Some(b"sealed") => refused(Refusal::Sealed),
+                Some(b"not_owner") => refused(Refusal::NotOwner),
+                _ => Err(LogError::Unavailable),
+            };
+        }
+    }
+
+    /// One consistent look at the run: its entries after `after` (at most
+    /// `max`), sealed, owned.
+    async fn snapshot(&self, keys: &RunKeys, after: u64, max: usize) -> Result<LogBatch, LogError> {
+        let first = format!("{}-0", after.saturating_add(1));
+        let count = u64::try_from(max).unwrap_or(u64::MAX).min(i64::MAX as u64);
+        let reply = self
+            .engine
+            .eval(
+                "read",
+                &self.scripts.read,
+                &[&keys.meta, &keys.log, &keys.lease],
+                &[&first, &count.to_string()],
+                false,
+            )
+            .await
+            .map_err(unavailable)?;
+        let parts = match reply {
+            Value::Nil => return Err(LogError::NotFound),
+            Value::Array(parts) => parts,
+            _ => return Err(LogError::Unavailable),
+        };
+        let [sealed, owned, Value::Array(stored)] = parts.as_slice() else {
+            return Err(LogError::Unavailable);
+        };
+        let mut entries = Vec::with_capacity(stored.len());
+        for (k, item) in stored.iter().enumerate() {
+            let position = after.saturating_add(1).saturating_add(k as u64);
+            entries.push(decode(position, item)?);
+        }
+        Ok(LogBatch {
+            entries,
+            sealed: text(sealed) == Some(b"1"),
+            owned: int(owned) == Some(1),
+        })
+    }
+
+    async fn read(
+        &self,
+        run_id: &str,
+        after: u64,
+        max: usize,
+        wait: Duration,
+    ) -> Result<LogBatch, LogError> {
+        let start = Instant::now();
+        let keys = self.keys(run_id);
+        let max = max.max(1);
+        let batch = self.snapshot(&keys, after, max).await?;
+        if !batch.entries.is_empty() || batch.sealed || wait.is_zero() {
+            return Ok(batch);
+        }
+        // Far enough for "forever" when `wait` is too long to add.
+        let until = start
+            .checked_add(wait)
+            .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600));
+        self.wait_for_entry(&keys.log, after, until).await;
+        self.snapshot(&keys, after, max).await
+    }
+
+    /// Waits until the log has an entry after `after`, or `until`.
+    ///
+    /// `XREAD BLOCK` on a connection of its own, never on the shared
+    /// multiplexed one: a blocked command holds up every command queued
+    /// behind it on its connection. The connections come from a small pool
+    /// of idle ones (at most [`IDLE_WAITERS`] kept), so a read that waits
+    /// costs a new connection only when every pooled one is busy; each
+    /// waiting read holds one connection while it waits. Its answer is only
+    /// a wake-up: the caller reads the entries again from a consistent
+    /// snapshot. Failures end the wait early or retry it; they are the
+    /// snapshot's to report.
+    async fn wait_for_entry(&self, log_key: &str, after: u64, until: Instant) {
+        let last_id = format!("{after}-0");
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return;
+            }
+            let remaining = until - now;
+            let mut conn = match self.waiter().await {
+                Ok(conn) => conn,
+                Err(()) => {
+                    tokio::time::sleep(pause.min(remaining)).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                    continue;
+                }
+            };
+            let mut cmd = redis::cmd("XREAD");
+            cmd.arg("COUNT")
+                .arg(1)
+                .arg("BLOCK")
+                .arg(millis(remaining))
+                .arg("STREAMS")
+                .arg(log_key)
+                .arg(&last_id);
+            let bound = remaining.saturating_add(self.options.timeout);
+            match tokio::time::timeout(bound, cmd.query_async::<Value>(&mut conn)).await {
+                Ok(Ok(_)) => {
+                    self.put_back(conn);
+                    return;
+                }
+                Ok(Err(e)) if transient(&e) => {
+                    tracing::debug!(kind = ?e.kind(), "redis: a blocking read lost its connection");
+                    tokio::time::sleep(pause.min(remaining)).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(kind = ?e.kind(), "redis: a blocking read failed");
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A connection for one blocking read: an idle one, or a new one.
+    async fn waiter(&self) -> Result<MultiplexedConnection, ()> {
+        if let Some(conn) = self.waiters.lock().ok().and_then(|mut idle| idle.pop()) {
+            return Ok(conn);
+        }
+        // No response timeout of its own: the wait is bounded by the caller.
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.options.timeout))
+            .set_response_timeout(None);
+        let connecting = self
+            .engine
+            .client
+            .get_multiplexed_async_connection_with_config(&config);
+        match tokio::time::timeout(self.options.timeout, connecting).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => {
+                tracing::debug!(kind = ?e.kind(), "redis: no connection for a blocking read");
+                Err(())
+            }
+            Err(_) => Err(()),
+        }
+    }
+
+    /// Keeps `conn` for the next blocking read, if the pool has room.
+    fn put_back(&self, conn: MultiplexedConnection) {
+        if let Ok(mut idle) = self.waiters.lock()
+            && idle.len() < IDLE_WAITERS
+        {
+            idle.push(conn);
+        }
+    }
+
+    async fn info(&self, run_id: &str) -> Result<Option<RunInfo>, LogError> {
+        let keys = self.keys(run_id);
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(&keys.meta).arg("conversation_id").arg("owner");
+        let reply = self.engine.query("info", &cmd).await.map_err(unavailable)?;
+        let Value::Array(fields) = reply else {
+            return Err(LogError::Unavailable);
+        };
+        match fields.as_slice() {
+            [Value::Nil, Value::Nil] => Ok(None),
+            [conversation_id, owner] => {
+                let string = |v: &Value| {
+                    text(v)
+                        .and_then(|b| std::str::from_utf8(b).ok())
+                        .map(str::to_owned)
+                        .ok_or(LogError::Unavailable)
+                };
+                Ok(Some(RunInfo {
+                    run_id: run_id.to_owned(),
+                    conversation_id: string(conversation_id)?,
+                    owner: string(owner)?,
+                }))
+            }
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    async fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> Result<bool, LogError> {
+        let keys = self.keys(run_id);
+        let lease_ms = millis(lease);
+        let reply = self
+            .engine
+            .eval(
+                "renew",
+                &self.scripts.renew,
+                &[&keys.meta, &keys.lease],
+                &[owner, &lease_ms.to_string()],
+                false,
+            )
+            .await
+            .map_err(unavailable)?;
+        match int(&reply) {
+            Some(-2) => Err(LogError::NotFound),
+            Some(-1) => Ok(false),
+            Some(now) if now >= 0 => {
+                self.mark_active("renew", run_id, deadline(now, lease_ms))
+                    .await;
+                Ok(true)
+            }
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    async fn release(&self, run_id: &str, owner: &str) -> Result<(), LogError> {
+        let keys = self.keys(run_id);
+        let reply = self
+            .engine
+            .eval(
+                "release",
+                &self.scripts.release,
+                &[&keys.meta, &keys.lease],
+                &[owner],
+                false,
+            )
+            .await
+            .map_err(unavailable)?;
+        match int(&reply) {
+            Some(-2) => Err(LogError::NotFound),
+            Some(-1) => Ok(()),
+            Some(now) if now >= 0 => {
+                // An orphan from now on.
+                self.mark_active("release", run_id, now).await;
+                Ok(())
+            }
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    async fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> Result<bool, LogError> {
+        let keys = self.keys(run_id);
+        let lease_ms = millis(lease);
+        let reply = self
+            .engine
+            .eval(
+                "claim",
+                &self.scripts.claim,
+                &[&keys.meta, &keys.lease],
+                &[claimant, &lease_ms.to_string()],
+                true,
+            )
+            .await
+            .map_err(unavailable)?;
+        match int(&reply) {
+            Some(-2) => Err(LogError::NotFound),
+            Some(-3) => {
+                self.mark_done("claim", &[run_id]).await;
+                Ok(false)
+            }
+            Some(-1) => Ok(false),
+            Some(now) if now >= 0 => {
+                self.mark_active("claim", run_id, deadline(now, lease_ms))
+                    .await;
+                Ok(true)
+            }
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    /// The active set's runs whose deadline passed, checked against their
+    /// keys: sealed or vanished ones are dropped from the set, ones whose
+    /// lease holds again (renewed) are skipped.
+    async fn orphans(&self) -> Result<Vec<String>, LogError> {
+        let reply = self
+            .engine
+            .eval(
+                "orphans",
+                &self.scripts.expired,
+                &[&self.active],
+                &[&ORPHANS_PER_CALL.to_string()],
+                false,
+            )
+            .await
+            .map_err(unavailable)?;
+        let Value::Array(items) = reply else {
+            return Err(LogError::Unavailable);
+        };
+        let candidates: Vec<String> = items
+            .iter()
+            .filter_map(|v| std::str::from_utf8(text(v)?).ok().map(str::to_owned))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for run_id in &candidates {
+            let keys = self.keys(run_id);
+            pipe.cmd("HGET").arg(&keys.meta).arg("sealed");
+            pipe.cmd("EXISTS").arg(&keys.lease);
+        }
+        let states: Vec<Value> = self
+            .engine
+            .attempts("orphans", |mut conn, _| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(unavailable)?;
+        if states.len() != candidates.len() * 2 {
+            return Err(LogError::Unavailable);
+        }
+        let mut orphans = Vec::new();
+        let mut done = Vec::new();
+        for (run_id, state) in candidates.iter().zip(states.chunks(2)) {
+            let [sealed, lease] = state else {
+                continue;
+            };
+            match (text(sealed), int(lease)) {
+                (Some(b"0"), Some(0)) => orphans.push(run_id.clone()),
+                (Some(b"0"), _) => {}
+                _ => done.push(run_id.as_str()),
+            }
+        }
+        self.mark_done("orphans", &done).await;
+        Ok(orphans)
+    }
+}
+
+/// A lease deadline in the engine's milliseconds.
+fn deadline(now_ms: i64, lease_ms: u64) -> i64 {
+    now_ms.saturating_add(i64::try_from(lease_ms).unwrap_or(i64::MAX))
+}
+
+/// One stored stream entry, `[id, [field, value]]`, expected at `position`.
+fn decode(position: u64, item: &Value) -> Result<LogEntry, LogError> {
+    let corrupt = LogError::Corrupt { position };
+    let Value::Array(parts) = item else {
+        return Err(corrupt);
+    };
+    let [id, Value::Array(fields)] = parts.as_slice() else {
+        return Err(corrupt);
+    };
+    if text(id) != Some(format!("{position}-0").as_bytes()) {
+        return Err(corrupt);
+    }
+    let [name, value] = fields.as_slice() else {
+        return Err(corrupt);
+    };
+    match text(name) {
+        Some(b"event") => {
+            let json = text(value)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .ok_or_else(|| corrupt.clone())?;
+            Event::from_json(json)
+                .map(LogEntry::Event)
+                .map_err(|_| corrupt)
+        }
+        Some(b"idle") => Ok(LogEntry::Idle),
+        _ => Err(corrupt),
+    }
+}
+
+impl RunLog for RedisRunLog {
+    fn create(&self, info: RunInfo, lease: Duration) -> LogFuture<()> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.create(info, lease).await })
+    }
+
+    fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        Box::pin(async move { inner.append(&run_id, &owner, position, entry).await })
+    }
+
+    fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {
+        let inner = Arc::clone(&self.inner);
+        let run_id = run_id.to_owned();
+        Box::pin(async move { inner.read(&run_id, after, max, wait).await })
+    }
+
+    fn info(&self, run_id: &str) -> LogFuture<Option<RunInfo>> {
+        let inner = Arc::clone(&self.inner);
+        let run_id = run_id.to_owned();
+        Box::pin(async move { inner.info(&run_id).await })
+    }
+
+    fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<bool> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        Box::pin(async move { inner.renew(&run_id, &owner, lease).await })
+    }
+
+    fn release(&self, run_id: &str, owner: &str) -> LogFuture<()> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        Box::pin(async move { inner.release(&run_id, &owner).await })
+    }
+
+    fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> LogFuture<bool> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, claimant) = (run_id.to_owned(), claimant.to_owned());
+        Box::pin(async move { inner.claim(&run_id, &claimant, lease).await })
+    }
+
+    fn orphans(&self) -> LogFuture<Vec<String>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.orphans().await })
+    }
+
+    /// Kept at `<prefix>:token-secret`: the first replica's candidate is
+    /// stored (`SET NX`), every replica reads back the stored one. Never
+    /// expires.
+    fn shared_secret(&self, candidate: Vec<u8>) -> LogFuture<Vec<u8>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.shared_secret(candidate).await })
+    }
+}
+
+impl Inner {
+    async fn shared_secret(&self, candidate: Vec<u8>) -> Result<Vec<u8>, LogError> {
+        let key = format!("{}:token-secret", self.options.prefix);
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(candidate).arg("NX");
+        self.engine
+            .query("secret", &set)
+            .await
+            .map_err(unavailable)?;
+        let mut get = redis::cmd("GET");
+        get.arg(&key);
+        match self
+            .engine
+            .query("secret", &get)
+            .await
+            .map_err(unavailable)?
+        {
+            Value::BulkString(bytes) if !bytes.is_empty() => Ok(bytes),
+            _ => Err(LogError::Unavailable),
+        }
+    }
+}

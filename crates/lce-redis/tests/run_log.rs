@@ -1,0 +1,533 @@
+//! `RedisRunLog` and `RedisStore` against a real `redis-server` (started
+//! per test by `lce_testkit::redis_server::RedisServer`; skipped, loudly,
+//! where none is installed, and a failure in CI).
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lce_core::{CommitRequest, LogEntry, LogError, Refusal, RunInfo, RunLog, ThreadStore};
+use lce_redis::{RedisLogOptions, RedisRunLog, RedisStore};
+use lce_testkit::RunBuilder;
+use lce_testkit::redis_server::RedisServer;
+use lce_testkit::run_log::{check_run_log, fresh_run_id};
+
+const LEASE: Duration = Duration::from_secs(60);
+
+async fn connect(server: &RedisServer) -> RedisRunLog {
+    RedisRunLog::connect(&server.url(), RedisLogOptions::new())
+        .await
+        .expect("connect")
+}
+
+async fn create(log: &dyn RunLog, label: &str, owner: &str) -> (RunInfo, RunBuilder) {
+    let run_id = fresh_run_id(label);
+    let info = RunInfo {
+        conversation_id: format!("conv-{run_id}"),
+        run_id,
+        owner: owner.to_owned(),
+    };
+    log.create(info.clone(), LEASE).await.expect("create");
+    let run = RunBuilder::new(info.run_id.as_str(), info.conversation_id.as_str());
+    (info, run)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let log = connect(&server).await;
+    check_run_log(&log).await;
+    // Twice on the same engine: the suite's runs never collide.
+    check_run_log(&log).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_and_restart_lose_no_acknowledged_entry_and_the_log_reconnects() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    // A short bound, so the read while the engine is down gives up soon.
+    let options = RedisLogOptions::new().with_timeout(Duration::from_secs(2));
+    let log = RedisRunLog::connect(&server.url(), options).await.unwrap();
+    let (info, mut run) = create(&log, "restart", "replica-a").await;
+    let (id, owner) = (info.run_id.as_str(), info.owner.as_str());
+    let mut acknowledged = vec![LogEntry::Event(run.run_started())];
+    for k in 0..50 {
+        acknowledged.push(if k % 5 == 4 {
+            LogEntry::Idle
+        } else {
+            LogEntry::Event(run.text_delta("m", &format!("delta {k}")))
+        });
+    }
+    for (k, entry) in acknowledged.iter().enumerate() {
+        log.append(id, owner, k as u64 + 1, entry.clone())
+            .await
+            .expect("append before the kill");
+    }
+    let store = log.thread_store();
+    let request = |sequence| CommitRequest {
+        run_id: info.run_id.clone(),
+        conversation_id: info.conversation_id.clone(),
+        sequence,
+        interrupt_id: None,
+    };
+    assert_eq!(
+        store
+            .commit_final(request(1))
+            .await
+            .unwrap()
+            .durable_revision,
+        1
+    );
+
+    server.kill9();
+    // While the engine is down: the operation fails (Unavailable), within
+    // the bound, and says nothing more.
+    let down = log.read(id, 0, 10, Duration::ZERO).await;
+    assert_eq!(down, Err(LogError::Unavailable));
+    server.restart();
+
+    // The same object, no reconnect by hand: everything acknowledged is
+    // there, and the owner goes on appending.
+    let batch = log
+        .read(id, 0, 1000, Duration::ZERO)
+        .await
+        .expect("read after the restart");
+    assert_eq!(batch.entries, acknowledged, "acknowledged entries lost");
+    assert!(!batch.sealed);
+    assert!(batch.owned, "the lease survived the restart");
+    assert_eq!(log.info(id).await.unwrap(), Some(info.clone()));
+    let n = acknowledged.len() as u64;
+    let more = LogEntry::Event(run.text_finished("m"));
+    log.append(id, owner, n + 1, more.clone())
+        .await
+        .expect("append after the restart");
+    acknowledged.push(more);
+    // A blocking read (its own connection, from the pool) works again too.
+    let writing = {
+        let log = log.clone();
+        let (id, owner) = (id.to_owned(), owner.to_owned());
+        let terminal = LogEntry::Event(run.run_finished());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            log.append(&id, &owner, n + 2, terminal).await
+        })
+    };
+    let waited = log
+        .read(id, n + 1, 10, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(writing.await.unwrap(), Ok(()));
+    assert!(waited.sealed && waited.entries.len() == 1, "{waited:?}");
+    // And the store's revisions survived.
+    assert_eq!(store.revision(&info.conversation_id).await, Ok(Some(1)));
+    assert_eq!(
+        store
+            .commit_final(request(2))
+            .await
+            .unwrap()
+            .durable_revision,
+        2
+    );
+
+    // Once more, with appends in flight while the engine dies: whatever was
+    // acknowledged is there after the restart, in order, without gaps.
+    let (info, mut run) = create(&log, "restart-in-flight", "replica-a").await;
+    let entries: Vec<LogEntry> = (0..2000)
+        .map(|k| LogEntry::Event(run.text_delta("m", &format!("{k}"))))
+        .collect();
+    let writer = {
+        let log = log.clone();
+        let id = info.run_id.clone();
+        tokio::spawn(async move {
+            let mut acknowledged = 0u64;
+            for (k, entry) in entries.into_iter().enumerate() {
+                match log.append(&id, "replica-a", k as u64 + 1, entry).await {
+                    Ok(()) => acknowledged = k as u64 + 1,
+                    Err(_) => break,
+                }
+            }
+            acknowledged
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    server.kill9();
+    let acknowledged = writer.await.unwrap();
+    server.restart();
+    let batch = log
+        .read(&info.run_id, 0, 10_000, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(
+        batch.entries.len() as u64 >= acknowledged,
+        "{} entries after the restart, {acknowledged} acknowledged",
+        batch.entries.len()
+    );
+    // At most the one whose answer was lost is there beyond them.
+    assert!(batch.entries.len() as u64 <= acknowledged + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_in_flight_across_a_restart_all_land_in_order() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let log = connect(&server).await;
+    let (info, mut run) = create(&log, "in-flight", "owner").await;
+    log.append(&info.run_id, "owner", 1, LogEntry::Event(run.run_started()))
+        .await
+        .unwrap();
+    server.kill9();
+    // Twenty appends in flight while the engine is down, each its own task
+    // (so they reach the engine in any order once it is back).
+    let entries: Vec<LogEntry> = (0..20)
+        .map(|k| LogEntry::Event(run.text_delta("m", &format!("{k}"))))
+        .collect();
+    let mut writers = Vec::new();
+    for (k, entry) in entries.iter().cloned().enumerate() {
+        let log = log.clone();
+        let id = info.run_id.clone();
+        writers.push(tokio::spawn(async move {
+            log.append(&id, "owner", k as u64 + 2, entry).await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.restart();
+    for (k, writer) in writers.into_iter().enumerate() {
+        assert_eq!(writer.await.unwrap(), Ok(()), "append at {}", k + 2);
+    }
+    let batch = log
+        .read(&info.run_id, 1, 100, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(batch.entries, entries);
+    // Undisturbed again, a gap is refused at once.
+    let start = Instant::now();
+    assert_eq!(
+        log.append(&info.run_id, "owner", 30, LogEntry::Idle).await,
+        Err(LogError::Refused {
+            position: 30,
+            refusal: Refusal::OutOfOrder
+        })
+    );
+    assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_racing_for_a_position_one_wins() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let replicas = [connect(&server).await, connect(&server).await];
+    let (info, mut run) = create(&replicas[0], "race", "shared-owner").await;
+    let id = info.run_id.as_str();
+    replicas[0]
+        .append(id, "shared-owner", 1, LogEntry::Event(run.run_started()))
+        .await
+        .unwrap();
+    for position in 2..40u64 {
+        let a = LogEntry::Event(run.text_delta("m", &format!("a{position}")));
+        let b = LogEntry::Event(run.text_delta("m", &format!("b{position}")));
+        let (ra, rb) = tokio::join!(
+            replicas[0].append(id, "shared-owner", position, a.clone()),
+            replicas[1].append(id, "shared-owner", position, b.clone()),
+        );
+        let wins = [&ra, &rb].iter().filter(|r| r.is_ok()).count();
+        assert_eq!(wins, 1, "position {position}: {ra:?} {rb:?}");
+        let loser = if ra.is_ok() { rb } else { ra };
+        assert_eq!(
+            loser,
+            Err(LogError::Refused {
+                position,
+                refusal: Refusal::OutOfOrder
+            })
+        );
+    }
+    let batch = replicas[1].read(id, 0, 1000, Duration::ZERO).await.unwrap();
+    assert_eq!(batch.entries.len(), 39);
+
+    // Different owners: only the holder's append lands.
+    let (info, mut run) = create(&replicas[0], "race-owner", "replica-a").await;
+    let entry = LogEntry::Event(run.run_started());
+    let (ra, rb) = tokio::join!(
+        replicas[0].append(&info.run_id, "replica-a", 1, entry.clone()),
+        replicas[1].append(&info.run_id, "replica-b", 1, entry.clone()),
+    );
+    assert_eq!(ra, Ok(()));
+    assert_eq!(
+        rb,
+        Err(LogError::Refused {
+            position: 1,
+            refusal: Refusal::NotOwner
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_terminals_one_wins() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let replicas = [
+        Arc::new(connect(&server).await),
+        Arc::new(connect(&server).await),
+    ];
+    for round in 0..10 {
+        let (info, mut run) = create(replicas[0].as_ref(), "terminals", "shared-owner").await;
+        replicas[0]
+            .append(
+                &info.run_id,
+                "shared-owner",
+                1,
+                LogEntry::Event(run.run_started()),
+            )
+            .await
+            .unwrap();
+        // Eight writers on two replicas, each appending its own terminal at
+        // the next free position until it lands or the log is sealed.
+        let terminals = [
+            run.run_finished(),
+            run.run_cancelled(),
+            run.run_error("provider_error", "The provider failed."),
+            run.run_finished(),
+            run.run_cancelled(),
+            run.run_error("timeout", "Too slow."),
+            run.run_finished(),
+            run.run_cancelled(),
+        ];
+        let mut writers = Vec::new();
+        for (k, terminal) in terminals.into_iter().enumerate() {
+            let log = Arc::clone(&replicas[k % 2]);
+            let id = info.run_id.clone();
+            writers.push(tokio::spawn(async move {
+                let mut position = 2;
+                loop {
+                    match log
+                        .append(
+                            &id,
+                            "shared-owner",
+                            position,
+                            LogEntry::Event(terminal.clone()),
+                        )
+                        .await
+                    {
+                        Ok(()) => return true,
+                        Err(LogError::Refused {
+                            refusal: Refusal::OutOfOrder,
+                            ..
+                        }) => position += 1,
+                        Err(LogError::Refused {
+                            refusal: Refusal::Sealed,
+                            ..
+                        }) => return false,
+                        Err(e) => panic!("round {round}: {e:?}"),
+                    }
+                }
+            }));
+        }
+        let mut wins = 0;
+        for writer in writers {
+            wins += usize::from(writer.await.unwrap());
+        }
+        assert_eq!(wins, 1, "round {round}: {wins} terminals landed");
+        let batch = replicas[1]
+            .read(&info.run_id, 0, 100, Duration::ZERO)
+            .await
+            .unwrap();
+        assert!(batch.sealed);
+        assert_eq!(batch.entries.len(), 2, "round {round}: {batch:?}");
+        assert_eq!(batch.entries.iter().filter(|e| e.is_terminal()).count(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_claiming_an_expired_run_one_wins() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let replicas = [connect(&server).await, connect(&server).await];
+    for _ in 0..10 {
+        let run_id = fresh_run_id("claim-race");
+        let info = RunInfo {
+            conversation_id: "c".to_owned(),
+            run_id: run_id.clone(),
+            owner: "dead".to_owned(),
+        };
+        replicas[0]
+            .create(info, Duration::from_millis(50))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(replicas[1].orphans().await.unwrap().contains(&run_id));
+        let (a, b) = tokio::join!(
+            replicas[0].claim(&run_id, "replica-a", LEASE),
+            replicas[1].claim(&run_id, "replica-b", LEASE),
+        );
+        assert!(a.unwrap() ^ b.unwrap(), "exactly one claim wins");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_starts_at_the_terminal() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let options = RedisLogOptions::new()
+        .with_retention(Duration::from_millis(300))
+        .with_prefix("short");
+    let log = RedisRunLog::connect(&server.url(), options).await.unwrap();
+    let (open, mut open_run) = create(&log, "open", "owner").await;
+    log.append(
+        &open.run_id,
+        "owner",
+        1,
+        LogEntry::Event(open_run.run_started()),
+    )
+    .await
+    .unwrap();
+    let (done, mut run) = create(&log, "done", "owner").await;
+    log.append(&done.run_id, "owner", 1, LogEntry::Event(run.run_started()))
+        .await
+        .unwrap();
+    log.append(
+        &done.run_id,
+        "owner",
+        2,
+        LogEntry::Event(run.run_finished()),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        log.read(&done.run_id, 0, 10, Duration::ZERO).await,
+        Err(LogError::NotFound),
+        "a sealed log outlived its retention"
+    );
+    assert_eq!(log.info(&done.run_id).await, Ok(None));
+    let open_batch = log.read(&open.run_id, 0, 10, Duration::ZERO).await.unwrap();
+    assert_eq!(open_batch.entries.len(), 1, "an unsealed log expired");
+    // Its id may be used again.
+    log.create(done.clone(), LEASE).await.unwrap();
+    assert!(
+        log.read(&done.run_id, 0, 10, Duration::ZERO)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_entry_is_reported_with_its_position() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let log = connect(&server).await;
+    let (info, mut run) = create(&log, "corrupt", "owner").await;
+    // Entries written by hand, behind the log's back: a good one, an event
+    // that does not parse, a field the log does not know.
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let key = format!("lce:{{{}}}:log", info.run_id);
+    let good = run.run_started().to_json();
+    for (id, field, value) in [
+        ("1-0", "event", good.as_str()),
+        ("2-0", "event", "{\"not\":\"an event\"}"),
+        ("3-0", "other", "1"),
+    ] {
+        let _: String = redis::cmd("XADD")
+            .arg(&key)
+            .arg(id)
+            .arg(field)
+            .arg(value)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let read = |after, max| log.read(&info.run_id, after, max, Duration::ZERO);
+    assert_eq!(read(0, 10).await, Err(LogError::Corrupt { position: 2 }));
+    assert_eq!(read(2, 10).await, Err(LogError::Corrupt { position: 3 }));
+    let first = read(0, 1).await.unwrap();
+    assert_eq!(first.entries.len(), 1, "entry 1 still reads");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_revisions_count_up_per_conversation_and_survive_a_restart() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let options = RedisLogOptions::new();
+    let store = RedisStore::connect(&server.url(), &options).await.unwrap();
+    let other_replica = RedisStore::connect(&server.url(), &options).await.unwrap();
+    let conversation = fresh_run_id("conversation");
+    let request = |run: &str, sequence| CommitRequest {
+        run_id: run.to_owned(),
+        conversation_id: conversation.clone(),
+        sequence,
+        interrupt_id: None,
+    };
+    assert_eq!(store.revision(&conversation).await, Ok(None));
+    let first = store.commit_final(request("r1", 5)).await.unwrap();
+    assert_eq!(first.durable_revision, 1);
+    assert_eq!(first.head_ref, format!("redis:{conversation}:1"));
+    let second = other_replica
+        .commit_interrupt(CommitRequest {
+            interrupt_id: Some("int-1".to_owned()),
+            ..request("r2", 7)
+        })
+        .await
+        .unwrap();
+    assert_eq!(second.durable_revision, 2, "replicas share the revisions");
+    // Another conversation counts on its own.
+    let elsewhere = CommitRequest {
+        conversation_id: fresh_run_id("elsewhere"),
+        ..request("r3", 1)
+    };
+    assert_eq!(
+        store
+            .commit_final(elsewhere)
+            .await
+            .unwrap()
+            .durable_revision,
+        1
+    );
+
+    server.kill9();
+    server.restart();
+    assert_eq!(store.revision(&conversation).await, Ok(Some(2)));
+    let third = store.commit_final(request("r4", 3)).await.unwrap();
+    assert_eq!(third.durable_revision, 3);
+    assert_eq!(third.head_ref, format!("redis:{conversation}:3"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_is_not_there_is_unavailable_in_time() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let url = server.url();
+    drop(server);
+    let options = RedisLogOptions::new().with_timeout(Duration::from_millis(500));
+    let start = Instant::now();
+    let err = RedisRunLog::connect(&url, options.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err, LogError::Unavailable);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    // The error says nothing of the url (which may hold a password).
+    let secret_url = "redis://:hunter2@127.0.0.1:1/0";
+    let err = RedisRunLog::connect(secret_url, options).await.unwrap_err();
+    assert!(!format!("{err} {err:?}").contains("hunter2"));
+    assert_eq!(
+        RedisRunLog::connect("not a url", RedisLogOptions::new())
+            .await
+            .unwrap_err(),
+        LogError::Unavailable
+    );
+}
