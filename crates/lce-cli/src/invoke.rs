@@ -226,7 +226,7 @@ pub(crate) async fn http_invoke(State(app): State<Arc<App>>, body: Bytes) -> Res
         Ok(s) => s,
         Err(resp) => return resp,
     };
-    let run = app.coordinated_run(scenario, None, req.conversation_id.clone());
+    let run = app.unlogged_run(scenario, req.conversation_id.clone());
     let acc = accumulate(run, true).await;
     let response = acc.response(&InvokeIds {
         agent_id: &req.agent_id,

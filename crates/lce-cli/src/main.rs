@@ -5,6 +5,7 @@
 //! lce encode --to FORMAT [FILE]     canonical events to SSE on stdout
 //! lce invoke [OPTIONS] [FILE]       DA's non-streaming invoke answer
 //! lce serve [OPTIONS]               play scenarios as live runs over HTTP
+//! lce token RUN_ID --token-secret-file FILE   a run's read token
 //! lce help [COMMAND]                help (also `--help` on every command)
 //! lce --version
 //! ```
@@ -32,8 +33,10 @@ use clap::{Parser, Subcommand};
 mod check;
 mod encode;
 mod excerpt;
+mod gateway;
 mod input;
 mod invoke;
+mod listener;
 mod serve;
 
 /// What `lce --help` shows after the list of commands.
@@ -65,6 +68,7 @@ enum Command {
     Encode(encode::Args),
     Invoke(invoke::Args),
     Serve(serve::Args),
+    Token(gateway::TokenArgs),
 }
 
 /// A failure that is not about the input's content: bad usage or I/O.
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
             init_logging();
             serve::run(args).map(accepted)
         }
+        Command::Token(args) => gateway::print_token(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -18,6 +18,12 @@
 //! any stream starts. A client that disconnects ends its run as
 //! `run.cancelled{disconnect}` in the audit log.
 //!
+//! Limits and shutdown (`crate::listener`): a header must arrive within
+//! `--header-timeout`, a body must keep arriving (`--body-idle-timeout`), at
+//! most `--max-connections` are served at once. On SIGTERM or Ctrl-C the
+//! server stops accepting, lets responses finish for `--shutdown-grace`, then
+//! ends the remaining runs as `run.cancelled{shutdown}` and exits 0.
+//!
 //! Backpressure: the body is pulled by the HTTP stack, so a client that stops
 //! reading stops the run's stream from being polled; what is buffered is
 //! bounded by the socket buffers plus the frames of one event.
@@ -33,36 +39,39 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use futures::{Stream, StreamExt};
+use axum::routing::{get, post};
+use futures::Stream;
 use lce::prelude::*;
-use lce::stream::{AuditRecord, MemoryStore, TracingAudit};
+use lce::stream::{AuditRecord, LogError, TracingAudit};
+
+use crate::gateway::{Gateway, GatewayArgs};
 
 use crate::UsageError;
 
 /// Server configuration from the command line.
 #[derive(Debug, Clone)]
-struct Config {
+pub(crate) struct Config {
     addr: SocketAddr,
     scenarios: PathBuf,
     speed: f64,
-    keepalive: Duration,
-    agent_name: Option<String>,
+    pub(crate) keepalive: Duration,
+    pub(crate) agent_name: Option<String>,
     default_scenario: Option<String>,
     audit_log: Option<PathBuf>,
+    limits: crate::listener::ServerLimits,
+    gateway: GatewayArgs,
 }
 
 /// What every request handler shares.
 pub(crate) struct App {
     scenarios: HashMap<String, Arc<Vec<Event>>>,
-    config: Config,
-    store: Arc<MemoryStore>,
+    pub(crate) config: Config,
     audit: Arc<dyn AuditSink>,
-    shutdown: CancelHandle,
+    pub(crate) gateway: Arc<Gateway>,
 }
 
 /// What `lce serve --help` shows after the options.
@@ -72,8 +81,8 @@ custom, agui or agui-v1), POST /api/v1/chat/invoke (DA's non-streaming
 invoke), POST /api/v1/agui (standard AG-UI RunAgentInput, agui-v1 out).
 The scenario is the request's agent_id: SCENARIOS/<agent_id>.jsonl.
 The first stdout line is `listening on http://ADDR`.
-Exit status: 0 after Ctrl-C, 2 when it cannot start (usage, scenarios,
-address) or the server fails.
+Exit status: 0 after SIGTERM or Ctrl-C, 2 when it cannot start (usage,
+scenarios, address) or the server fails.
 
 Example:
   lce serve --addr 127.0.0.1:0 --scenarios fixtures/scenarios --speed 0";
@@ -116,6 +125,10 @@ pub(crate) struct Args {
     /// Also append every audit record to FILE, as JSON Lines.
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
+    #[command(flatten)]
+    limits: crate::listener::ServerLimits,
+    #[command(flatten)]
+    gateway: GatewayArgs,
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -132,7 +145,7 @@ fn parse_keepalive(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// Runs `lce serve`; returns when the server stops (Ctrl-C).
+/// Runs `lce serve`; returns when the server stops (SIGTERM or Ctrl-C).
 pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
     let config = Config {
         addr: args.addr,
@@ -142,6 +155,8 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         agent_name: args.agent_name,
         default_scenario: args.default_scenario,
         audit_log: args.audit_log,
+        limits: args.limits,
+        gateway: args.gateway,
     };
     let scenarios = load_scenarios(&config.scenarios)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -197,16 +212,21 @@ async fn serve(
         Some(path) => Arc::new(FileAudit::create(path)?),
         None => Arc::new(TracingAudit),
     };
-    let shutdown = CancelHandle::new();
+    let gateway = Arc::new(Gateway::connect(&config.gateway).await?);
+    gateway.spawn_sweeper();
     let app = Arc::new(App {
         scenarios,
         config: config.clone(),
-        store: Arc::new(MemoryStore::new()),
         audit,
-        shutdown: shutdown.clone(),
+        gateway: gateway.clone(),
     });
     let router = Router::new()
         .route("/api/v1/chat/stream/start", post(stream_start))
+        .route("/api/v1/runs", post(crate::gateway::push_run))
+        .route(
+            "/api/v1/runs/{run_id}/stream",
+            get(crate::gateway::run_stream),
+        )
         .route("/api/v1/agui", post(agui_run))
         .route("/api/v1/chat/invoke", post(crate::invoke::http_invoke))
         .with_state(app);
@@ -216,16 +236,20 @@ async fn serve(
     let local = listener
         .local_addr()
         .map_err(|e| UsageError(e.to_string()))?;
+    let signals = crate::listener::Signals::new()
+        .map_err(|e| UsageError(format!("cannot install the signal handlers: {e}")))?;
     // The first line on stdout says where we listen (tests and scripts read it).
     println!("listening on http://{local}");
     let _ = std::io::stdout().flush();
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            shutdown.cancel(lce::types::CancelReason::Shutdown);
-        })
-        .await
-        .map_err(|e| UsageError(format!("server error: {e}")))?;
+    let ender = gateway.clone();
+    crate::listener::serve_http(listener, router, &config.limits, signals, move || {
+        ender.shut_down();
+    })
+    .await
+    .map_err(|e| UsageError(format!("server error: {e}")))?;
+    // Runs nobody reads any more end too (their audit records written)
+    // before the process does.
+    gateway.wait_for_runs(crate::listener::DRAIN).await;
     Ok(true)
 }
 
@@ -273,25 +297,73 @@ impl App {
         })
     }
 
-    /// The coordinated, paced run of `scenario` under the given ids.
-    pub(crate) fn coordinated_run(
+    /// The chain lce builds for a run this replica owns:
+    /// `source.enforced(coordinator)`, the coordinator with the thread
+    /// store, the audit and a cancel handle that shutdown reaches.
+    pub(crate) fn enforced<S>(
+        &self,
+        source: S,
+        run_id: &str,
+        conversation_id: &str,
+        cancel: CancelHandle,
+    ) -> lce::stream::Enforced<lce::stream::Source<S>>
+    where
+        S: Stream<Item = Result<Event, LceError>> + Send + 'static,
+    {
+        let coordinator = Coordinator::new(CoordinatorOptions::new(run_id, conversation_id))
+            .store(self.gateway.store.clone())
+            .audit(self.audit.clone())
+            .cancel_handle(cancel);
+        lce::stream::source(source).enforced(coordinator)
+    }
+
+    /// The coordinated, paced run of `scenario` under its own run id, not
+    /// logged (DA's invoke answers once, at the end).
+    pub(crate) fn unlogged_run(
         &self,
         scenario: Arc<Vec<Event>>,
-        run_id: Option<String>,
         conversation_id: String,
     ) -> lce::stream::Enforced<impl lce::stream::LifecycleStream + Send + 'static> {
-        let run_id = run_id
-            .or_else(|| scenario.first().map(|e| e.run_id.to_string()))
-            .unwrap_or_else(|| "run".to_owned());
-        let coordinator = Coordinator::new(CoordinatorOptions::new(
+        let run_id = scenario
+            .first()
+            .map_or_else(|| "run".to_owned(), |e| e.run_id.to_string());
+        let paced = paced(
+            scenario,
+            self.config.speed,
             run_id.clone(),
             conversation_id.clone(),
-        ))
-        .store(self.store.clone())
-        .audit(self.audit.clone())
-        .cancel_handle(self.shutdown.clone());
-        lce::stream::source(paced(scenario, self.config.speed, run_id, conversation_id))
-            .enforced(coordinator)
+        );
+        self.enforced(paced, &run_id, &conversation_id, CancelHandle::new())
+    }
+
+    /// Starts playing `scenario` as run `run_id` (logged, owned by this
+    /// replica) and answers with its SSE read back from the log.
+    async fn play(
+        &self,
+        scenario: Arc<Vec<Event>>,
+        run_id: String,
+        conversation_id: String,
+        format: WireFormat,
+    ) -> Response {
+        let writer = match self.gateway.create(&run_id, &conversation_id).await {
+            Ok(w) => w,
+            Err(LogError::Exists) => return crate::gateway::conflict(),
+            Err(_) => return crate::gateway::unavailable(),
+        };
+        let paced = paced(
+            scenario,
+            self.config.speed,
+            run_id.clone(),
+            conversation_id.clone(),
+        );
+        let cancel = self.gateway.register(&run_id);
+        let run = self.enforced(paced, &run_id, &conversation_id, cancel.clone());
+        crate::gateway::spawn_owner(self.gateway.clone(), writer, run);
+        let ids = self.gateway.sse_ids;
+        match crate::gateway::subscribe(self, &run_id, format, None, ids, Some(cancel)).await {
+            Ok(response) => response,
+            Err(e) => crate::gateway::subscribe_error(&e),
+        }
     }
 }
 
@@ -312,8 +384,15 @@ async fn stream_start(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Ok(s) => s,
         Err(resp) => return resp,
     };
-    let run = app.coordinated_run(scenario, None, req.conversation_id);
-    sse_response(run, format, &app.config)
+    // Each play is a new run with a fresh id, so plays never collide in the
+    // log (the scenario's own run id is replaced, like its conversation id).
+    app.play(
+        scenario,
+        crate::gateway::random_id(),
+        req.conversation_id,
+        format,
+    )
+    .await
 }
 
 #[derive(serde::Deserialize)]
@@ -348,36 +427,8 @@ async fn agui_run(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Ok(s) => s,
         Err(resp) => return resp,
     };
-    let run = app.coordinated_run(scenario, Some(req.run_id), req.thread_id);
-    sse_response(run, WireFormat::AguiV1, &app.config)
-}
-
-fn sse_response<S>(run: S, format: WireFormat, config: &Config) -> Response
-where
-    S: Stream<Item = Result<Event, LceError>> + Send + 'static,
-{
-    let frames = run.encoded(WireEncoder::new(format, config.agent_name.clone()));
-    let keepalive = (format == WireFormat::AguiV1).then_some(config.keepalive);
-    let body = KeepAlive::new(frames, keepalive).map(|r| {
-        r.map_err(|e| {
-            // The coordinator's output always encodes; should it not, end the
-            // body (the client sees a truncated stream) and say why, safely.
-            tracing::error!(target: "lce::serve", rule = %e.cause(), "frame could not be encoded");
-            std::io::Error::other("encode error")
-        })
-    });
-    let mut response = Response::new(Body::from_stream(body));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
-    );
-    if format != WireFormat::AguiV1 {
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
-        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    }
-    response
+    app.play(scenario, req.run_id, req.thread_id, WireFormat::AguiV1)
+        .await
 }
 
 /// Plays `scenario` with ids rewritten, sleeping between events as their
@@ -416,7 +467,7 @@ pub(crate) fn paced(
 
 pin_project_lite::pin_project! {
     /// Sends `: keep-alive` comments while the inner stream is idle.
-    struct KeepAlive<S> {
+    pub(crate) struct KeepAlive<S> {
         #[pin]
         inner: S,
         every: Option<Duration>,
@@ -425,7 +476,8 @@ pin_project_lite::pin_project! {
 }
 
 impl<S> KeepAlive<S> {
-    fn new(inner: S, every: Option<Duration>) -> Self {
+    /// Keep-alive comments every `every` of idleness (`None`: none).
+    pub(crate) fn new(inner: S, every: Option<Duration>) -> Self {
         KeepAlive {
             inner,
             every,

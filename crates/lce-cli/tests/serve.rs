@@ -1,6 +1,7 @@
 //! `lce serve` over real loopback HTTP: every scenario in every protocol
 //! equals its golden file; bad requests get a JSON 4xx; a run cut short ends
-//! with the coordinator's `run.error`; a disconnect is audited as cancelled.
+//! with the coordinator's `run.error`; a disconnect leaves the run going
+//! (cancelled only under `--cancel-on-disconnect`).
 //!
 //! Runs are played with `--speed 0` (no pacing) except where pacing is the
 //! point; pacing never changes the bytes (timestamps come from the events).
@@ -34,6 +35,14 @@ fn scenarios() -> Vec<(String, String)> {
     v
 }
 
+/// The run id a scenario was recorded with.
+fn recorded_run_id(name: &str) -> String {
+    let text =
+        std::fs::read_to_string(root().join(format!("fixtures/scenarios/{name}.jsonl"))).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    first["run_id"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn every_scenario_in_every_protocol_equals_its_golden_file() {
     let server = Server::with_bundled_scenarios();
@@ -56,11 +65,21 @@ fn every_scenario_in_every_protocol_equals_its_golden_file() {
                 assert_eq!(resp.header("cache-control"), Some("no-cache"));
                 assert_eq!(resp.header("x-accel-buffering"), Some("no"));
             }
-            let golden =
-                std::fs::read(root().join(format!("fixtures/golden/{protocol}/{name}.sse")))
-                    .unwrap();
+            let golden = std::fs::read_to_string(
+                root().join(format!("fixtures/golden/{protocol}/{name}.sse")),
+            )
+            .unwrap();
+            // Each play is a new run with a fresh 128-bit id (docs/gateway.md):
+            // the golden file, made from the scenario under its recorded run
+            // id, with that id replaced by the served one.
+            let run_id = resp.header("x-run-id").expect("X-Run-Id").to_owned();
+            assert_eq!(run_id.len(), 32, "{run_id}");
+            assert!(run_id.bytes().all(|b| b.is_ascii_hexdigit()), "{run_id}");
+            assert!(resp.header("x-run-token").is_some_and(|t| t.len() == 64));
+            let recorded = recorded_run_id(&name);
+            let want = golden.replace(&recorded, &run_id);
             assert!(
-                resp.body == golden,
+                resp.body == want.as_bytes(),
                 "{name} {protocol}: served bytes differ from the golden file"
             );
             checked += 1;
@@ -169,47 +188,64 @@ fn a_scenario_cut_short_ends_with_the_coordinators_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_client_that_disconnects_is_audited_as_cancelled() {
-    let dir = std::env::temp_dir().join(format!("lce-serve-audit-{}", std::process::id()));
+/// Plays a slow run, reads its first bytes and hangs up; returns the run's
+/// audit record once the server wrote it.
+fn disconnect_mid_run(extra: &[&str], conversation: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!(
+        "lce-serve-audit-{}-{conversation}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let audit = dir.join("audit.jsonl");
     let scenarios_dir = root().join("fixtures/scenarios");
-    // Paced slowly, so the run is still going when the client leaves.
-    let server = Server::start(&[
+    // Paced, so the run is still going when the client leaves.
+    let mut args = vec![
         "--speed",
-        "0.05",
+        "2",
         "--scenarios",
         scenarios_dir.to_str().unwrap(),
         "--audit-log",
         audit.to_str().unwrap(),
-    ]);
-    let mut s = send(
-        &server.addr,
-        "/api/v1/chat/stream/start",
-        r#"{"message":"m","conversation_id":"conv-gone","agent_id":"nested-subagents-two-levels","protocol":"agui"}"#,
+    ];
+    args.extend_from_slice(extra);
+    let server = Server::start(&args);
+    let body = format!(
+        r#"{{"message":"m","conversation_id":"{conversation}","agent_id":"nested-subagents-two-levels","protocol":"agui"}}"#
     );
+    let mut s = send(&server.addr, "/api/v1/chat/stream/start", &body);
     let mut first = [0u8; 64];
     let n = s.read(&mut first).unwrap();
     assert!(n > 0);
     drop(s);
-    // Bounded wait for the server to notice (not a timing assertion).
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Bounded wait for the run's end (not a timing assertion).
+    let deadline = Instant::now() + Duration::from_secs(60);
     let record = loop {
         let text = std::fs::read_to_string(&audit).unwrap_or_default();
-        if let Some(line) = text.lines().find(|l| l.contains("conv-gone")) {
+        if let Some(line) = text.lines().find(|l| l.contains(conversation)) {
             break serde_json::from_str::<serde_json::Value>(line).unwrap();
         }
-        assert!(
-            Instant::now() < deadline,
-            "no audit record for the disconnected run"
-        );
+        assert!(Instant::now() < deadline, "no audit record for the run");
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(record["terminal"], "run.cancelled");
-    assert_eq!(record["code"], "disconnect");
-    assert_eq!(record["coordinator_terminal"], true);
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+    record
+}
+
+#[test]
+fn a_client_that_disconnects_does_not_end_its_run() {
+    // The run goes on into the log for the client's return (D11 amended).
+    let record = disconnect_mid_run(&[], "conv-gone");
+    assert_eq!(record["terminal"], "run.finished", "{record}");
+    assert_eq!(record["coordinator_terminal"], false, "{record}");
+}
+
+#[test]
+fn under_cancel_on_disconnect_a_client_that_leaves_cancels_its_run() {
+    let record = disconnect_mid_run(&["--cancel-on-disconnect"], "conv-cancel");
+    assert_eq!(record["terminal"], "run.cancelled", "{record}");
+    assert_eq!(record["code"], "disconnect", "{record}");
+    assert_eq!(record["coordinator_terminal"], true, "{record}");
 }
 
 #[test]

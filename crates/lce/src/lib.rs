@@ -13,6 +13,7 @@
 //! | [`custom`] | `lce-encode-custom` | `encode-custom` |
 //! | [`agui`] | `lce-encode-agui` | `encode-agui` |
 //! | [`stream`] | `lce-stream` | `stream` |
+//! | `redis` | `lce-redis`: the run log and thread store on Redis | `redis` (not in `full`) |
 //!
 //! May depend on: the lce crates above, nothing else.
 //!
@@ -70,6 +71,8 @@ pub use lce_types as types;
 pub use lce_encode_agui as agui;
 #[cfg(feature = "encode-custom")]
 pub use lce_encode_custom as custom;
+#[cfg(feature = "redis")]
+pub use lce_redis as redis;
 #[cfg(feature = "sanitize")]
 pub use lce_sanitize as sanitize;
 #[cfg(feature = "stream")]

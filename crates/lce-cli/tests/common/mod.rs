@@ -56,7 +56,12 @@ impl Server {
             .args(["--addr", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // LCE_TEST_SERVER_LOGS=1 shows the servers' logs (debugging).
+            .stderr(if std::env::var_os("LCE_TEST_SERVER_LOGS").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -107,6 +112,32 @@ pub fn send(addr: &str, path: &str, body: &str) -> TcpStream {
     )
     .unwrap();
     s
+}
+
+/// Sends `METHOD path` with extra headers and a body, and reads the whole
+/// response, undoing chunking.
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    parse_response(&raw)
 }
 
 /// Sends `POST path` and reads the whole response, undoing chunking.
