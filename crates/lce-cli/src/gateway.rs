@@ -534,12 +534,7 @@ fn sse_response(body: Body, format: WireFormat, run_id: &str, tokens: &Tokens) -
         headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     }
-    if let Ok(v) = HeaderValue::from_str(run_id) {
-        headers.insert("x-run-id", v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&tokens.token(run_id)) {
-        headers.insert("x-run-token", v);
-    }
+    insert_run_headers(headers, run_id, tokens);
     response
 }
 
@@ -689,12 +684,27 @@ pub(crate) async fn push_run(
         }).collect::<Vec<_>>(),
         "outcome": summary.outcome,
     });
-    (
+    // The harness is trusted (it holds the ingest token): it gets the
+    // run's read token to hand to its clients, as a start answer carries it.
+    let mut response = (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
-        .into_response()
+        .into_response();
+    insert_run_headers(response.headers_mut(), &run_id, &app.gateway.tokens);
+    response
+}
+
+/// `X-Run-Id` and `X-Run-Token` (a run id that is not a header value, which
+/// only a pushed run can have, gets neither).
+fn insert_run_headers(headers: &mut HeaderMap, run_id: &str, tokens: &Tokens) {
+    if let Ok(v) = HeaderValue::from_str(run_id) {
+        headers.insert("x-run-id", v);
+        if let Ok(v) = HeaderValue::from_str(&tokens.token(run_id)) {
+            headers.insert("x-run-token", v);
+        }
+    }
 }
 
 /// Compares two byte strings in time that depends on their lengths only.

@@ -146,6 +146,21 @@ fn unknown_runs_wrong_tokens_and_bad_ids_are_refused() {
 }
 
 #[test]
+fn the_single_process_default_takes_a_push_and_reads_it_back() {
+    // `lce serve --allow-anonymous-ingest`: nothing installed, no files.
+    let dir = root().join("fixtures/scenarios");
+    let server = Server::start(&["--scenarios", dir.to_str().unwrap(), "--allow-anonymous-ingest"]);
+    let run = std::fs::read(dir.join("parallel-tool-calls.jsonl")).unwrap();
+    let pushed = request(&server.addr, "POST", "/api/v1/runs", &[], &run);
+    assert_eq!(pushed.status, 200);
+    let run_id = pushed.header("x-run-id").unwrap().to_owned();
+    let token = pushed.header("x-run-token").unwrap().to_owned();
+    let back = get_stream(&server, &run_id, "agui", &[("X-Run-Token", &token)]);
+    let golden = std::fs::read_to_string(root().join("fixtures/golden/agui/parallel-tool-calls.sse")).unwrap();
+    assert_eq!(strip_ids(&text(&back)), golden);
+}
+
+#[test]
 fn sse_ids_add_ids_to_the_post_routes_only_when_asked() {
     let dir = root().join("fixtures/scenarios");
     let server = Server::start(&[
@@ -216,6 +231,8 @@ fn pushed_runs_need_the_ingest_token_and_read_back_as_encoded() {
         "{summary}"
     );
     assert_eq!(summary["dropped"], 0);
+    assert_eq!(resp.header("x-run-id"), Some("run-appr-0009"));
+    let pushed_token = resp.header("x-run-token").unwrap().to_owned();
     assert_eq!(summary["violations"], serde_json::json!([]));
     // The same run id again: 409.
     let again = request(&server.addr, "POST", "/api/v1/runs", &auth, &scenario);
@@ -230,6 +247,7 @@ fn pushed_runs_need_the_ingest_token_and_read_back_as_encoded() {
     assert_eq!(code, 0);
     let token = token.trim_end();
     assert_eq!(token.len(), 64);
+    assert_eq!(token, pushed_token, "the push answer carries the read token");
     let back = get_stream(
         &server,
         "run-appr-0009",

@@ -156,6 +156,29 @@ pub trait RunLog: Send + Sync + 'static {
     /// [`RunLog::claim`] (a hint; `claim` decides).
     fn orphans(&self) -> LogFuture<Vec<String>>;
 
+    /// Asks the owner of `run_id` to cancel it (the explicit cancel route,
+    /// on any replica): `true` if the run is unsealed and the request is
+    /// recorded, `false` if it already has its terminal.
+    /// [`LogError::NotFound`] for an unknown run.
+    fn request_cancel(&self, run_id: &str) -> LogFuture<bool> {
+        let _ = run_id;
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// Whether a cancel was requested for `run_id` (its owner asks this
+    /// while the run goes on).
+    fn cancel_requested(&self, run_id: &str) -> LogFuture<bool> {
+        let _ = run_id;
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// The unsealed run of `conversation_id` (the last one created for it),
+    /// if any: what the cancel route cancels.
+    fn running_run(&self, conversation_id: &str) -> LogFuture<Option<String>> {
+        let _ = conversation_id;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// The secret every replica sharing this log signs read tokens with:
     /// the one the engine keeps, stored from `candidate` by the first
     /// replica that asks. The default keeps nothing (one process): it
