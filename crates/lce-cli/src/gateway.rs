@@ -312,6 +312,22 @@ impl Gateway {
         handle
     }
 
+    /// Cancels `run_id` (`client_request`) after [`UPSTREAM_CANCEL_GRACE`],
+    /// unless it has ended by then.
+    fn cancel_after_grace(&self, run_id: &str) {
+        let handle = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(run_id).cloned());
+        if let Some(handle) = handle {
+            tokio::spawn(async move {
+                tokio::time::sleep(UPSTREAM_CANCEL_GRACE).await;
+                handle.cancel(lce::types::CancelReason::ClientRequest);
+            });
+        }
+    }
+
     /// Waits, at most `bound`, until this replica owns no running run.
     pub(crate) async fn wait_for_runs(&self, bound: Duration) {
         let deadline = tokio::time::Instant::now() + bound;
@@ -385,6 +401,45 @@ async fn connect_redis(
     Ok((Arc::new(log), Arc::new(store)))
 }
 
+/// How often an owner asks the log whether its run was cancelled (the
+/// cancel route may run on another replica).
+const CANCEL_POLL: Duration = Duration::from_millis(250);
+
+/// How long an owner lets the upstream end a cancelled run with its own
+/// terminal before the coordinator ends it (`run.cancelled{client_request}`).
+const UPSTREAM_CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// `POST /api/v1/chat/stream/cancel` on any replica: finds the
+/// conversation's running run, asks the upstream to cancel it, and once
+/// the upstream accepts, records the request for the run's owner (which
+/// ends it with `run.cancelled{client_request}` unless the upstream's own
+/// terminal comes first). `Ok(false)`: nothing runs, or the upstream
+/// refused.
+pub(crate) async fn cancel_conversation(
+    app: &App,
+    conversation_id: &str,
+    forwarded: &crate::upstream::Forwarded,
+) -> Result<bool, Response> {
+    let log = &app.gateway.log;
+    let Some(run_id) = log
+        .running_run(conversation_id)
+        .await
+        .map_err(|_| unavailable())?
+    else {
+        return Ok(false);
+    };
+    if !app.upstream.cancel(&run_id, forwarded).await {
+        return Ok(false);
+    }
+    match log.request_cancel(&run_id).await {
+        Ok(true) => {}
+        Ok(false) | Err(LogError::NotFound) => return Ok(false),
+        Err(_) => return Err(unavailable()),
+    }
+    tracing::info!(target: "lce::serve", run_id, "cancel requested");
+    Ok(true)
+}
+
 /// What the owner task learnt when its run ended.
 #[derive(Debug, Clone)]
 pub(crate) struct RunSummary {
@@ -413,6 +468,8 @@ where
         renew.tick().await;
         let mut terminal = None;
         let mut outcome = "ended";
+        let mut cancel_poll = tokio::time::interval(CANCEL_POLL);
+        let mut cancel_seen = false;
         loop {
             if gateway.durable && gateway.releasing.load(Ordering::SeqCst) {
                 let _ = renewer.release().await;
@@ -442,6 +499,12 @@ where
                     }
                 }
                 () = gateway.release.notified(), if gateway.durable => {}
+                _ = cancel_poll.tick(), if !cancel_seen => {
+                    if gateway.log.cancel_requested(renewer.run_id()).await.unwrap_or(false) {
+                        cancel_seen = true;
+                        gateway.cancel_after_grace(renewer.run_id());
+                    }
+                }
             }
         }
         gateway.unregister(renewer.run_id());

@@ -210,23 +210,45 @@ where
 
 #[derive(serde::Deserialize)]
 struct InvokeRequest {
-    #[allow(dead_code)]
     message: String,
     conversation_id: String,
     agent_id: String,
+    #[serde(default)]
+    client_context: Option<serde_json::Value>,
 }
 
 /// `POST /api/v1/chat/invoke`: DA's request body, DA's answer.
-pub(crate) async fn http_invoke(State(app): State<Arc<App>>, body: Bytes) -> Response {
+///
+/// The run comes from the upstream like a start's, is coordinated like
+/// every run, and is not logged: the answer comes once, at the end.
+pub(crate) async fn http_invoke(
+    State(app): State<Arc<App>>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let req: InvokeRequest = match parse_body(&body) {
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    let scenario = match app.scenario(&req.agent_id) {
-        Ok(s) => s,
-        Err(resp) => return resp,
+    let run_id = crate::gateway::random_id();
+    let request = crate::upstream::RunRequest {
+        run_id: run_id.clone(),
+        conversation_id: req.conversation_id.clone(),
+        agent_id: req.agent_id.clone(),
+        input: crate::upstream::RunInput::Message(req.message),
+        client_context: req.client_context,
+        forwarded: crate::upstream::Forwarded::from_headers(&headers),
     };
-    let run = app.unlogged_run(scenario, req.conversation_id.clone());
+    let events = match app.upstream.open(&request).await {
+        Ok(events) => events,
+        Err(e) => return crate::upstream::error_response(&e),
+    };
+    let run = app.enforced(
+        events,
+        &run_id,
+        &req.conversation_id,
+        lce::stream::CancelHandle::new(),
+    );
     let acc = accumulate(run, true).await;
     let response = acc.response(&InvokeIds {
         agent_id: &req.agent_id,

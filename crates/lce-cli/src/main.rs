@@ -38,6 +38,7 @@ mod input;
 mod invoke;
 mod listener;
 mod serve;
+mod upstream;
 
 /// What `lce --help` shows after the list of commands.
 const AFTER_HELP: &str = "\

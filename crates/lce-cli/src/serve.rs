@@ -41,7 +41,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
@@ -49,6 +49,7 @@ use lce::prelude::*;
 use lce::stream::{AuditRecord, LogError, TracingAudit};
 
 use crate::gateway::{Gateway, GatewayArgs};
+use crate::upstream::{Forwarded, HttpUpstream, RunInput, RunRequest, ScenarioPlayer, Upstream};
 
 use crate::UsageError;
 
@@ -57,6 +58,8 @@ use crate::UsageError;
 pub(crate) struct Config {
     addr: SocketAddr,
     scenarios: PathBuf,
+    upstream: Option<String>,
+    upstream_connect_timeout: Duration,
     speed: f64,
     pub(crate) keepalive: Duration,
     pub(crate) agent_name: Option<String>,
@@ -68,7 +71,7 @@ pub(crate) struct Config {
 
 /// What every request handler shares.
 pub(crate) struct App {
-    scenarios: HashMap<String, Arc<Vec<Event>>>,
+    pub(crate) upstream: Upstream,
     pub(crate) config: Config,
     audit: Arc<dyn AuditSink>,
     pub(crate) gateway: Arc<Gateway>,
@@ -98,11 +101,21 @@ pub(crate) struct Args {
     /// Address to listen on (port 0: any free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    /// Folder of `*.jsonl` scenarios, one run each.
+    /// Folder of `*.jsonl` scenarios, one run each: the built-in upstream.
     ///
-    /// A request's `agent_id` names the scenario DIR/<agent_id>.jsonl.
+    /// A start's `agent_id` names the scenario DIR/<agent_id>.jsonl; a
+    /// resume plays the scenario DIR/resume.json maps it to. Not read with
+    /// --upstream.
     #[arg(long, value_name = "DIR", default_value = "fixtures/scenarios")]
     scenarios: PathBuf,
+    /// A harness over HTTP (`http://HOST:PORT[/PATH]`): runs come from
+    /// `POST URL/runs`, cancels go to `POST URL/runs/{run_id}/cancel`
+    /// (docs/upstream.md). Without it, runs come from --scenarios.
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+    /// Seconds to connect to the upstream and receive its answer's header.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_keepalive)]
+    upstream_connect_timeout: Duration,
     /// Pacing: recorded gaps divided by F; 0 = no pauses.
     ///
     /// Each event waits the gap between its timestamp and the one before,
@@ -150,6 +163,8 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
     let config = Config {
         addr: args.addr,
         scenarios: args.scenarios,
+        upstream: args.upstream,
+        upstream_connect_timeout: args.upstream_connect_timeout,
         speed: args.speed,
         keepalive: args.keepalive,
         agent_name: args.agent_name,
@@ -158,16 +173,19 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         limits: args.limits,
         gateway: args.gateway,
     };
-    let scenarios = load_scenarios(&config.scenarios)?;
+    let upstream = match &config.upstream {
+        Some(url) => Upstream::Http(HttpUpstream::new(url, config.upstream_connect_timeout)?),
+        None => Upstream::Scenarios(ScenarioPlayer::load(&config.scenarios, config.speed)?),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(config, scenarios))
+    runtime.block_on(serve(config, upstream))
 }
 
-fn load_scenarios(dir: &Path) -> Result<HashMap<String, Arc<Vec<Event>>>, UsageError> {
+pub(crate) fn load_scenarios(dir: &Path) -> Result<HashMap<String, Arc<Vec<Event>>>, UsageError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         UsageError(format!(
             "cannot read scenarios folder {}: {e}",
@@ -204,10 +222,7 @@ fn load_scenarios(dir: &Path) -> Result<HashMap<String, Arc<Vec<Event>>>, UsageE
     Ok(map)
 }
 
-async fn serve(
-    config: Config,
-    scenarios: HashMap<String, Arc<Vec<Event>>>,
-) -> Result<bool, UsageError> {
+async fn serve(config: Config, upstream: Upstream) -> Result<bool, UsageError> {
     let audit: Arc<dyn AuditSink> = match &config.audit_log {
         Some(path) => Arc::new(FileAudit::create(path)?),
         None => Arc::new(TracingAudit),
@@ -215,13 +230,15 @@ async fn serve(
     let gateway = Arc::new(Gateway::connect(&config.gateway).await?);
     gateway.spawn_sweeper();
     let app = Arc::new(App {
-        scenarios,
+        upstream,
         config: config.clone(),
         audit,
         gateway: gateway.clone(),
     });
     let router = Router::new()
         .route("/api/v1/chat/stream/start", post(stream_start))
+        .route("/api/v1/chat/stream/resume", post(stream_resume))
+        .route("/api/v1/chat/stream/cancel", post(stream_cancel))
         .route("/api/v1/runs", post(crate::gateway::push_run))
         .route(
             "/api/v1/runs/{run_id}/stream",
@@ -261,12 +278,13 @@ pub(crate) fn bad_request(status: StatusCode, code: &str, message: &str) -> Resp
 
 #[derive(serde::Deserialize)]
 struct StartRequest {
-    #[allow(dead_code)]
     message: String,
     conversation_id: String,
     agent_id: String,
     #[serde(default)]
     protocol: Option<String>,
+    #[serde(default)]
+    client_context: Option<serde_json::Value>,
 }
 
 /// Parses a JSON request body, or answers 400/422 with a JSON error.
@@ -285,18 +303,6 @@ pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
 }
 
 impl App {
-    /// The scenario `agent_id` names, or a 404.
-    #[allow(clippy::result_large_err)] // the error is the response itself
-    pub(crate) fn scenario(&self, agent_id: &str) -> Result<Arc<Vec<Event>>, Response> {
-        self.scenarios.get(agent_id).cloned().ok_or_else(|| {
-            bad_request(
-                StatusCode::NOT_FOUND,
-                "unknown_agent",
-                "No agent with this id.",
-            )
-        })
-    }
-
     /// The chain lce builds for a run this replica owns:
     /// `source.enforced(coordinator)`, the coordinator with the thread
     /// store, the audit and a cancel handle that shutdown reaches.
@@ -317,47 +323,27 @@ impl App {
         lce::stream::source(source).enforced(coordinator)
     }
 
-    /// The coordinated, paced run of `scenario` under its own run id, not
-    /// logged (DA's invoke answers once, at the end).
-    pub(crate) fn unlogged_run(
-        &self,
-        scenario: Arc<Vec<Event>>,
-        conversation_id: String,
-    ) -> lce::stream::Enforced<impl lce::stream::LifecycleStream + Send + 'static> {
-        let run_id = scenario
-            .first()
-            .map_or_else(|| "run".to_owned(), |e| e.run_id.to_string());
-        let paced = paced(
-            scenario,
-            self.config.speed,
-            run_id.clone(),
-            conversation_id.clone(),
-        );
-        self.enforced(paced, &run_id, &conversation_id, CancelHandle::new())
-    }
-
-    /// Starts playing `scenario` as run `run_id` (logged, owned by this
-    /// replica) and answers with its SSE read back from the log.
-    async fn play(
-        &self,
-        scenario: Arc<Vec<Event>>,
-        run_id: String,
-        conversation_id: String,
-        format: WireFormat,
-    ) -> Response {
+    /// Starts the run `request` asks the upstream for (logged, owned by
+    /// this replica) and answers with its SSE read back from the log. An
+    /// upstream that gives no run gets the client a 4xx/502 before any
+    /// stream.
+    async fn start_run(&self, request: RunRequest, format: WireFormat) -> Response {
+        let events = match self.upstream.open(&request).await {
+            Ok(events) => events,
+            Err(e) => return crate::upstream::error_response(&e),
+        };
+        let RunRequest {
+            run_id,
+            conversation_id,
+            ..
+        } = request;
         let writer = match self.gateway.create(&run_id, &conversation_id).await {
             Ok(w) => w,
             Err(LogError::Exists) => return crate::gateway::conflict(),
             Err(_) => return crate::gateway::unavailable(),
         };
-        let paced = paced(
-            scenario,
-            self.config.speed,
-            run_id.clone(),
-            conversation_id.clone(),
-        );
         let cancel = self.gateway.register(&run_id);
-        let run = self.enforced(paced, &run_id, &conversation_id, cancel.clone());
+        let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
         crate::gateway::spawn_owner(self.gateway.clone(), writer, run);
         let ids = self.gateway.sse_ids;
         match crate::gateway::subscribe(self, &run_id, format, None, ids, Some(cancel)).await {
@@ -367,32 +353,104 @@ impl App {
     }
 }
 
-async fn stream_start(State(app): State<Arc<App>>, body: Bytes) -> Response {
+/// The `protocol` of a DA request, or a 400.
+#[allow(clippy::result_large_err)] // the error is the response itself
+fn protocol(name: Option<&str>) -> Result<WireFormat, Response> {
+    WireFormat::from_name(name.unwrap_or("custom")).ok_or_else(|| {
+        bad_request(
+            StatusCode::BAD_REQUEST,
+            "unknown_protocol",
+            "Unknown protocol.",
+        )
+    })
+}
+
+async fn stream_start(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
     let req: StartRequest = match parse_body(&body) {
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    let name = req.protocol.as_deref().unwrap_or("custom");
-    let Some(format) = WireFormat::from_name(name) else {
-        return bad_request(
-            StatusCode::BAD_REQUEST,
-            "unknown_protocol",
-            "Unknown protocol.",
-        );
-    };
-    let scenario = match app.scenario(&req.agent_id) {
-        Ok(s) => s,
+    let format = match protocol(req.protocol.as_deref()) {
+        Ok(f) => f,
         Err(resp) => return resp,
     };
-    // Each play is a new run with a fresh id, so plays never collide in the
-    // log (the scenario's own run id is replaced, like its conversation id).
-    app.play(
-        scenario,
-        crate::gateway::random_id(),
-        req.conversation_id,
-        format,
+    // Each start is a new run with a fresh id, so runs never collide in the
+    // log (a scenario's own run id is replaced, like its conversation id).
+    let request = RunRequest {
+        run_id: crate::gateway::random_id(),
+        conversation_id: req.conversation_id,
+        agent_id: req.agent_id,
+        input: RunInput::Message(req.message),
+        client_context: req.client_context,
+        forwarded: Forwarded::from_headers(&headers),
+    };
+    app.start_run(request, format).await
+}
+
+#[derive(serde::Deserialize)]
+struct ResumeRequest {
+    conversation_id: String,
+    agent_id: String,
+    /// A JSON string, forwarded exactly as the client sent it.
+    resume_data: String,
+    #[serde(default)]
+    protocol: Option<String>,
+    #[serde(default)]
+    client_context: Option<serde_json::Value>,
+}
+
+/// `POST /api/v1/chat/stream/resume`: a new run that continues the
+/// conversation's interrupted one, with the client's `resume_data`.
+async fn stream_resume(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let req: ResumeRequest = match parse_body(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let format = match protocol(req.protocol.as_deref()) {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+    let request = RunRequest {
+        run_id: crate::gateway::random_id(),
+        conversation_id: req.conversation_id,
+        agent_id: req.agent_id,
+        input: RunInput::Resume(req.resume_data),
+        client_context: req.client_context,
+        forwarded: Forwarded::from_headers(&headers),
+    };
+    app.start_run(request, format).await
+}
+
+#[derive(serde::Deserialize)]
+struct CancelRequest {
+    conversation_id: String,
+    #[allow(dead_code)] // DA's body names it; the conversation decides
+    #[serde(default)]
+    agent_id: Option<String>,
+}
+
+/// `POST /api/v1/chat/stream/cancel`, on any replica: cancels the
+/// conversation's running run where it runs, once the upstream accepts.
+async fn stream_cancel(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let req: CancelRequest = match parse_body(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let cancelled = crate::gateway::cancel_conversation(
+        &app,
+        &req.conversation_id,
+        &Forwarded::from_headers(&headers),
     )
-    .await
+    .await;
+    match cancelled {
+        Ok(cancelled) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::json!({ "cancelled": cancelled }).to_string(),
+        )
+            .into_response(),
+        Err(resp) => resp,
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -401,10 +459,12 @@ struct RunAgentInput {
     thread_id: String,
     run_id: String,
     #[serde(default)]
+    messages: Vec<serde_json::Value>,
+    #[serde(default)]
     forwarded_props: Option<serde_json::Value>,
 }
 
-async fn agui_run(State(app): State<Arc<App>>, body: Bytes) -> Response {
+async fn agui_run(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
     let req: RunAgentInput = match parse_body(&body) {
         Ok(r) => r,
         Err(resp) => return resp,
@@ -423,12 +483,25 @@ async fn agui_run(State(app): State<Arc<App>>, body: Bytes) -> Response {
             "Name the agent in forwardedProps.agentId.",
         );
     };
-    let scenario = match app.scenario(&agent) {
-        Ok(s) => s,
-        Err(resp) => return resp,
+    // The message is the text of the last user message.
+    let message = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))
+        .and_then(|m| m.get("content"))
+        .and_then(|c| c.as_str())
+        .unwrap_or("")
+        .to_owned();
+    let request = RunRequest {
+        run_id: req.run_id,
+        conversation_id: req.thread_id,
+        agent_id: agent,
+        input: RunInput::Message(message),
+        client_context: req.forwarded_props,
+        forwarded: Forwarded::from_headers(&headers),
     };
-    app.play(scenario, req.run_id, req.thread_id, WireFormat::AguiV1)
-        .await
+    app.start_run(request, WireFormat::AguiV1).await
 }
 
 /// Plays `scenario` with ids rewritten, sleeping between events as their

@@ -298,3 +298,28 @@ fn keep_alive_comments_go_out_while_idle_in_agui_v1_only() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn resume_plays_the_scenario_that_continues_the_interrupted_one() {
+    let server = Server::with_bundled_scenarios();
+    let body = serde_json::json!({
+        "conversation_id": "conv-approval-0009", "agent_id": "tool-approval-interrupt",
+        "resume_data": r#"{"type": "tool_approval", "decision": "reject"}"#, "protocol": "custom",
+    })
+    .to_string();
+    let resp = post(&server.addr, "/api/v1/chat/stream/resume", &body);
+    assert_eq!(resp.status, 200);
+    let run_id = resp.header("x-run-id").unwrap().to_owned();
+    let golden = std::fs::read_to_string(
+        root().join("fixtures/golden/custom/resumed-after-rejected-approval.sse"),
+    )
+    .unwrap()
+    .replace(&recorded_run_id("resumed-after-rejected-approval"), &run_id);
+    assert_eq!(String::from_utf8(resp.body).unwrap(), golden);
+    // An agent whose scenario continues nothing: 404, before any stream.
+    let body = body.replace("tool-approval-interrupt", "plain-text-answer");
+    let resp = post(&server.addr, "/api/v1/chat/stream/resume", &body);
+    assert_eq!(resp.status, 404);
+    let err: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+    assert_eq!(err["code"], "nothing_to_resume");
+}
