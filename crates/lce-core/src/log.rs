@@ -156,28 +156,28 @@ pub trait RunLog: Send + Sync + 'static {
     /// [`RunLog::claim`] (a hint; `claim` decides).
     fn orphans(&self) -> LogFuture<Vec<String>>;
 
-    /// Asks the owner of `run_id` to cancel it (the explicit cancel route,
-    /// on any replica): `true` if the run is unsealed and the request is
-    /// recorded, `false` if it already has its terminal.
+    /// Records a request that the owner of `run_id` cancel it (the explicit
+    /// cancel route, which may run on any replica; the owner learns of it
+    /// through [`RunLog::cancel_requested`]). `true` if the run is unsealed:
+    /// the request is recorded (idempotent: a request for a run already
+    /// asked to cancel is `true` again); `false` if the log already holds a
+    /// terminal (nothing is recorded). Appends nothing to the log.
     /// [`LogError::NotFound`] for an unknown run.
-    fn request_cancel(&self, run_id: &str) -> LogFuture<bool> {
-        let _ = run_id;
-        Box::pin(std::future::ready(Ok(false)))
-    }
+    fn request_cancel(&self, run_id: &str) -> LogFuture<bool>;
 
-    /// Whether a cancel was requested for `run_id` (its owner asks this
-    /// while the run goes on).
-    fn cancel_requested(&self, run_id: &str) -> LogFuture<bool> {
-        let _ = run_id;
-        Box::pin(std::future::ready(Ok(false)))
-    }
+    /// Whether a cancel was ever requested for `run_id` by
+    /// [`RunLog::request_cancel`] (its owner polls this while the run goes
+    /// on; the answer stays `true` once the run is sealed).
+    /// [`LogError::NotFound`] for an unknown run.
+    fn cancel_requested(&self, run_id: &str) -> LogFuture<bool>;
 
-    /// The unsealed run of `conversation_id` (the last one created for it),
-    /// if any: what the cancel route cancels.
-    fn running_run(&self, conversation_id: &str) -> LogFuture<Option<String>> {
-        let _ = conversation_id;
-        Box::pin(std::future::ready(Ok(None)))
-    }
+    /// The run of `conversation_id` that was created last, while it is
+    /// unsealed: what the cancel route cancels. `None` when that run is
+    /// sealed (whoever appended its terminal, a takeover included), when no
+    /// run of the conversation is known, or when its log is gone. A newer
+    /// run of the same conversation replaces an older one, which is not
+    /// named again even while it is unsealed.
+    fn running_run(&self, conversation_id: &str) -> LogFuture<Option<String>>;
 
     /// The secret every replica sharing this log signs read tokens with:
     /// the one the engine keeps, stored from `candidate` by the first

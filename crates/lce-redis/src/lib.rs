@@ -18,15 +18,29 @@
 //! | key | type | what |
 //! |---|---|---|
 //! | `lce:{R}:log` | stream | the entries; entry id `<position>-0`, one field: `event` (canonical JSON) or `idle` |
-//! | `lce:{R}:meta` | hash | `conversation_id`, `owner`, `sealed` (`0`/`1`), `last` (the last position) |
+//! | `lce:{R}:meta` | hash | `conversation_id`, `owner`, `sealed` (`0`/`1`), `last` (the last position), `cancel` (`1` once a cancel was requested) |
 //! | `lce:{R}:lease` | string | the owner's id, expiring (`PX`) when the lease does |
 //! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_core::RunLog::orphans)) |
+//! | `lce:{conv:C}:running` | string | the id of the run last created for the conversation, while it is unsealed ([`RunLog::running_run`](lce_core::RunLog::running_run)); expires after the retention, refreshed by each renewal |
 //! | `lce:{thread:C}:rev` | string | the conversation's last revision (`INCR`) |
 //! | `lce:{thread:C}:last` | hash | the last commit (`commit`, `rev`), so a commit retried after a lost answer counts once |
 //!
 //! The braces are Redis Cluster hash tags: a run's keys (a conversation's
 //! keys) share one slot, as a script that touches several keys needs.
 //! `lce:active` is only ever touched outside the scripts.
+//!
+//! `lce:{conv:C}:running` lives in its conversation's slot, not its run's,
+//! so no run script touches it: it is set (`SET PX`) after a successful
+//! create, and cleared after the terminal's append by a script over that
+//! key alone that deletes it only while it still names that run (a newer
+//! run of the conversation may have replaced it). Those steps are not
+//! atomic with the run's, so [`RunLog::running_run`](lce_core::RunLog::running_run)
+//! also checks the named run's `sealed` and answers `None` (clearing the
+//! key) when it is sealed or gone: a run sealed by another replica's
+//! takeover whose cleanup failed is never named. A cancel request
+//! ([`RunLog::request_cancel`](lce_core::RunLog::request_cancel)) is the
+//! run's `cancel` field, set by a script that checks `sealed` in the same
+//! step.
 //!
 //! # Retention and runs that never end
 //!

@@ -175,6 +175,50 @@ impl Inner {
         RunKeys::new(&self.options.prefix, run_id)
     }
 
+    /// `<prefix>:{conv:<conversation_id>}:running`: the run last created
+    /// for the conversation, while it is unsealed (a slot of its own: the
+    /// conversation's, not the run's).
+    fn running_key(&self, conversation_id: &str) -> String {
+        format!("{}:{{conv:{conversation_id}}}:running", self.options.prefix)
+    }
+
+    /// Names `run_id` the running run of `conversation_id`, expiring after
+    /// the retention (refreshed by each renewal), so the keys of
+    /// conversations whose runs all ended without cleanup do not stay. A
+    /// failure is logged, not returned: the run exists, only the cancel
+    /// route will not find it.
+    async fn mark_running(&self, conversation_id: &str, run_id: &str) {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.running_key(conversation_id))
+            .arg(run_id)
+            .arg("PX")
+            .arg(millis(self.options.retention));
+        if self.engine.query("create", &cmd).await.is_err() {
+            tracing::warn!(
+                run_id,
+                "redis: the conversation's running run was not recorded"
+            );
+        }
+    }
+
+    /// Clears the running run of `conversation_id` if it still names
+    /// `run_id` (logged, not returned: [`Inner::running_run`] checks the
+    /// run it finds anyway).
+    async fn unmark_running(&self, op: &'static str, conversation_id: &str, run_id: &str) {
+        let key = self.running_key(conversation_id);
+        let cleared = self
+            .engine
+            .eval(op, &self.scripts.unmark_running, &[&key], &[run_id], false)
+            .await;
+        if cleared.is_err() {
+            tracing::warn!(
+                op,
+                run_id,
+                "redis: the conversation's running run was not cleared"
+            );
+        }
+    }
+
     /// Records `run_id`'s lease deadline in the active set (a hint for
     /// `orphans`; a failure is logged, not returned: the owner's next
     /// renewal records it again).
@@ -217,6 +261,7 @@ impl Inner {
             Some(now) if now >= 0 => {
                 self.mark_active("create", &info.run_id, deadline(now, lease_ms))
                     .await;
+                self.mark_running(&info.conversation_id, &info.run_id).await;
                 Ok(())
             }
             _ => Err(LogError::Unavailable),
@@ -264,6 +309,20 @@ impl Inner {
                 .map_err(unavailable)?;
             let disturbed = self.engine.disturbances() != disturbances;
             let refused = |refusal| Err(LogError::Refused { position, refusal });
+            if let Value::Array(parts) = &reply
+                && let [ok, conversation_id] = parts.as_slice()
+                && text(ok) == Some(b"ok")
+            {
+                // A terminal: the run is no longer its conversation's
+                // running run.
+                self.mark_done("append", &[run_id]).await;
+                if let Some(conversation_id) =
+                    text(conversation_id).and_then(|b| std::str::from_utf8(b).ok())
+                {
+                    self.unmark_running("append", conversation_id, run_id).await;
+                }
+                return Ok(());
+            }
             return match text(&reply) {
                 Some(b"ok") => {
                     if terminal {
@@ -477,16 +536,104 @@ impl Inner {
             )
             .await
             .map_err(unavailable)?;
+        if let Value::Array(parts) = &reply
+            && let [now, conversation_id] = parts.as_slice()
+            && let Some(now) = int(now)
+        {
+            self.mark_active("renew", run_id, deadline(now, lease_ms))
+                .await;
+            if let Some(conversation_id) =
+                text(conversation_id).and_then(|b| std::str::from_utf8(b).ok())
+            {
+                self.refresh_running(conversation_id).await;
+            }
+            return Ok(true);
+        }
         match int(&reply) {
             Some(-2) => Err(LogError::NotFound),
             Some(-1) => Ok(false),
-            Some(now) if now >= 0 => {
-                self.mark_active("renew", run_id, deadline(now, lease_ms))
-                    .await;
-                Ok(true)
-            }
             _ => Err(LogError::Unavailable),
         }
+    }
+
+    /// Pushes back the expiry of the conversation's running-run key (a
+    /// renewal: its run goes on). Whatever run the key names, it is kept
+    /// at most the retention after the last renewal of a run of the
+    /// conversation. Logged, not returned.
+    async fn refresh_running(&self, conversation_id: &str) {
+        let mut cmd = redis::cmd("PEXPIRE");
+        cmd.arg(self.running_key(conversation_id))
+            .arg(millis(self.options.retention));
+        if self.engine.query("renew", &cmd).await.is_err() {
+            tracing::warn!("redis: the conversation's running run was not refreshed");
+        }
+    }
+
+    async fn request_cancel(&self, run_id: &str) -> Result<bool, LogError> {
+        let keys = self.keys(run_id);
+        let reply = self
+            .engine
+            .eval("cancel", &self.scripts.cancel, &[&keys.meta], &[], false)
+            .await
+            .map_err(unavailable)?;
+        match int(&reply) {
+            Some(-1) => Err(LogError::NotFound),
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    async fn cancel_requested(&self, run_id: &str) -> Result<bool, LogError> {
+        let keys = self.keys(run_id);
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(&keys.meta).arg("sealed").arg("cancel");
+        let reply = self
+            .engine
+            .query("cancel_requested", &cmd)
+            .await
+            .map_err(unavailable)?;
+        match reply {
+            Value::Array(fields) => match fields.as_slice() {
+                [Value::Nil, _] => Err(LogError::NotFound),
+                [_, cancel] => Ok(text(cancel) == Some(b"1")),
+                _ => Err(LogError::Unavailable),
+            },
+            _ => Err(LogError::Unavailable),
+        }
+    }
+
+    /// The run the conversation's key names, if its log says it is still
+    /// unsealed: a run sealed elsewhere (a takeover whose cleanup failed)
+    /// or gone is not named, and its stale key is cleared.
+    async fn running_run(&self, conversation_id: &str) -> Result<Option<String>, LogError> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.running_key(conversation_id));
+        let run_id = match self
+            .engine
+            .query("running_run", &get)
+            .await
+            .map_err(unavailable)?
+        {
+            Value::Nil => return Ok(None),
+            value => text(&value)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(str::to_owned)
+                .ok_or(LogError::Unavailable)?,
+        };
+        let mut sealed = redis::cmd("HGET");
+        sealed.arg(&self.keys(&run_id).meta).arg("sealed");
+        let sealed = self
+            .engine
+            .query("running_run", &sealed)
+            .await
+            .map_err(unavailable)?;
+        if text(&sealed) == Some(b"0") {
+            return Ok(Some(run_id));
+        }
+        self.unmark_running("running_run", conversation_id, &run_id)
+            .await;
+        Ok(None)
     }
 
     async fn release(&self, run_id: &str, owner: &str) -> Result<(), LogError> {
@@ -682,6 +829,27 @@ impl RunLog for RedisRunLog {
     fn orphans(&self) -> LogFuture<Vec<String>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { inner.orphans().await })
+    }
+
+    /// Sets `cancel` = `1` in the run's meta hash, by a script that checks
+    /// `sealed` in the same step.
+    fn request_cancel(&self, run_id: &str) -> LogFuture<bool> {
+        let inner = Arc::clone(&self.inner);
+        let run_id = run_id.to_owned();
+        Box::pin(async move { inner.request_cancel(&run_id).await })
+    }
+
+    fn cancel_requested(&self, run_id: &str) -> LogFuture<bool> {
+        let inner = Arc::clone(&self.inner);
+        let run_id = run_id.to_owned();
+        Box::pin(async move { inner.cancel_requested(&run_id).await })
+    }
+
+    /// Reads `<prefix>:{conv:C}:running`, then the named run's `sealed`.
+    fn running_run(&self, conversation_id: &str) -> LogFuture<Option<String>> {
+        let inner = Arc::clone(&self.inner);
+        let conversation_id = conversation_id.to_owned();
+        Box::pin(async move { inner.running_run(&conversation_id).await })
     }
 
     /// Kept at `<prefix>:token-secret`: the first replica's candidate is

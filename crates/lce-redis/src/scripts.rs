@@ -41,21 +41,26 @@ return now
 );
 
 /// `append`. KEYS: meta, log, lease. ARGV: owner, position, field, value,
-/// terminal (`1`/`0`), retention ms, retry. Answers `ok`, `not_found`,
-/// `sealed`, `not_owner`, `gap` (the position is beyond the next one) or
-/// `out_of_order` (it is taken).
+/// terminal (`1`/`0`), retention ms, retry. Answers `ok` (for a terminal:
+/// `{ok, conversation id}`, so the caller can clear the conversation's
+/// running run), `not_found`, `sealed`, `not_owner`, `gap` (the position is
+/// beyond the next one) or `out_of_order` (it is taken).
 ///
 /// The stream entry id is the position itself (`<position>-0`), so the
 /// engine too refuses an id that does not grow; the script checks first
 /// that it is exactly one after the last. A terminal seals the log, drops
 /// the lease and starts the retention of both keys.
 const APPEND: &str = r"
+local function ok()
+  if ARGV[5] == '1' then return {'ok', redis.call('HGET', KEYS[1], 'conversation_id')} end
+  return 'ok'
+end
 local last = redis.call('HGET', KEYS[1], 'last')
 if not last then return 'not_found' end
 local id = ARGV[2] .. '-0'
 if ARGV[7] == '1' then
   local stored = redis.call('XRANGE', KEYS[2], id, id)[1]
-  if stored and stored[2][1] == ARGV[3] and stored[2][2] == ARGV[4] then return 'ok' end
+  if stored and stored[2][1] == ARGV[3] and stored[2][2] == ARGV[4] then return ok() end
 end
 if redis.call('HGET', KEYS[1], 'sealed') ~= '0' then return 'sealed' end
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return 'not_owner' end
@@ -72,7 +77,7 @@ if ARGV[5] == '1' then
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[2], ARGV[6])
 end
-return 'ok'
+return ok()
 ";
 
 /// `read` without waiting. KEYS: meta, log, lease. ARGV: first entry id,
@@ -85,7 +90,9 @@ return {sealed, redis.call('EXISTS', KEYS[3]), redis.call('XRANGE', KEYS[2], ARG
 ";
 
 /// `renew`. KEYS: meta, lease. ARGV: owner, lease ms. Answers -2 (no
-/// log), -1 (not the holder, or sealed) or the engine's time in ms.
+/// log), -1 (not the holder, or sealed) or `{the engine's time in ms,
+/// conversation id}` (the caller refreshes the conversation's running-run
+/// key with it).
 const RENEW: &str = concat!(
     now_ms!(),
     r"
@@ -93,7 +100,7 @@ local sealed = redis.call('HGET', KEYS[1], 'sealed')
 if not sealed then return -2 end
 if sealed ~= '0' or redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return now
+return {now, redis.call('HGET', KEYS[1], 'conversation_id')}
 "
 );
 
@@ -131,6 +138,26 @@ return now
 "
 );
 
+/// `request_cancel`. KEYS: meta. Answers -1 (no log), 0 (sealed: nothing
+/// recorded) or 1 (`cancel` = `1` recorded, again or for the first time).
+const CANCEL: &str = r"
+local sealed = redis.call('HGET', KEYS[1], 'sealed')
+if not sealed then return -1 end
+if sealed ~= '0' then return 0 end
+redis.call('HSET', KEYS[1], 'cancel', '1')
+return 1
+";
+
+/// Clears a conversation's running run if it still names that run (a newer
+/// run of the conversation may have replaced it). KEYS: the conversation's
+/// `running` key. ARGV: run id. Answers 1 (deleted) or 0.
+const UNMARK_RUNNING: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
 /// `orphans`' candidates. KEYS: the active set. ARGV: how many at most.
 /// The runs whose recorded lease deadline has passed by the engine's clock.
 const EXPIRED: &str = concat!(
@@ -163,11 +190,13 @@ pub(crate) struct Scripts {
     pub(crate) release: Lua,
     pub(crate) claim: Lua,
     pub(crate) expired: Lua,
+    pub(crate) cancel: Lua,
+    pub(crate) unmark_running: Lua,
 }
 
 impl Scripts {
     /// Every script, to load them up front.
-    pub(crate) fn all(&self) -> [&Lua; 7] {
+    pub(crate) fn all(&self) -> [&Lua; 9] {
         [
             &self.create,
             &self.append,
@@ -176,6 +205,8 @@ impl Scripts {
             &self.release,
             &self.claim,
             &self.expired,
+            &self.cancel,
+            &self.unmark_running,
         ]
     }
 
@@ -188,6 +219,8 @@ impl Scripts {
             release: Lua::new(RELEASE),
             claim: Lua::new(CLAIM),
             expired: Lua::new(EXPIRED),
+            cancel: Lua::new(CANCEL),
+            unmark_running: Lua::new(UNMARK_RUNNING),
         }
     }
 }

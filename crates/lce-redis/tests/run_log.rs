@@ -531,3 +531,102 @@ async fn an_engine_that_is_not_there_is_unavailable_in_time() {
         LogError::Unavailable
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_run_key_expires_and_never_names_a_sealed_run() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let log = connect(&server).await;
+    let other_replica = connect(&server).await;
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let (info, mut run) = create(&log, "running-key", "replica-a").await;
+    let key = format!("lce:{{conv:{}}}:running", info.conversation_id);
+    let stored: Option<String> = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(stored.as_deref(), Some(info.run_id.as_str()));
+    // It expires with the retention (24 h by default), and each renewal
+    // pushes that back.
+    let ttl = |conn: &mut redis::aio::MultiplexedConnection| {
+        let key = key.clone();
+        let mut conn = conn.clone();
+        async move {
+            let ms: i64 = redis::cmd("PTTL")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            ms
+        }
+    };
+    let day_ms = 24 * 3600 * 1000;
+    assert!((day_ms - 60_000..=day_ms).contains(&ttl(&mut conn).await));
+    let _: i64 = redis::cmd("PEXPIRE")
+        .arg(&key)
+        .arg(1_000_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(log.renew(&info.run_id, "replica-a", LEASE).await, Ok(true));
+    assert!(ttl(&mut conn).await > 1_000_000, "the renewal refreshed it");
+
+    // The run is sealed by another replica's takeover whose cleanup of the
+    // conversation key was lost: put the key back by hand.
+    assert_eq!(log.release(&info.run_id, "replica-a").await, Ok(()));
+    assert_eq!(
+        other_replica.claim(&info.run_id, "replica-b", LEASE).await,
+        Ok(true)
+    );
+    other_replica
+        .append(
+            &info.run_id,
+            "replica-b",
+            1,
+            LogEntry::Event(run.run_error("run_incomplete", "The run ended without a terminal.")),
+        )
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(&info.run_id)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(log.running_run(&info.conversation_id).await, Ok(None));
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0, "the stale key was cleared");
+    assert_eq!(log.request_cancel(&info.run_id).await, Ok(false));
+
+    // A key naming a run whose log is gone: none either.
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(fresh_run_id("gone"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(log.running_run(&info.conversation_id).await, Ok(None));
+
+    // The cancel request lives in the run's meta hash.
+    let (open, _) = create(&log, "cancel-field", "replica-a").await;
+    assert_eq!(other_replica.request_cancel(&open.run_id).await, Ok(true));
+    let cancel: Option<String> = redis::cmd("HGET")
+        .arg(format!("lce:{{{}}}:meta", open.run_id))
+        .arg("cancel")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(cancel.as_deref(), Some("1"));
+    assert_eq!(log.cancel_requested(&open.run_id).await, Ok(true));
+    assert_eq!(
+        other_replica.running_run(&open.conversation_id).await,
+        Ok(Some(open.run_id.clone()))
+    );
+}

@@ -14,6 +14,10 @@ use tokio::sync::Notify;
 #[derive(Debug)]
 pub struct MemoryRunLog {
     runs: Mutex<HashMap<String, Arc<MemoryRun>>>,
+    /// Conversation id to the run last created for it, while that run is
+    /// unsealed (its terminal takes it out). Locked after `runs` when both
+    /// are held, never while a run's state is.
+    running: Mutex<HashMap<String, String>>,
     retention: Duration,
 }
 
@@ -30,6 +34,8 @@ struct RunState {
     sealed_at: Option<Instant>,
     /// `None`: released.
     lease_until: Option<Instant>,
+    /// A cancel was requested ([`RunLog::request_cancel`]).
+    cancel_requested: bool,
 }
 
 impl RunState {
@@ -57,6 +63,7 @@ impl MemoryRunLog {
     pub fn with_retention(retention: Duration) -> Self {
         MemoryRunLog {
             runs: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
             retention,
         }
     }
@@ -104,16 +111,22 @@ impl MemoryRunLog {
             return Err(LogError::Exists);
         }
         let run_id = info.run_id.clone();
+        let conversation_id = info.conversation_id.clone();
         let run = MemoryRun {
             state: Mutex::new(RunState {
                 info,
                 entries: Vec::new(),
                 sealed_at: None,
                 lease_until: Some(now + lease),
+                cancel_requested: false,
             }),
             changed: Notify::new(),
         };
-        runs.insert(run_id, Arc::new(run));
+        runs.insert(run_id.clone(), Arc::new(run));
+        self.running
+            .lock()
+            .map_err(|_| LogError::Unavailable)?
+            .insert(conversation_id, run_id);
         Ok(())
     }
 
@@ -126,7 +139,7 @@ impl MemoryRunLog {
     ) -> Result<(), LogError> {
         let run = self.run(run_id)?;
         let now = Instant::now();
-        {
+        let sealed_conversation = {
             let mut state = lock(&run)?;
             let refused = |refusal| Err(LogError::Refused { position, refusal });
             if state.sealed_at.is_some() {
@@ -138,13 +151,23 @@ impl MemoryRunLog {
             if position != state.entries.len() as u64 + 1 {
                 return refused(Refusal::OutOfOrder);
             }
-            if entry.is_terminal() {
+            let terminal = entry.is_terminal();
+            if terminal {
                 state.sealed_at = Some(now);
                 state.lease_until = None;
             }
             state.entries.push(entry);
-        }
+            terminal.then(|| state.info.conversation_id.clone())
+        };
         run.changed.notify_waiters();
+        if let Some(conversation_id) = sealed_conversation {
+            // No longer the conversation's running run, unless a newer run
+            // has replaced it there already.
+            let mut running = self.running.lock().map_err(|_| LogError::Unavailable)?;
+            if running.get(&conversation_id).map(String::as_str) == Some(run_id) {
+                running.remove(&conversation_id);
+            }
+        }
         Ok(())
     }
 
@@ -262,5 +285,45 @@ impl RunLog for MemoryRunLog {
                     .collect()
             });
         ready(orphans)
+    }
+
+    fn request_cancel(&self, run_id: &str) -> LogFuture<bool> {
+        let requested = self.run(run_id).and_then(|run| {
+            let mut state = lock(&run)?;
+            if state.sealed_at.is_some() {
+                return Ok(false);
+            }
+            state.cancel_requested = true;
+            Ok(true)
+        });
+        ready(requested)
+    }
+
+    fn cancel_requested(&self, run_id: &str) -> LogFuture<bool> {
+        let requested = self
+            .run(run_id)
+            .and_then(|run| lock(&run).map(|s| s.cancel_requested));
+        ready(requested)
+    }
+
+    fn running_run(&self, conversation_id: &str) -> LogFuture<Option<String>> {
+        let found = self
+            .running
+            .lock()
+            .map_err(|_| LogError::Unavailable)
+            .map(|running| running.get(conversation_id).cloned());
+        let running = found.and_then(|run_id| {
+            let Some(run_id) = run_id else {
+                return Ok(None);
+            };
+            // Its terminal takes it out of the map; checked again all the
+            // same, as the map and the run are not locked together.
+            match self.run(&run_id) {
+                Ok(run) => Ok(lock(&run)?.sealed_at.is_none().then_some(run_id)),
+                Err(LogError::NotFound) => Ok(None),
+                Err(e) => Err(e),
+            }
+        });
+        ready(running)
     }
 }

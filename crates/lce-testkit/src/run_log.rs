@@ -47,6 +47,8 @@ pub async fn check_run_log(log: &dyn RunLog) {
     an_expired_lease_can_be_claimed(log).await;
     orphans_are_the_unowned_unsealed_runs(log).await;
     entries_round_trip(log).await;
+    cancel_requests_are_recorded_until_the_terminal(log).await;
+    running_run_is_the_newest_unsealed_run(log).await;
 }
 
 /// A run id no other run of this process (or an earlier one) has.
@@ -68,8 +70,22 @@ async fn new_run(
     lease: Duration,
 ) -> (RunInfo, RunBuilder) {
     let run_id = fresh_run_id(label);
+    let conversation_id = format!("conv-{run_id}");
+    new_run_in(log, run_id, &conversation_id, owner, lease).await
+}
+
+/// Creates the run `run_id` of `conversation_id`, owned by `owner` for
+/// `lease`; its info and a builder of its events.
+async fn new_run_in(
+    log: &dyn RunLog,
+    run_id: String,
+    conversation_id: &str,
+    owner: &str,
+    lease: Duration,
+) -> (RunInfo, RunBuilder) {
+    let label = run_id.clone();
     let info = RunInfo {
-        conversation_id: format!("conv-{run_id}"),
+        conversation_id: conversation_id.to_owned(),
         run_id,
         owner: owner.to_owned(),
     };
@@ -556,6 +572,21 @@ pub async fn unknown_runs_are_not_found(log: &dyn RunLog) {
         !log.orphans().await.unwrap().contains(&id),
         "{check}: orphans"
     );
+    assert_eq!(
+        log.request_cancel(&id).await,
+        Err(LogError::NotFound),
+        "{check}: request_cancel"
+    );
+    assert_eq!(
+        log.cancel_requested(&id).await,
+        Err(LogError::NotFound),
+        "{check}: cancel_requested"
+    );
+    assert_eq!(
+        log.running_run(&format!("conv-{id}")).await,
+        Ok(None),
+        "{check}: running_run of a conversation without runs"
+    );
     // Appending did not create it.
     assert_eq!(
         log.info(&id).await,
@@ -831,4 +862,251 @@ pub async fn entries_round_trip(log: &dyn RunLog) {
             );
         }
     }
+}
+
+/// `request_cancel` on an unsealed run records the request (`true`, and
+/// `true` again when repeated) without touching the log, and
+/// `cancel_requested` says so from then on, the run's terminal included;
+/// on a sealed run it is `false` and records nothing. Requests do not leak
+/// to other runs.
+pub async fn cancel_requests_are_recorded_until_the_terminal(log: &dyn RunLog) {
+    let check = "cancel_requests_are_recorded_until_the_terminal";
+    let (info, mut run) = new_run(log, "cancel", "replica-a", LONG).await;
+    let (other, _) = new_run(log, "cancel-other", "replica-a", LONG).await;
+    let id = info.run_id.as_str();
+    let first = LogEntry::Event(run.run_started());
+    assert_eq!(log.append(id, "replica-a", 1, first.clone()).await, Ok(()));
+    assert_eq!(
+        log.cancel_requested(id).await,
+        Ok(false),
+        "{check}: before any request"
+    );
+    assert_eq!(
+        log.request_cancel(id).await,
+        Ok(true),
+        "{check}: a request on an unsealed run"
+    );
+    assert_eq!(
+        log.cancel_requested(id).await,
+        Ok(true),
+        "{check}: after the request"
+    );
+    assert_eq!(
+        log.request_cancel(id).await,
+        Ok(true),
+        "{check}: the same request again"
+    );
+    assert_eq!(log.cancel_requested(id).await, Ok(true), "{check}: again");
+    assert_eq!(
+        log.cancel_requested(&other.run_id).await,
+        Ok(false),
+        "{check}: another run was not asked"
+    );
+    // The request appends nothing and leaves the owner in charge.
+    let batch = read_now(log, id, 0).await;
+    assert_eq!(batch.entries, [first], "{check}: the log after the request");
+    assert!(batch.owned && !batch.sealed, "{check}: {batch:?}");
+    assert_eq!(
+        log.renew(id, "replica-a", LONG).await,
+        Ok(true),
+        "{check}: the owner renews after the request"
+    );
+    assert_eq!(
+        log.append(id, "replica-a", 2, LogEntry::Event(run.run_cancelled()))
+            .await,
+        Ok(()),
+        "{check}: the owner ends the run"
+    );
+    assert_eq!(
+        log.request_cancel(id).await,
+        Ok(false),
+        "{check}: a request on the sealed run"
+    );
+    assert_eq!(
+        log.cancel_requested(id).await,
+        Ok(true),
+        "{check}: the request is still known after the terminal"
+    );
+
+    // Sealed without a request: refused, and nothing recorded.
+    let (sealed, mut run) = new_run(log, "cancel-sealed", "replica-a", LONG).await;
+    let terminal = LogEntry::Event(run.run_finished());
+    assert_eq!(
+        log.append(&sealed.run_id, "replica-a", 1, terminal).await,
+        Ok(())
+    );
+    assert_eq!(
+        log.request_cancel(&sealed.run_id).await,
+        Ok(false),
+        "{check}: a request on a run sealed before"
+    );
+    assert_eq!(
+        log.cancel_requested(&sealed.run_id).await,
+        Ok(false),
+        "{check}: a refused request is not recorded"
+    );
+    assert_eq!(
+        log.cancel_requested(&other.run_id).await,
+        Ok(false),
+        "{check}: still not the other run"
+    );
+}
+
+/// `running_run` names the run last created for a conversation while it is
+/// unsealed: `None` before any run and after its terminal (its owner's or a
+/// claimant's), a second run replaces the first (whose later terminal does
+/// not clear the second), and conversations do not mix.
+pub async fn running_run_is_the_newest_unsealed_run(log: &dyn RunLog) {
+    let check = "running_run_is_the_newest_unsealed_run";
+    let conversation = fresh_run_id("conversation");
+    let elsewhere = fresh_run_id("elsewhere");
+    let running = |c: &str| {
+        let c = c.to_owned();
+        async move { log.running_run(&c).await.unwrap() }
+    };
+    assert_eq!(running(&conversation).await, None, "{check}: no run yet");
+
+    let (a, mut run_a) = new_run_in(
+        log,
+        fresh_run_id("running-a"),
+        &conversation,
+        "replica-a",
+        LONG,
+    )
+    .await;
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(a.run_id.as_str()),
+        "{check}: the new run"
+    );
+    let (x, mut run_x) = new_run_in(
+        log,
+        fresh_run_id("running-x"),
+        &elsewhere,
+        "replica-b",
+        LONG,
+    )
+    .await;
+    assert_eq!(
+        running(&elsewhere).await.as_deref(),
+        Some(x.run_id.as_str()),
+        "{check}: the other conversation's run"
+    );
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(a.run_id.as_str()),
+        "{check}: the first conversation keeps its run"
+    );
+    assert_eq!(
+        log.append(
+            &a.run_id,
+            "replica-a",
+            1,
+            LogEntry::Event(run_a.run_started())
+        )
+        .await,
+        Ok(())
+    );
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(a.run_id.as_str()),
+        "{check}: after an entry"
+    );
+
+    // A second run of the conversation replaces the first; the first's
+    // terminal then leaves the second in place.
+    let (b, mut run_b) = new_run_in(
+        log,
+        fresh_run_id("running-b"),
+        &conversation,
+        "replica-b",
+        LONG,
+    )
+    .await;
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(b.run_id.as_str()),
+        "{check}: the second run replaces the first"
+    );
+    assert_eq!(
+        log.append(
+            &a.run_id,
+            "replica-a",
+            2,
+            LogEntry::Event(run_a.run_finished())
+        )
+        .await,
+        Ok(())
+    );
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(b.run_id.as_str()),
+        "{check}: the first run's terminal"
+    );
+    assert_eq!(
+        log.append(
+            &b.run_id,
+            "replica-b",
+            1,
+            LogEntry::Event(run_b.run_cancelled())
+        )
+        .await,
+        Ok(())
+    );
+    assert_eq!(
+        running(&conversation).await,
+        None,
+        "{check}: after the second run's terminal"
+    );
+    assert_eq!(
+        running(&elsewhere).await.as_deref(),
+        Some(x.run_id.as_str()),
+        "{check}: the other conversation's run after the first's ended"
+    );
+
+    // Ended by a claimant (a takeover): none either.
+    let (c, mut run_c) = new_run_in(
+        log,
+        fresh_run_id("running-c"),
+        &conversation,
+        "replica-a",
+        LONG,
+    )
+    .await;
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(c.run_id.as_str()),
+        "{check}: a third run"
+    );
+    assert_eq!(log.release(&c.run_id, "replica-a").await, Ok(()));
+    assert_eq!(log.claim(&c.run_id, "replica-b", LONG).await, Ok(true));
+    assert_eq!(
+        running(&conversation).await.as_deref(),
+        Some(c.run_id.as_str()),
+        "{check}: claimed, not yet ended"
+    );
+    let closure =
+        LogEntry::Event(run_c.run_error("run_incomplete", "The run ended without a terminal."));
+    assert_eq!(log.append(&c.run_id, "replica-b", 1, closure).await, Ok(()));
+    assert_eq!(
+        running(&conversation).await,
+        None,
+        "{check}: after the claimant's terminal"
+    );
+
+    assert_eq!(
+        log.append(
+            &x.run_id,
+            "replica-b",
+            1,
+            LogEntry::Event(run_x.run_finished())
+        )
+        .await,
+        Ok(())
+    );
+    assert_eq!(
+        running(&elsewhere).await,
+        None,
+        "{check}: the other conversation after its terminal"
+    );
 }
