@@ -132,6 +132,33 @@ pub trait RunLog: Send + Sync + 'static {
     /// subscriber see it. A terminal seals the log and starts its retention.
     fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()>;
 
+    /// Appends `entries` at `position`, `position + 1`, ... as `owner`:
+    /// whole or not at all, as one acknowledgement. A writer that keeps
+    /// several entries in flight sends them as one batch, not as parallel
+    /// appends (which an engine may receive out of order). Nothing may
+    /// follow a terminal in a batch. The default appends them one by one,
+    /// each after the one before is acknowledged (not atomic: the logs lce
+    /// ships override it).
+    fn append_batch(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entries: Vec<LogEntry>,
+    ) -> LogFuture<()> {
+        let appends: Vec<_> = entries
+            .into_iter()
+            .zip(position..)
+            .map(|(entry, at)| self.append(run_id, owner, at, entry))
+            .collect();
+        Box::pin(async move {
+            for append in appends {
+                append.await?;
+            }
+            Ok(())
+        })
+    }
+
     /// The entries after position `after` (at most `max`), waiting up to
     /// `wait` for one when there are none yet. [`LogError::NotFound`] for an
     /// unknown run.

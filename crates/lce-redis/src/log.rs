@@ -273,26 +273,44 @@ impl Inner {
         run_id: &str,
         owner: &str,
         position: u64,
-        entry: LogEntry,
+        entries: &[LogEntry],
     ) -> Result<(), LogError> {
-        let (field, value) = match &entry {
-            LogEntry::Event(event) => ("event", event.to_json()),
-            LogEntry::Idle => ("idle", "1".to_owned()),
-            // An entry this version cannot store.
-            _ => return Err(LogError::Corrupt { position }),
+        let Some(last_entry) = entries.last() else {
+            return Ok(());
         };
-        let terminal = entry.is_terminal();
+        let terminal = last_entry.is_terminal();
+        if entries[..entries.len() - 1]
+            .iter()
+            .any(LogEntry::is_terminal)
+        {
+            // Nothing may follow a terminal in one batch either.
+            return Err(LogError::Refused {
+                position,
+                refusal: Refusal::Sealed,
+            });
+        }
         let keys = self.keys(run_id);
-        let position_text = position.to_string();
-        let retention = millis(self.options.retention).to_string();
-        let args = [
-            owner,
-            &position_text,
-            field,
-            &value,
-            if terminal { "1" } else { "0" },
-            &retention,
+        let mut args: Vec<String> = vec![
+            owner.to_owned(),
+            position.to_string(),
+            if terminal { "1" } else { "0" }.to_owned(),
+            millis(self.options.retention).to_string(),
         ];
+        for (i, entry) in entries.iter().enumerate() {
+            let (field, value) = match entry {
+                LogEntry::Event(event) => ("event", event.to_json()),
+                LogEntry::Idle => ("idle", "1".to_owned()),
+                // An entry this version cannot store.
+                _ => {
+                    return Err(LogError::Corrupt {
+                        position: position + i as u64,
+                    });
+                }
+            };
+            args.push(field.to_owned());
+            args.push(value);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let deadline = Instant::now() + self.options.timeout;
         let disturbances = self.engine.disturbances();
         loop {
@@ -793,7 +811,20 @@ impl RunLog for RedisRunLog {
     fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()> {
         let inner = Arc::clone(&self.inner);
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        Box::pin(async move { inner.append(&run_id, &owner, position, entry).await })
+        Box::pin(async move { inner.append(&run_id, &owner, position, &[entry]).await })
+    }
+
+    /// One script call for the whole batch: written whole or not at all.
+    fn append_batch(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entries: Vec<LogEntry>,
+    ) -> LogFuture<()> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        Box::pin(async move { inner.append(&run_id, &owner, position, &entries).await })
     }
 
     fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {

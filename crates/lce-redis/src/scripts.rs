@@ -40,42 +40,51 @@ return now
 "
 );
 
-/// `append`. KEYS: meta, log, lease. ARGV: owner, position, field, value,
-/// terminal (`1`/`0`), retention ms, retry. Answers `ok` (for a terminal:
-/// `{ok, conversation id}`, so the caller can clear the conversation's
-/// running run), `not_found`, `sealed`, `not_owner`, `gap` (the position is
-/// beyond the next one) or `out_of_order` (it is taken).
+/// `append` of one or more entries at consecutive positions, all or none.
+/// KEYS: meta, log, lease. ARGV: owner, first position, terminal (`1`/`0`:
+/// the last entry is one), retention ms, then a field and a value per
+/// entry, then retry. Answers `ok` (for a terminal: `{ok, conversation
+/// id}`, so the caller can clear the conversation's running run),
+/// `not_found`, `sealed`, `not_owner`, `gap` (the first position is beyond
+/// the next one) or `out_of_order` (it is taken).
 ///
 /// The stream entry id is the position itself (`<position>-0`), so the
 /// engine too refuses an id that does not grow; the script checks first
-/// that it is exactly one after the last. A terminal seals the log, drops
-/// the lease and starts the retention of both keys.
+/// that the first position is exactly one after the last. A retry whose
+/// first entry is stored, identical, finds its batch written (a batch is
+/// written whole or not at all). A terminal seals the log, drops the lease
+/// and starts the retention of both keys.
 const APPEND: &str = r"
 local function ok()
-  if ARGV[5] == '1' then return {'ok', redis.call('HGET', KEYS[1], 'conversation_id')} end
+  if ARGV[3] == '1' then return {'ok', redis.call('HGET', KEYS[1], 'conversation_id')} end
   return 'ok'
 end
+local n = (#ARGV - 5) / 2
 local last = redis.call('HGET', KEYS[1], 'last')
 if not last then return 'not_found' end
-local id = ARGV[2] .. '-0'
-if ARGV[7] == '1' then
+local first = tonumber(ARGV[2])
+if ARGV[#ARGV] == '1' then
+  local id = ARGV[2] .. '-0'
   local stored = redis.call('XRANGE', KEYS[2], id, id)[1]
-  if stored and stored[2][1] == ARGV[3] and stored[2][2] == ARGV[4] then return ok() end
+  if stored and stored[2][1] == ARGV[5] and stored[2][2] == ARGV[6] then return ok() end
 end
 if redis.call('HGET', KEYS[1], 'sealed') ~= '0' then return 'sealed' end
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return 'not_owner' end
 if ARGV[2] ~= string.format('%.0f', tonumber(last) + 1) then
-  if tonumber(ARGV[2]) > tonumber(last) + 1 then return 'gap' end
+  if first > tonumber(last) + 1 then return 'gap' end
   return 'out_of_order'
 end
-local added = redis.pcall('XADD', KEYS[2], id, ARGV[3], ARGV[4])
-if type(added) == 'table' and added.err then return 'out_of_order' end
-redis.call('HSET', KEYS[1], 'last', ARGV[2])
-if ARGV[5] == '1' then
+for i = 0, n - 1 do
+  local id = string.format('%.0f', first + i) .. '-0'
+  local added = redis.pcall('XADD', KEYS[2], id, ARGV[5 + 2 * i], ARGV[6 + 2 * i])
+  if type(added) == 'table' and added.err then return 'out_of_order' end
+end
+redis.call('HSET', KEYS[1], 'last', string.format('%.0f', first + n - 1))
+if ARGV[3] == '1' then
   redis.call('HSET', KEYS[1], 'sealed', '1')
   redis.call('DEL', KEYS[3])
-  redis.call('PEXPIRE', KEYS[1], ARGV[6])
-  redis.call('PEXPIRE', KEYS[2], ARGV[6])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 return ok()
 ";

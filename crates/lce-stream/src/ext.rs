@@ -97,11 +97,14 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
 
     /// Writes each event to a run log before passing it on (`gateway.md`,
     /// write before send): an event is yielded only once the log has
-    /// acknowledged it, at most [`MAX_APPENDS_IN_FLIGHT`] in flight; where the
-    /// stream would wait, an idle marker is logged (D13a). A refused or
+    /// acknowledged it. One append is in flight at a time; what becomes
+    /// ready meanwhile goes into the next, at most [`MAX_BATCH`] entries, so
+    /// the engine receives the entries in order and throughput does not
+    /// pay one round trip per event. Where the stream would wait with
+    /// everything written, an idle marker is logged (D13a). A refused or
     /// failed append ends the stream with [`LceError::Log`].
     ///
-    /// [`MAX_APPENDS_IN_FLIGHT`]: crate::MAX_APPENDS_IN_FLIGHT
+    /// [`MAX_BATCH`]: crate::MAX_BATCH
     fn logged(self, writer: crate::LogWriter) -> crate::Logged<Self> {
         crate::Logged::new(self, writer)
     }

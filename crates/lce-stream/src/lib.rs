@@ -69,8 +69,7 @@ pub use lce_core::{
 };
 pub use lce_wire::EncodeError;
 pub use logged::{
-    FrameId, LogWriter, Logged, MAX_APPENDS_IN_FLIGHT, SubscribeError, Subscription, Takeover,
-    end_orphan,
+    FrameId, LogWriter, Logged, MAX_BATCH, SubscribeError, Subscription, Takeover, end_orphan,
 };
 pub use runlog::{DEFAULT_RETENTION, MemoryRunLog};
 pub use store::MemoryStore;

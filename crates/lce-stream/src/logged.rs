@@ -10,6 +10,7 @@
 //! whose encoding produced the frame, and the frame's index among that
 //! entry's frames (from 0).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -18,15 +19,17 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures::stream::{FuturesOrdered, Stream, StreamExt};
+use futures::stream::{Stream, StreamExt};
 use lce_core::{FrameEncoder, LogEntry, LogError, RunInfo, RunLog};
 use lce_types::Event;
 use pin_project_lite::pin_project;
 
 use crate::{Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt, source};
 
-/// How many appends the [`Logged`] stage keeps in flight at most.
-pub const MAX_APPENDS_IN_FLIGHT: usize = 32;
+/// How many entries one append of the [`Logged`] stage carries at most.
+/// The stage keeps one append in flight and gathers what becomes ready
+/// meanwhile into the next one.
+pub const MAX_BATCH: usize = 64;
 
 /// The writing end of one run's log: the log, the run, the owner and the
 /// next position. Made by [`LogWriter::create`], consumed by
@@ -107,9 +110,19 @@ impl LogWriter {
         self.next += 1;
         self.log.append(&self.run_id, &self.owner, position, entry)
     }
+
+    fn append_batch(
+        &mut self,
+        entries: Vec<LogEntry>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), LogError>> + Send>> {
+        let position = self.next;
+        self.next += entries.len() as u64;
+        self.log
+            .append_batch(&self.run_id, &self.owner, position, entries)
+    }
 }
 
-type Acked = Pin<Box<dyn Future<Output = (Result<(), LogError>, Option<Event>)> + Send>>;
+type Ack = Pin<Box<dyn Future<Output = Result<(), LogError>> + Send>>;
 
 pin_project! {
     /// See [`LifecycleStreamExt::logged`].
@@ -118,8 +131,15 @@ pin_project! {
         #[pin]
         inner: S,
         writer: LogWriter,
-        in_flight: FuturesOrdered<Acked>,
-        // The last entry appended is an event (an idle marker may follow).
+        // The append in flight and the events it carries (idle markers
+        // carry none).
+        in_flight: Option<Ack>,
+        in_flight_events: Vec<Event>,
+        // Entries gathered while an append is in flight.
+        gathered: Vec<LogEntry>,
+        // Acknowledged events not yet yielded, in order.
+        acked: VecDeque<Event>,
+        // The last entry taken is an event (an idle marker may follow).
         after_event: bool,
         inner_done: bool,
         done: bool,
@@ -131,14 +151,17 @@ impl<S> Logged<S> {
         Logged {
             inner,
             writer,
-            in_flight: FuturesOrdered::new(),
+            in_flight: None,
+            in_flight_events: Vec::new(),
+            gathered: Vec::new(),
+            acked: VecDeque::new(),
             after_event: false,
             inner_done: false,
             done: false,
         }
     }
 
-    /// The writer (its next position counts what was appended).
+    /// The writer (its next position counts what was sent).
     pub fn writer(&self) -> &LogWriter {
         &self.writer
     }
@@ -158,7 +181,7 @@ impl<S> Logged<S> {
         self.project().inner
     }
 
-    /// The stream it logs (appends in flight are dropped).
+    /// The stream it logs (what was not acknowledged yet is dropped).
     pub fn into_inner(self) -> S {
         self.inner
     }
@@ -173,69 +196,81 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
+            if let Some(event) = this.acked.pop_front() {
+                return Poll::Ready(Some(Ok(event)));
+            }
             if *this.done {
                 return Poll::Ready(None);
             }
-            // Acknowledged entries go out in order, events only.
-            if let Poll::Ready(Some((acked, event))) = this.in_flight.poll_next_unpin(cx) {
-                match acked {
-                    Err(e) => {
-                        // The log refused or failed: nothing after this point
-                        // is written, so nothing more is yielded.
+            // The append in flight: once acknowledged, its events may go.
+            if let Some(ack) = this.in_flight.as_mut() {
+                match ack.as_mut().poll(cx) {
+                    Poll::Ready(Ok(())) => {
+                        *this.in_flight = None;
+                        this.acked.extend(this.in_flight_events.drain(..));
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        // Refused or failed: nothing after this point is
+                        // written, so nothing more is yielded.
+                        *this.in_flight = None;
                         *this.done = true;
                         return Poll::Ready(Some(Err(LceError::Log(e))));
                     }
-                    Ok(()) => match event {
-                        Some(event) => return Poll::Ready(Some(Ok(event))),
-                        None => continue,
-                    },
+                    Poll::Pending => {}
                 }
             }
-            if *this.inner_done {
-                if this.in_flight.is_empty() {
-                    *this.done = true;
-                    return Poll::Ready(None);
-                }
-                return Poll::Pending;
-            }
-            if this.in_flight.len() >= MAX_APPENDS_IN_FLIGHT {
-                return Poll::Pending;
-            }
-            match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(event))) => {
-                    if event.event_type().is_terminal() {
-                        *this.inner_done = true;
+            // Gather what the upstream has ready.
+            let mut upstream_waits = false;
+            while !*this.inner_done && this.gathered.len() < MAX_BATCH {
+                match this.inner.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(event))) => {
+                        if event.event_type().is_terminal() {
+                            *this.inner_done = true;
+                        }
+                        this.gathered.push(LogEntry::Event(event));
+                        *this.after_event = true;
                     }
-                    let ack = this.writer.append(LogEntry::Event(event.clone()));
-                    this.in_flight
-                        .push_back(Box::pin(async move { (ack.await, Some(event)) }));
-                    *this.after_event = true;
-                }
-                Poll::Ready(Some(Err(e))) => {
                     // Not an event: nothing to log. The coordinator's output
                     // carries none; pass it on like the other stages.
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(None) => *this.inner_done = true,
-                Poll::Pending => {
-                    // The upstream would wait: once everything before is
-                    // written, mark the point for the encoders (D13a).
-                    if !(*this.after_event && this.in_flight.is_empty()) {
-                        return Poll::Pending;
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                    Poll::Ready(None) => *this.inner_done = true,
+                    Poll::Pending => {
+                        upstream_waits = true;
+                        break;
                     }
-                    let ack = this.writer.append(LogEntry::Idle);
-                    this.in_flight
-                        .push_back(Box::pin(async move { (ack.await, None) }));
-                    *this.after_event = false;
                 }
             }
+            if this.in_flight.is_some() {
+                return Poll::Pending;
+            }
+            // The upstream would wait and everything before is written: mark
+            // the point for the encoders (D13a).
+            if upstream_waits && *this.after_event && this.gathered.is_empty() {
+                this.gathered.push(LogEntry::Idle);
+                *this.after_event = false;
+            }
+            if this.gathered.is_empty() {
+                if *this.inner_done {
+                    *this.done = true;
+                    continue;
+                }
+                return Poll::Pending;
+            }
+            let entries = std::mem::take(this.gathered);
+            this.in_flight_events
+                .extend(entries.iter().filter_map(|e| match e {
+                    LogEntry::Event(event) => Some(event.clone()),
+                    _ => None,
+                }));
+            *this.in_flight = Some(this.writer.append_batch(entries));
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let (_, upper) = self.inner.size_hint();
-        let in_flight = self.in_flight.len();
-        (0, upper.and_then(|u| u.checked_add(in_flight)))
+        let held = self.acked.len() + self.in_flight_events.len() + self.gathered.len();
+        (self.acked.len(), upper.and_then(|u| u.checked_add(held)))
     }
 }
 
@@ -244,7 +279,8 @@ impl<S: fmt::Debug> fmt::Debug for Logged<S> {
         f.debug_struct("Logged")
             .field("inner", &self.inner)
             .field("writer", &self.writer)
-            .field("in_flight", &self.in_flight.len())
+            .field("in_flight", &self.in_flight_events.len())
+            .field("gathered", &self.gathered.len())
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

@@ -135,7 +135,7 @@ impl MemoryRunLog {
         run_id: &str,
         owner: &str,
         position: u64,
-        entry: LogEntry,
+        entries: Vec<LogEntry>,
     ) -> Result<(), LogError> {
         let run = self.run(run_id)?;
         let now = Instant::now();
@@ -151,12 +151,22 @@ impl MemoryRunLog {
             if position != state.entries.len() as u64 + 1 {
                 return refused(Refusal::OutOfOrder);
             }
-            let terminal = entry.is_terminal();
+            let Some(last) = entries.last() else {
+                return Ok(());
+            };
+            if entries[..entries.len() - 1]
+                .iter()
+                .any(LogEntry::is_terminal)
+            {
+                // Nothing may follow a terminal in one batch either.
+                return refused(Refusal::Sealed);
+            }
+            let terminal = last.is_terminal();
             if terminal {
                 state.sealed_at = Some(now);
                 state.lease_until = None;
             }
-            state.entries.push(entry);
+            state.entries.extend(entries);
             terminal.then(|| state.info.conversation_id.clone())
         };
         run.changed.notify_waiters();
@@ -191,7 +201,18 @@ impl RunLog for MemoryRunLog {
     }
 
     fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()> {
-        ready(self.append_now(run_id, owner, position, entry))
+        ready(self.append_now(run_id, owner, position, vec![entry]))
+    }
+
+    /// Under one lock: whole or not at all.
+    fn append_batch(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entries: Vec<LogEntry>,
+    ) -> LogFuture<()> {
+        ready(self.append_now(run_id, owner, position, entries))
     }
 
     fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {

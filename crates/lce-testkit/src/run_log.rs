@@ -38,6 +38,7 @@ const LONG: Duration = Duration::from_secs(120);
 pub async fn check_run_log(log: &dyn RunLog) {
     create_refuses_an_existing_run(log).await;
     appends_in_order_only(log).await;
+    batches_append_whole_or_not_at_all(log).await;
     appends_by_the_owner_only(log).await;
     a_terminal_seals(log).await;
     reads_from_anywhere(log).await;
@@ -244,6 +245,75 @@ pub async fn appends_in_order_only(log: &dyn RunLog) {
         "{check}: the log holds exactly the accepted appends"
     );
     assert!(!batch.sealed && batch.owned, "{check}: {batch:?}");
+}
+
+/// A batch takes consecutive positions from the next one, whole or not at
+/// all: a batch at a wrong position, by another writer, or with an entry
+/// after its terminal leaves the log as it was; a batch ending in a
+/// terminal seals the log.
+pub async fn batches_append_whole_or_not_at_all(log: &dyn RunLog) {
+    let check = "batches_append_whole_or_not_at_all";
+    let (info, mut run) = new_run(log, "batch", "owner", LONG).await;
+    let (id, owner) = (info.run_id.as_str(), info.owner.as_str());
+    let head = vec![
+        LogEntry::Event(run.run_started()),
+        LogEntry::Event(run.text_started("m")),
+        LogEntry::Idle,
+    ];
+    assert_eq!(
+        refusal(check, 2, log.append_batch(id, owner, 2, head.clone()).await),
+        Refusal::OutOfOrder
+    );
+    assert_eq!(
+        refusal(
+            check,
+            1,
+            log.append_batch(id, "intruder", 1, head.clone()).await
+        ),
+        Refusal::NotOwner
+    );
+    assert!(
+        read_now(log, id, 0).await.entries.is_empty(),
+        "{check}: nothing of a refused batch"
+    );
+    assert_eq!(
+        log.append_batch(id, owner, 1, head.clone()).await,
+        Ok(()),
+        "{check}: 1..=3"
+    );
+    assert_eq!(
+        log.append_batch(id, owner, 4, Vec::new()).await,
+        Ok(()),
+        "{check}: empty"
+    );
+    let delta = LogEntry::Event(run.text_delta("m", "x"));
+    let finished = LogEntry::Event(run.text_finished("m"));
+    let terminal = LogEntry::Event(run.run_finished());
+    let after = LogEntry::Idle;
+    assert_eq!(
+        refusal(
+            check,
+            4,
+            log.append_batch(id, owner, 4, vec![delta.clone(), terminal.clone(), after])
+                .await
+        ),
+        Refusal::Sealed,
+        "{check}: an entry after the terminal"
+    );
+    let batch = read_now(log, id, 0).await;
+    assert_eq!(batch.entries, head, "{check}: nothing of the refused batch");
+    assert!(!batch.sealed, "{check}");
+    let tail = vec![delta, finished, terminal];
+    assert_eq!(
+        log.append_batch(id, owner, 4, tail.clone()).await,
+        Ok(()),
+        "{check}: 4..=6"
+    );
+    let batch = read_now(log, id, 0).await;
+    let mut all = head;
+    all.extend(tail);
+    assert_eq!(batch.entries, all, "{check}");
+    assert!(batch.sealed, "{check}: the terminal sealed it");
 }
 
 /// Only the lease holder appends: anyone else is [`Refusal::NotOwner`].
