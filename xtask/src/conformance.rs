@@ -18,6 +18,8 @@
 //!
 //! 1. **goldens**: every `*.sse` in `fixtures/golden/agui-v1/`.
 //! 2. **live**: `target/debug/lce serve --speed 0` over `fixtures/scenarios`
+//!    (and the same checks through `lce serve --upstream` in front of the
+//!    Python harness of `examples/harness-python/`, agent `demo`)
 //!    (built first), and for every scenario the official `HttpAgent` runs it
 //!    through `POST /api/v1/agui` (`forwardedProps.agentId` = the scenario)
 //!    with the real `fetch`; the run must end cleanly and the bytes received
@@ -132,6 +134,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 failed.push(format!("live: {e}"));
             }
         }
+        if !options.no_serve {
+            println!(
+                "conformance: the official HttpAgent through `lce serve --upstream` (examples/harness-python)"
+            );
+            if let Err(e) = gateway(&root, &cache, &lce) {
+                failed.push(format!("gateway: {e}"));
+            }
+        }
         if !options.no_repaired {
             println!("conformance: streams the coordinator repaired");
             if let Err(e) = repaired(&root, &cache, &lce) {
@@ -236,18 +246,17 @@ impl Server {
     /// Starts `lce serve` on a free loopback port; returns it and its address
     /// (`host:port`, read from its first stdout line).
     fn start(lce: &Path, scenarios: &Path, log: &Path) -> Result<(Server, String), String> {
+        let scenarios = scenarios.to_string_lossy();
+        Server::start_with(lce, &["--speed", "0", "--scenarios", &scenarios], log)
+    }
+
+    /// Starts `lce serve --addr 127.0.0.1:0 ARGS...`.
+    fn start_with(lce: &Path, args: &[&str], log: &Path) -> Result<(Server, String), String> {
         let log_file =
             fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
         let mut child = Command::new(lce)
-            .args([
-                "serve",
-                "--addr",
-                "127.0.0.1:0",
-                "--speed",
-                "0",
-                "--scenarios",
-            ])
-            .arg(scenarios)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -306,6 +315,49 @@ fn live(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
     let result = run_command(&mut node);
     drop(server);
     result.map_err(|e| format!("live runs failed ({e}; server log: {})", log.display()))
+}
+
+/// The official `HttpAgent` through the gateway: `lce serve --upstream` in
+/// front of the Python harness of `examples/harness-python/` (its scripted
+/// agent `demo`: text, a streamed tool call, the approval interrupt).
+fn gateway(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
+    let script = root.join("examples/harness-python/harness.py");
+    let mut harness = Command::new("python3")
+        .arg(&script)
+        .args(["--port", "0", "--pace", "0", "--quiet", "--agents", "demo"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start python3 {}: {e}", script.display()))?;
+    let mut line = String::new();
+    let read = harness
+        .stdout
+        .take()
+        .map(|out| BufReader::new(out).read_line(&mut line));
+    let url = match (read, line.trim().strip_prefix("listening on ")) {
+        (Some(Ok(_)), Some(url)) => url.to_owned(),
+        _ => {
+            let _ = harness.kill();
+            let _ = harness.wait();
+            return Err(format!("the harness did not start (first line {line:?})"));
+        }
+    };
+    let log = target_dir(root).join("conformance-gateway.log");
+    let result = Server::start_with(lce, &["--upstream", &url], &log).and_then(|(server, addr)| {
+        let mut node = Command::new("node");
+        node.current_dir(root)
+            .arg(cache.join("check.mjs"))
+            .arg("--serve")
+            .arg(format!("http://{addr}/api/v1/agui"))
+            .arg("demo");
+        let result = run_command(&mut node);
+        drop(server);
+        result.map_err(|e| format!("{e}; server log: {}", log.display()))
+    });
+    let _ = harness.kill();
+    let _ = harness.wait();
+    result
 }
 
 // ---- repaired streams ----------------------------------------------------------

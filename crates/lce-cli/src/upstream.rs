@@ -293,6 +293,14 @@ impl HttpUpstream {
         if !status.is_success() {
             return Err(UpstreamError::Status(status.as_u16()));
         }
+        let encoded = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if encoded {
+            // lce sends no Accept-Encoding: a compressed body is refused.
+            return Err(UpstreamError::ContentType);
+        }
         let media = response
             .headers()
             .get(header::CONTENT_TYPE)
@@ -305,9 +313,7 @@ impl HttpUpstream {
                     .to_ascii_lowercase()
             })
             .unwrap_or_default();
-        let data = Body::new(response.into_body())
-            .into_data_stream()
-            .map(|r| r.map_err(std::io::Error::other));
+        let data = whole_lines(Body::new(response.into_body()).into_data_stream());
         let reader = tokio_util::io::StreamReader::new(data);
         match media.as_str() {
             "application/x-ndjson" | "application/jsonl" | "application/json-lines" => {
@@ -340,8 +346,45 @@ impl HttpUpstream {
     }
 }
 
+/// The body's bytes up to its last newline while it arrives, the rest at
+/// its clean end. A body that breaks (a reset, a cut chunked body) ends at
+/// its last whole line, without an error: the run then ends as any adapter
+/// that closes without a terminal (rule 12, D9), not as a bad line.
+fn whole_lines<S, E>(body: S) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    futures::stream::unfold(
+        (Box::pin(body), bytes::BytesMut::new(), false),
+        |(mut body, mut held, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                match body.next().await {
+                    Some(Ok(chunk)) => {
+                        held.extend_from_slice(&chunk);
+                        if let Some(end) = memchr::memrchr(b'\n', &held) {
+                            let lines = held.split_to(end + 1).freeze();
+                            return Some((Ok(lines), (body, held, false)));
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(target: "lce::upstream", held = held.len(), error = %e, "the upstream's body broke");
+                        return None;
+                    }
+                    None if held.is_empty() => return None,
+                    None => return Some((Ok(held.split().freeze()), (body, held, true))),
+                }
+            }
+        },
+    )
+}
+
 /// The canonical events in the `data:` of an SSE body (frames with only
-/// comments are skipped; `event:` and `id:` are ignored).
+/// comments are skipped; `event:` and `id:` are ignored; a frame the end
+/// cuts before its blank line is discarded).
 fn sse_events<R>(reader: R) -> impl Stream<Item = Result<Event, LceError>> + Send + 'static
 where
     R: tokio::io::AsyncRead + Send + 'static,
@@ -351,7 +394,10 @@ where
             match frame {
                 Ok(frame) if frame.comment_only || frame.data.is_empty() => None,
                 Ok(frame) => Some(Event::from_json(&frame.data).map_err(LceError::Parse)),
-                Err(lce::stream::SseDecodeError::Io(e)) => Some(Err(LceError::Io(e))),
+                // The body's bytes never fail (`whole_lines`): this is the
+                // decoder's end with a frame cut before its blank line,
+                // which SSE discards.
+                Err(lce::stream::SseDecodeError::Io(_)) => None,
                 Err(_) => Some(Err(LceError::Io(std::io::Error::other(
                     "the upstream's SSE is malformed",
                 )))),

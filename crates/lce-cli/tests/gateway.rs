@@ -149,14 +149,20 @@ fn unknown_runs_wrong_tokens_and_bad_ids_are_refused() {
 fn the_single_process_default_takes_a_push_and_reads_it_back() {
     // `lce serve --allow-anonymous-ingest`: nothing installed, no files.
     let dir = root().join("fixtures/scenarios");
-    let server = Server::start(&["--scenarios", dir.to_str().unwrap(), "--allow-anonymous-ingest"]);
+    let server = Server::start(&[
+        "--scenarios",
+        dir.to_str().unwrap(),
+        "--allow-anonymous-ingest",
+    ]);
     let run = std::fs::read(dir.join("parallel-tool-calls.jsonl")).unwrap();
     let pushed = request(&server.addr, "POST", "/api/v1/runs", &[], &run);
     assert_eq!(pushed.status, 200);
     let run_id = pushed.header("x-run-id").unwrap().to_owned();
     let token = pushed.header("x-run-token").unwrap().to_owned();
     let back = get_stream(&server, &run_id, "agui", &[("X-Run-Token", &token)]);
-    let golden = std::fs::read_to_string(root().join("fixtures/golden/agui/parallel-tool-calls.sse")).unwrap();
+    let golden =
+        std::fs::read_to_string(root().join("fixtures/golden/agui/parallel-tool-calls.sse"))
+            .unwrap();
     assert_eq!(strip_ids(&text(&back)), golden);
 }
 
@@ -247,7 +253,10 @@ fn pushed_runs_need_the_ingest_token_and_read_back_as_encoded() {
     assert_eq!(code, 0);
     let token = token.trim_end();
     assert_eq!(token.len(), 64);
-    assert_eq!(token, pushed_token, "the push answer carries the read token");
+    assert_eq!(
+        token, pushed_token,
+        "the push answer carries the read token"
+    );
     let back = get_stream(
         &server,
         "run-appr-0009",

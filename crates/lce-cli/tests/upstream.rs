@@ -44,6 +44,9 @@ enum Script {
     Fail(u16),
     /// 200 with a content type lce does not read.
     WrongType,
+    /// A chunked body cut after `n` lines and half of the next, without
+    /// its last chunk (the connection breaks).
+    Broken { scenario: &'static str, n: usize },
     /// 200, the first `n` lines, then wait for a cancel and end with the
     /// harness's own `run.cancelled`... or never (`own_terminal: false`).
     Hang { scenario: &'static str, n: usize },
@@ -126,14 +129,32 @@ fn serve_one(mut stream: TcpStream, script: &Script, tx: &mpsc::Sender<Received>
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Type: {ty}\r\nConnection: close\r\n\r\n"
             );
-            for line in lines {
-                let chunk = if *sse {
-                    format!("event: lce\ndata: {line}\n\n: keep-alive\n\n")
-                } else {
-                    format!("{line}\n")
-                };
-                let _ = stream.write_all(chunk.as_bytes());
-            }
+            // One write: the run arrives ready, so lce's reader never waits
+            // between its events (a wait would release a held tool start,
+            // D13a, and a rejected call's start would then show).
+            let body: String = lines
+                .iter()
+                .map(|line| {
+                    if *sse {
+                        format!("event: lce\ndata: {line}\n\n: keep-alive\n\n")
+                    } else {
+                        format!("{line}\n")
+                    }
+                })
+                .collect();
+            let _ = stream.write_all(body.as_bytes());
+        }
+        Script::Broken { scenario, n } => {
+            let lines = lines_for(scenario, &body);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+            );
+            let mut text: String = lines[..*n].iter().map(|l| format!("{l}\n")).collect();
+            text.push_str(&lines[*n][..lines[*n].len() / 2]);
+            let _ = write!(stream, "{:x}\r\n{text}\r\n", text.len());
+            let _ = stream.flush();
+            // Dropped here: the body never gets its last chunk.
         }
         Script::Hang { scenario, n } => {
             let lines = lines_for(scenario, &body);
@@ -312,6 +333,29 @@ fn an_upstream_that_breaks_mid_run_gets_the_closure_terminal() {
         text.ends_with("event: error\ndata: {\"error\": \"Agent execution failed. Check server logs for details.\"}\n\n"),
         "{text}"
     );
+}
+
+#[test]
+fn an_upstream_whose_connection_breaks_mid_line_gets_the_closure_terminal() {
+    let (url, _seen) = harness(Script::Broken {
+        scenario: "plain-text-answer",
+        n: 3,
+    });
+    let audit =
+        std::env::temp_dir().join(format!("lce-upstream-broken-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&audit);
+    let server = Server::start(&["--upstream", &url, "--audit-log", audit.to_str().unwrap()]);
+    let resp = start(&server, "demo", "agui-v1", &[]);
+    assert_eq!(resp.status, 200);
+    let text = String::from_utf8(resp.body).unwrap();
+    assert!(text.contains("TEXT_MESSAGE_START"), "{text}");
+    assert!(text.contains(r#""type":"RUN_ERROR""#), "{text}");
+    // Rule 12 (D9), not a bad line (D8): the half line is not an event.
+    let record = std::fs::read_to_string(&audit).unwrap();
+    let record: serde_json::Value = serde_json::from_str(record.lines().next().unwrap()).unwrap();
+    assert_eq!(record["code"], "provider_stream_closed", "{record}");
+    assert_eq!(record["rule"], "12", "{record}");
+    let _ = std::fs::remove_file(&audit);
 }
 
 #[test]
