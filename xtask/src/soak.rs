@@ -728,6 +728,10 @@ impl Server {
             .arg(scenarios)
             .arg("--audit-log")
             .arg(audit)
+            // Ended runs stay in the in-memory run log for their retention
+            // (docs/gateway.md); a short one lets RSS return near the
+            // baseline after the load, which is what this checks.
+            .args(["--retention", "1", "--takeover-after", "2"])
             .env("RUST_LOG", "off")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

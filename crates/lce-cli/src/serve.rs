@@ -276,17 +276,6 @@ pub(crate) fn bad_request(status: StatusCode, code: &str, message: &str) -> Resp
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-#[derive(serde::Deserialize)]
-struct StartRequest {
-    message: String,
-    conversation_id: String,
-    agent_id: String,
-    #[serde(default)]
-    protocol: Option<String>,
-    #[serde(default)]
-    client_context: Option<serde_json::Value>,
-}
-
 /// Parses a JSON request body, or answers 400/422 with a JSON error.
 #[allow(clippy::result_large_err)] // the error is the response itself
 pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
@@ -365,46 +354,51 @@ fn protocol(name: Option<&str>) -> Result<WireFormat, Response> {
     })
 }
 
+/// `POST /api/v1/chat/stream/start`: a new run for the client's message.
 async fn stream_start(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    let req: StartRequest = match parse_body(&body) {
-        Ok(r) => r,
-        Err(resp) => return resp,
-    };
-    let format = match protocol(req.protocol.as_deref()) {
-        Ok(f) => f,
-        Err(resp) => return resp,
-    };
-    // Each start is a new run with a fresh id, so runs never collide in the
-    // log (a scenario's own run id is replaced, like its conversation id).
-    let request = RunRequest {
-        run_id: crate::gateway::random_id(),
-        conversation_id: req.conversation_id,
-        agent_id: req.agent_id,
-        input: RunInput::Message(req.message),
-        client_context: req.client_context,
-        forwarded: Forwarded::from_headers(&headers),
-    };
-    app.start_run(request, format).await
+    da_run(&app, &headers, &body, false).await
 }
 
+/// `POST /api/v1/chat/stream/resume`: a new run that continues the
+/// conversation's interrupted one, with the client's `resume_data`.
+async fn stream_resume(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    da_run(&app, &headers, &body, true).await
+}
+
+/// The body of DA's start and resume: `message` for a start, `resume_data`
+/// (a JSON string, forwarded exactly as the client sent it) for a resume.
 #[derive(serde::Deserialize)]
-struct ResumeRequest {
+struct DaRunRequest {
     conversation_id: String,
     agent_id: String,
-    /// A JSON string, forwarded exactly as the client sent it.
-    resume_data: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    resume_data: Option<String>,
     #[serde(default)]
     protocol: Option<String>,
     #[serde(default)]
     client_context: Option<serde_json::Value>,
 }
 
-/// `POST /api/v1/chat/stream/resume`: a new run that continues the
-/// conversation's interrupted one, with the client's `resume_data`.
-async fn stream_resume(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    let req: ResumeRequest = match parse_body(&body) {
+/// A DA start (`resume` false) or resume: each is a new run with a fresh
+/// id, so runs never collide in the log (a scenario's own run id is
+/// replaced, like its conversation id).
+async fn da_run(app: &App, headers: &HeaderMap, body: &[u8], resume: bool) -> Response {
+    let req: DaRunRequest = match parse_body(body) {
         Ok(r) => r,
         Err(resp) => return resp,
+    };
+    let input = match (resume, req.message, req.resume_data) {
+        (false, Some(message), _) => RunInput::Message(message),
+        (true, _, Some(data)) => RunInput::Resume(data),
+        _ => {
+            return bad_request(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "The request body is not a valid request.",
+            );
+        }
     };
     let format = match protocol(req.protocol.as_deref()) {
         Ok(f) => f,
@@ -414,9 +408,9 @@ async fn stream_resume(State(app): State<Arc<App>>, headers: HeaderMap, body: By
         run_id: crate::gateway::random_id(),
         conversation_id: req.conversation_id,
         agent_id: req.agent_id,
-        input: RunInput::Resume(req.resume_data),
+        input,
         client_context: req.client_context,
-        forwarded: Forwarded::from_headers(&headers),
+        forwarded: Forwarded::from_headers(headers),
     };
     app.start_run(request, format).await
 }

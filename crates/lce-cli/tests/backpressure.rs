@@ -1,18 +1,18 @@
-//! Backpressure in `lce serve`: a client that stops reading a long run does
-//! not make the server buffer the run.
+//! Backpressure in `lce serve` (gateway.md, guarantee 6): a client that
+//! stops reading a long run neither slows the run nor makes the server
+//! buffer what it has not read.
 //!
-//! The bound (docs/reliability.md): the HTTP stack pulls the response body
-//! one chunk at a time and only when the socket takes more, so a stalled
-//! client holds at most the kernel's socket buffers (send and receive, a few
-//! MiB on loopback with autotuning) plus the frames of the one event being
-//! written. The run's stream is simply not polled meanwhile: the coordinator
-//! does not reach the terminal, and nothing is audited until the client reads
-//! on.
+//! The run goes on into the run log whatever its clients do; a subscriber
+//! reads the log at its own pace. The HTTP stack pulls the response body one
+//! chunk at a time and only when the socket takes more, so a stalled client
+//! holds at most the kernel's socket buffers (a few MiB on loopback with
+//! autotuning) plus one read batch of the log (docs/gateway.md). The log here
+//! is Redis, so the server's memory holds no copy of the run either (the
+//! in-memory log would, by design: the run is kept for the client's return).
 //!
-//! The run here is 24 MiB of SSE; while the client stalls, the server's RSS
-//! must grow by less than [`STALL_GROWTH_BOUND_KIB`] and the run must not
-//! end. Then the client reads on and gets every frame, and the run is audited
-//! as finished.
+//! The run here is 24 MiB of SSE; while the client stalls, the run must end
+//! (audited as finished) and the server's RSS must grow by less than
+//! [`STALL_GROWTH_BOUND_KIB`]. Then the client reads on and gets every frame.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::Server;
+use lce_testkit::redis_server::RedisServer;
 
 /// Deltas in the run, and bytes of text in each.
 const DELTAS: usize = 12_000;
@@ -85,7 +86,10 @@ fn write_long_run(dir: &PathBuf) {
 }
 
 #[test]
-fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
+fn a_client_that_stops_reading_neither_slows_the_run_nor_makes_the_server_buffer_it() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
     let dir = std::env::temp_dir().join(format!("lce-backpressure-{}", std::process::id()));
     let scenarios = dir.join("scenarios");
     write_long_run(&scenarios);
@@ -97,6 +101,8 @@ fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
         scenarios.as_os_str(),
         "--audit-log".as_ref(),
         audit.as_os_str(),
+        "--log".as_ref(),
+        redis.url().as_ref(),
     ]);
     let pid = server.child.id();
     std::thread::sleep(Duration::from_millis(300));
@@ -121,18 +127,28 @@ fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
         String::from_utf8_lossy(&first[..n])
     );
 
-    // Stalled: the server fills the socket buffers and stops there.
+    // Stalled: the run goes on to its end (bounded wait, not a timing
+    // assertion) while the subscriber fills the socket buffers and stops.
     let mut peak = baseline;
     let stall = Instant::now();
-    while stall.elapsed() < Duration::from_secs(3) {
+    let mut audited = String::new();
+    while audited.is_empty() {
+        assert!(
+            stall.elapsed() < Duration::from_secs(120),
+            "the run did not end while its client was not reading"
+        );
+        peak = peak.max(rss_kib(pid));
+        std::thread::sleep(Duration::from_millis(100));
+        audited = std::fs::read_to_string(&audit).unwrap_or_default();
+    }
+    assert!(
+        audited.contains(r#""terminal":"run.finished""#),
+        "{audited}"
+    );
+    for _ in 0..10 {
         peak = peak.max(rss_kib(pid));
         std::thread::sleep(Duration::from_millis(100));
     }
-    let audited = std::fs::read_to_string(&audit).unwrap_or_default();
-    assert!(
-        audited.is_empty(),
-        "the run ended while its client was not reading: {audited}"
-    );
     let growth = peak.saturating_sub(baseline);
     assert!(
         growth < STALL_GROWTH_BOUND_KIB,
@@ -140,7 +156,7 @@ fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
         DELTAS * DELTA_BYTES / (1024 * 1024)
     );
 
-    // Reading on: the whole run arrives, and it is audited as finished.
+    // Reading on: the whole run arrives.
     let mut rest = Vec::new();
     s.read_to_end(&mut rest).unwrap();
     let received = n + rest.len();
@@ -150,19 +166,6 @@ fn a_client_that_stops_reading_does_not_make_the_server_buffer_the_run() {
     let marker = b"event: content\n";
     let content_frames = all.windows(marker.len()).filter(|w| *w == marker).count();
     assert_eq!(content_frames, DELTAS);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut audited = String::new();
-    while Instant::now() < deadline {
-        audited = std::fs::read_to_string(&audit).unwrap_or_default();
-        if !audited.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        audited.contains(r#""terminal":"run.finished""#),
-        "{audited}"
-    );
     eprintln!(
         "backpressure: baseline RSS {baseline} KiB, peak while stalled {peak} KiB (+{growth} KiB), {received} bytes delivered after the stall"
     );

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{HttpResponse, Server, lce, post, request, root};
+use common::{HttpResponse, Server, frame_ids, lce, post, request, root, strip_ids};
 
 fn start(server: &Server, agent: &str, protocol: &str) -> HttpResponse {
     let body = serde_json::json!({
@@ -38,25 +38,6 @@ fn text(resp: &HttpResponse) -> String {
     String::from_utf8(resp.body.clone()).unwrap()
 }
 
-fn strip_ids(text: &str) -> String {
-    text.split_inclusive('\n')
-        .filter(|l| !l.starts_with("id: "))
-        .collect()
-}
-
-/// Each frame's id and the byte offset where the frame ends.
-fn frames(text: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    let mut end = 0;
-    for frame in text.split_inclusive("\n\n") {
-        end += frame.len();
-        if let Some(id) = frame.strip_prefix("id: ") {
-            out.push((id.lines().next().unwrap().to_owned(), end));
-        }
-    }
-    out
-}
-
 #[test]
 fn a_run_read_back_equals_its_live_answer_and_resumes_after_every_frame() {
     let server = Server::with_bundled_scenarios();
@@ -70,7 +51,7 @@ fn a_run_read_back_equals_its_live_answer_and_resumes_after_every_frame() {
         let replay = text(&replay);
         // Every frame carries an id; without them the bytes are the live ones.
         assert_eq!(strip_ids(&replay), text(&live), "{protocol}");
-        let ids = frames(&replay);
+        let ids = frame_ids(&replay);
         assert_eq!(
             ids.len(),
             replay.matches("\n\n").count(),
@@ -181,7 +162,10 @@ fn sse_ids_add_ids_to_the_post_routes_only_when_asked() {
     let without = start(&plain, "plain-text-answer", "custom");
     assert!(!text(&without).contains("id: "));
     let with_text = text(&with);
-    assert_eq!(frames(&with_text).len(), with_text.matches("\n\n").count());
+    assert_eq!(
+        frame_ids(&with_text).len(),
+        with_text.matches("\n\n").count()
+    );
     let a = strip_ids(&with_text).replace(with.header("x-run-id").unwrap(), "RUN");
     let b = text(&without).replace(without.header("x-run-id").unwrap(), "RUN");
     assert_eq!(a, b);

@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{HttpResponse, Server, lce, parse_response, request, root};
+use common::{HttpResponse, Server, frame_ids, lce, parse_response, request, root, strip_ids};
 use lce_testkit::RunBuilder;
 use lce_testkit::redis_server::RedisServer;
 
@@ -221,24 +221,6 @@ fn text(resp: &HttpResponse) -> String {
     String::from_utf8(resp.body.clone()).unwrap()
 }
 
-fn strip_ids(text: &str) -> String {
-    text.split_inclusive('\n')
-        .filter(|l| !l.starts_with("id: "))
-        .collect()
-}
-
-/// Each frame's id and the offset where it ends.
-fn frames(text: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    let mut end = 0;
-    for frame in text.split_inclusive("\n\n") {
-        end += frame.len();
-        let id = frame.strip_prefix("id: ").expect("a frame without id");
-        out.push((id.lines().next().unwrap().to_owned(), end));
-    }
-    out
-}
-
 fn terminals(agui_v1: &str) -> usize {
     agui_v1.matches("\"type\":\"RUN_FINISHED\"").count()
         + agui_v1.matches("\"type\":\"RUN_ERROR\"").count()
@@ -302,7 +284,12 @@ fn every_replica_serves_the_same_bytes_and_resumes_after_any_cut() {
         }
         // A client cut at every frame boundary, and inside every frame
         // (it keeps the frames it has whole), reconnects to the next replica.
-        let ids = frames(&full);
+        let ids = frame_ids(&full);
+        assert_eq!(
+            ids.len(),
+            full.matches("\n\n").count(),
+            "{name}: a frame without id"
+        );
         let mut cuts: Vec<usize> = ids.iter().map(|(_, end)| *end).collect();
         cuts.extend(ids.iter().map(|(_, end)| end - 3));
         for (n, cut) in cuts.into_iter().enumerate() {

@@ -5,7 +5,12 @@
 //!
 //! Needs `python3` and `redis-server`: without them the test says SKIPPED
 //! and passes, except in CI (`CI` set), where it fails.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 mod common;
 

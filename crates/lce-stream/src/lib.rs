@@ -46,6 +46,8 @@ pub mod codec;
 pub mod coordinator;
 mod encoder;
 mod error;
+// Its `delegate_access_inner!` serves `logged` too.
+#[macro_use]
 mod ext;
 mod logged;
 mod runlog;

@@ -165,27 +165,9 @@ impl<S> Logged<S> {
     pub fn writer(&self) -> &LogWriter {
         &self.writer
     }
-
-    /// The stream it logs.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The stream it logs, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// The stream it logs, pinned.
-    pub fn get_pin_mut(self: Pin<&mut Self>) -> Pin<&mut S> {
-        self.project().inner
-    }
-
-    /// The stream it logs (what was not acknowledged yet is dropped).
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
+
+delegate_access_inner!(Logged<S>);
 
 impl<S> Stream for Logged<S>
 where

@@ -140,6 +140,27 @@ pub fn request(
     parse_response(&raw)
 }
 
+/// An SSE text without its `id:` lines.
+pub fn strip_ids(text: &str) -> String {
+    text.split_inclusive('\n')
+        .filter(|l| !l.starts_with("id: "))
+        .collect()
+}
+
+/// The id of each frame that starts with an `id:` line, and the byte
+/// offset where that frame ends.
+pub fn frame_ids(text: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let mut end = 0;
+    for frame in text.split_inclusive("\n\n") {
+        end += frame.len();
+        if let Some(id) = frame.strip_prefix("id: ") {
+            out.push((id.lines().next().unwrap_or("").to_owned(), end));
+        }
+    }
+    out
+}
+
 /// Sends `POST path` and reads the whole response, undoing chunking.
 pub fn post(addr: &str, path: &str, body: &str) -> HttpResponse {
     let mut s = send(addr, path, body);
