@@ -469,6 +469,7 @@ where
         let mut terminal = None;
         let mut outcome = "ended";
         let mut cancel_poll = tokio::time::interval(CANCEL_POLL);
+        let mut renewing = true;
         let mut cancel_seen = false;
         loop {
             if gateway.durable && gateway.releasing.load(Ordering::SeqCst) {
@@ -486,16 +487,28 @@ where
                     Some(Err(e)) => {
                         // The log error names a position and a kind, never a payload.
                         tracing::warn!(target: "lce::serve", run_id = renewer.run_id(), error = %e, "the run could not be logged");
-                        outcome = "log_failed";
+                        outcome = match e {
+                            LceError::Log(LogError::Refused {
+                                refusal: lce::stream::Refusal::NotOwner | lce::stream::Refusal::Sealed,
+                                ..
+                            }) => "lost",
+                            _ => "log_failed",
+                        };
                         break;
                     }
                     None => break,
                 },
-                _ = renew.tick() => {
+                _ = renew.tick(), if renewing => {
                     if !renewer.renew(lease).await.unwrap_or(true) {
-                        tracing::warn!(target: "lce::serve", run_id = renewer.run_id(), "lost the run's lease; another replica ended it");
-                        outcome = "lost";
-                        break;
+                        renewing = false;
+                        // Sealed by this run's own terminal (being
+                        // acknowledged): drive on to it. Otherwise another
+                        // replica took the run over.
+                        if !lce::stream::Logged::upstream_ended(&logged) {
+                            tracing::warn!(target: "lce::serve", run_id = renewer.run_id(), "lost the run's lease; another replica ended it");
+                            outcome = "lost";
+                            break;
+                        }
                     }
                 }
                 () = gateway.release.notified(), if gateway.durable => {}

@@ -31,7 +31,7 @@ impl Harness {
         let script = root().join("examples/harness-python/harness.py");
         let spawned = Command::new("python3")
             .arg(script)
-            .args(["--port", "0", "--pace", "0.01", "--quiet"])
+            .args(["--port", "0", "--pace", "0.05", "--quiet"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn();
@@ -187,8 +187,9 @@ fn start_interrupt_resume_and_cancel_across_replicas() {
             .as_bytes(),
         )
     });
+    // The slow run streams for about 10 s: cancel it as soon as it runs.
     let mut answer = serde_json::Value::Null;
-    for _ in 0..200 {
+    for _ in 0..600 {
         std::thread::sleep(Duration::from_millis(50));
         answer = serde_json::from_slice(&da(&b, "cancel", &cancel).body).unwrap();
         if answer["cancelled"] == true {

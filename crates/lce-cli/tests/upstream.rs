@@ -226,7 +226,12 @@ fn runs_come_from_the_upstream_in_either_framing_with_the_clients_headers() {
             sse,
             cut: None,
         });
-        let server = serve(&url);
+        let log =
+            std::env::temp_dir().join(format!("lce-upstream-log-{sse}-{}", std::process::id()));
+        let server = Server::start_logging(
+            &["--upstream", &url],
+            std::process::Stdio::from(std::fs::File::create(&log).unwrap()),
+        );
         for protocol in ["custom", "agui", "agui-v1"] {
             let resp = start(
                 &server,
@@ -258,6 +263,16 @@ fn runs_come_from_the_upstream_in_either_framing_with_the_clients_headers() {
             assert_eq!(got.body["client_context"], serde_json::json!({"tz": "UTC"}));
             assert!(got.body.get("resume_data").is_none());
         }
+        // The forwarded headers never reach the server's logs (which did log
+        // the runs).
+        drop(server);
+        let logged = std::fs::read_to_string(&log).unwrap();
+        assert!(logged.contains("run ended"), "{logged}");
+        assert!(
+            !logged.contains("user-42") && !logged.contains("req-7"),
+            "{logged}"
+        );
+        let _ = std::fs::remove_file(&log);
     }
 }
 

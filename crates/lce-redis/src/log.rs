@@ -64,8 +64,17 @@ impl RedisLogOptions {
     }
 }
 
-/// How many idle connections for blocking reads are kept for reuse.
-const IDLE_WAITERS: usize = 8;
+/// How many blocking reads (each on a connection of its own) one log runs
+/// at once, and how many idle connections for them it keeps. A read beyond
+/// them polls: it waits [`POLL_PAUSE`] and looks again, on the shared
+/// connection. (Without the bound, 1,000 idle subscribers held 1,000
+/// connections, made and dropped anew every wait, and the engine's
+/// operations began to fail.)
+const MAX_BLOCKING_READS: usize = 64;
+const IDLE_WAITERS: usize = MAX_BLOCKING_READS;
+
+/// How long a read that found no blocking slot waits before it looks again.
+const POLL_PAUSE: Duration = Duration::from_millis(250);
 
 /// How long a disturbed append waits before trying its position again.
 const GAP_PAUSE: Duration = Duration::from_millis(20);
@@ -94,6 +103,8 @@ struct Inner {
     active: String,
     /// Idle connections for blocking reads (see [`Inner::wait_for_entry`]).
     waiters: Mutex<Vec<MultiplexedConnection>>,
+    /// Slots for blocking reads ([`MAX_BLOCKING_READS`]).
+    blocking: tokio::sync::Semaphore,
 }
 
 impl fmt::Debug for RedisRunLog {
@@ -155,6 +166,7 @@ impl RedisRunLog {
                 active: format!("{}:active", options.prefix),
                 options,
                 waiters: Mutex::new(Vec::new()),
+                blocking: tokio::sync::Semaphore::new(MAX_BLOCKING_READS),
             }),
         })
     }
@@ -437,6 +449,13 @@ impl Inner {
     /// snapshot. Failures end the wait early or retry it; they are the
     /// snapshot's to report.
     async fn wait_for_entry(&self, log_key: &str, after: u64, until: Instant) {
+        let Ok(_slot) = self.blocking.try_acquire() else {
+            // Every blocking slot is taken: poll instead (the caller looks
+            // at the log again when this returns).
+            let remaining = until.saturating_duration_since(Instant::now());
+            tokio::time::sleep(POLL_PAUSE.min(remaining)).await;
+            return;
+        };
         let last_id = format!("{after}-0");
         let mut pause = Duration::from_millis(20);
         loop {

@@ -165,6 +165,13 @@ impl<S> Logged<S> {
     pub fn writer(&self) -> &LogWriter {
         &self.writer
     }
+
+    /// The stream it logs has ended (after its terminal, if it had one):
+    /// what is left is written or being written. An owner whose lease
+    /// renewal fails now was sealed by its own terminal, not taken over.
+    pub fn upstream_ended(&self) -> bool {
+        self.inner_done
+    }
 }
 
 delegate_access_inner!(Logged<S>);
@@ -253,6 +260,16 @@ where
         let (_, upper) = self.inner.size_hint();
         let held = self.acked.len() + self.in_flight_events.len() + self.gathered.len();
         (self.acked.len(), upper.and_then(|u| u.checked_add(held)))
+    }
+}
+
+/// Terminated once it has yielded what the log acknowledged last.
+impl<S> futures::stream::FusedStream for Logged<S>
+where
+    S: Stream<Item = Result<Event, LceError>>,
+{
+    fn is_terminated(&self) -> bool {
+        self.done && self.acked.is_empty()
     }
 }
 

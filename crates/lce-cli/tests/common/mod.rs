@@ -51,17 +51,23 @@ impl Server {
     /// Starts `lce serve --addr 127.0.0.1:0 ARGS...` and reads the address
     /// from its first stdout line.
     pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
+        // LCE_TEST_SERVER_LOGS=1 shows the servers' logs (debugging).
+        let logs = if std::env::var_os("LCE_TEST_SERVER_LOGS").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        Server::start_logging(args, logs)
+    }
+
+    /// As [`Server::start`], its logs (stderr) going to `logs`.
+    pub fn start_logging<S: AsRef<std::ffi::OsStr>>(args: &[S], logs: Stdio) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
             .arg("serve")
             .args(["--addr", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
-            // LCE_TEST_SERVER_LOGS=1 shows the servers' logs (debugging).
-            .stderr(if std::env::var_os("LCE_TEST_SERVER_LOGS").is_some() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
+            .stderr(logs)
             .spawn()
             .unwrap();
         let mut line = String::new();

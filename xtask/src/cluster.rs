@@ -1,0 +1,1123 @@
+//! `cargo xtask cluster`: a local gateway cluster in one command: one
+//! `redis-server` and three `lce serve --log redis://...` replicas on
+//! loopback, with the copy-pasteable `curl` commands that push a run to one
+//! replica and read it back from another (`docs/gateway.md`).
+//!
+//! ```text
+//! cargo xtask cluster [--debug] [--no-build] [--replicas N] [--seconds N]
+//! ```
+//!
+//! - Builds `lce` (`cargo build --locked -p lce-cli --bin lce`, release, or
+//!   debug with `--debug`; `--no-build` takes the one already built).
+//! - Starts `redis-server` on a free loopback port in a temporary folder
+//!   (`appendonly yes`, `appendfsync always`, no RDB snapshots: the setting
+//!   under which the gateway's guarantees are tested), writes a token secret
+//!   and an ingest token there, and starts the replicas on free ports with
+//!   them.
+//! - Prints the addresses and the commands, then runs until Ctrl-C (or,
+//!   with `--seconds N`, N seconds), and stops everything: SIGTERM to the
+//!   replicas (each releases the runs it owns), then to Redis, and removes
+//!   the folder.
+//! - With `--seconds N` it is also a smoke test (CI runs it): it does what
+//!   the printed commands do, in Rust over std's `TcpStream` (no `curl`):
+//!   pushes the scenario to replica 1, reads it back from replica 2 and
+//!   checks the bytes equal `fixtures/golden/custom/<scenario>.sse` once the
+//!   `id:` lines are removed, then resumes on replica 3 after the first
+//!   frame and checks it gets exactly the rest. The check does not count
+//!   against N: the cluster stops N seconds after it was up, or when the
+//!   check is done if that is later.
+//!
+//! Ctrl-C: a terminal's Ctrl-C reaches every process of the foreground
+//! group, and xtask (std only, `unsafe` forbidden) cannot catch it. So the
+//! command re-runs itself as a *supervisor* in a process group of its own
+//! (the redis-server and the replicas are its children, out of Ctrl-C's
+//! reach too) and holds the write end of a pipe on the supervisor's stdin.
+//! Ctrl-C ends the front process; the pipe closes; the supervisor sees the
+//! end of its stdin and stops the cluster in order.
+//!
+//! The process handling here ([`Redis`], [`Replica`], [`http`], [`RedisConn`])
+//! is shared with `cargo xtask bench-gateway`.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::json::Json;
+use crate::util::{run as run_cmd, workspace_root};
+
+const USAGE: &str =
+    "usage: cargo xtask cluster [--debug] [--no-build] [--replicas N] [--seconds N]";
+
+/// The scenario the printed commands and the smoke test push.
+const SCENARIO: &str = "tool-approval-interrupt";
+
+/// How long a replica may take to stop after SIGTERM before it is killed:
+/// its `--shutdown-grace` (below) plus the 5 s it may take after it.
+const REPLICA_STOP: Duration = Duration::from_secs(15);
+
+/// The replicas' `--shutdown-grace`: a local cluster need not wait 20 s for
+/// a `curl` left reading.
+const SHUTDOWN_GRACE: &str = "5";
+
+/// What the command line asked for.
+#[derive(Debug, Clone)]
+struct Options {
+    release: bool,
+    build: bool,
+    replicas: usize,
+    seconds: Option<u64>,
+    /// Internal: this process is the supervisor (see the module docs).
+    supervise: bool,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        release: true,
+        build: true,
+        replicas: 3,
+        seconds: None,
+        supervise: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = |name: &str| -> Result<u64, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or(format!("{name} needs a number\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--debug" => o.release = false,
+            "--no-build" => o.build = false,
+            "--seconds" => o.seconds = Some(num("--seconds")?),
+            "--replicas" => {
+                o.replicas = usize::try_from(num("--replicas")?).unwrap_or(usize::MAX);
+                if !(2..=16).contains(&o.replicas) {
+                    return Err(format!("--replicas must be 2 to 16\n{USAGE}"));
+                }
+            }
+            "--supervise" => o.supervise = true,
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other => return Err(format!("cluster: unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    Ok(o)
+}
+
+/// Runs the task with the arguments after `cluster`.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let options = parse_args(args)?;
+    let root = workspace_root();
+    let exe = lce_path(&root, options.release);
+    if options.supervise {
+        return supervise(&options, &root, &exe);
+    }
+    if options.build {
+        build_lce(&root, options.release)?;
+    }
+    if !exe.exists() {
+        return Err(format!(
+            "{} is missing (build it, or drop --no-build)",
+            exe.display()
+        ));
+    }
+    front(args)
+}
+
+/// The front process: starts the supervisor in a process group of its own
+/// and waits for it, holding its stdin open (see the module docs).
+#[cfg(unix)]
+fn front(args: &[String]) -> Result<(), String> {
+    use std::os::unix::process::CommandExt as _;
+    let me = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
+    let mut child = Command::new(me)
+        .arg("cluster")
+        .arg("--supervise")
+        .args(args.iter().filter(|a| *a != "--no-build"))
+        .arg("--no-build")
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the cluster's supervisor: {e}"))?;
+    // Held until this process ends: its end (Ctrl-C) is the stop signal.
+    let _stdin = child.stdin.take();
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for the supervisor: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the cluster failed ({status})"))
+    }
+}
+
+#[cfg(not(unix))]
+fn front(_args: &[String]) -> Result<(), String> {
+    Err("cargo xtask cluster needs a Unix (process groups, /proc, SIGTERM)".to_owned())
+}
+
+/// Why the supervisor stops.
+enum Stop {
+    /// The front process ended (Ctrl-C) or `--seconds` ran out.
+    Asked,
+    /// A process of the cluster exited by itself.
+    Died(String),
+}
+
+/// The supervisor: starts the cluster, prints how to use it, waits, stops
+/// it and removes its folder.
+fn supervise(options: &Options, root: &Path, exe: &Path) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("lce-cluster-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let result = supervise_in(options, root, exe, &dir);
+    let _ = fs::remove_dir_all(&dir);
+    match &result {
+        Ok(()) => println!("cluster stopped; {} removed", dir.display()),
+        Err(_) => eprintln!("cluster stopped; {} removed", dir.display()),
+    }
+    result
+}
+
+fn supervise_in(options: &Options, root: &Path, exe: &Path, dir: &Path) -> Result<(), String> {
+    // The stop signal: the end of stdin (the front process is gone).
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    thread::spawn(move || {
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        while let Ok(n) = stdin.read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        let _ = stop_tx.send(());
+    });
+    let secrets = Secrets::write(dir)?;
+    let mut cluster = Cluster {
+        redis: None,
+        replicas: Vec::new(),
+    };
+    let result = run_cluster(options, root, exe, dir, &secrets, &mut cluster, &stop_rx);
+    if result.is_err() {
+        cluster.stop_quietly();
+        print_log_tails(dir);
+    }
+    result
+}
+
+/// Starts the cluster into `cluster`, prints the commands, (smoke-)tests
+/// it, waits, and stops it.
+fn run_cluster(
+    options: &Options,
+    root: &Path,
+    exe: &Path,
+    dir: &Path,
+    secrets: &Secrets,
+    cluster: &mut Cluster,
+    stop_rx: &mpsc::Receiver<()>,
+) -> Result<(), String> {
+    let redis = Redis::start(dir, "always")?;
+    let url = redis.url();
+    cluster.redis = Some(redis);
+    let scenarios = root.join("fixtures/scenarios");
+    for i in 1..=options.replicas {
+        let args = replica_args(&url, &scenarios, secrets, &[]);
+        let replica = Replica::start(exe, &args, &dir.join(format!("replica-{i}.log")))?;
+        cluster.replicas.push(replica);
+    }
+    let up = Instant::now();
+    let plan = Plan::new(root, exe, dir)?;
+    plan.print(cluster);
+    let checked = match options.seconds {
+        None => Ok(()),
+        Some(_) => match plan.smoke(cluster, secrets) {
+            Ok(summary) => {
+                println!("\nsmoke: {summary}");
+                Ok(())
+            }
+            Err(e) => Err(format!("smoke: {e}")),
+        },
+    };
+    let stop = if checked.is_ok() {
+        let deadline = options.seconds.map(|s| up + Duration::from_secs(s));
+        match deadline {
+            Some(d) => println!(
+                "\nstopping in {:.0} s (--seconds); Ctrl-C stops it now",
+                d.saturating_duration_since(Instant::now()).as_secs_f64()
+            ),
+            None => println!("\nCtrl-C stops the cluster"),
+        }
+        wait(cluster, stop_rx, deadline)
+    } else {
+        Stop::Asked
+    };
+    println!("stopping: SIGTERM to the replicas, then to redis-server");
+    let stopped = cluster.stop();
+    checked?;
+    if let Stop::Died(what) = stop {
+        return Err(what);
+    }
+    stopped
+}
+
+/// Waits for the stop signal, the deadline or a process of the cluster
+/// that exits by itself.
+fn wait(cluster: &mut Cluster, stop: &mpsc::Receiver<()>, deadline: Option<Instant>) -> Stop {
+    loop {
+        let step = Duration::from_millis(250);
+        let step = deadline.map_or(step, |d| {
+            step.min(d.saturating_duration_since(Instant::now()))
+        });
+        match stop.recv_timeout(step) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return Stop::Asked,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Stop::Asked;
+        }
+        if let Some(what) = cluster.exited() {
+            return Stop::Died(what);
+        }
+    }
+}
+
+/// The processes of a running cluster.
+struct Cluster {
+    redis: Option<Redis>,
+    replicas: Vec<Replica>,
+}
+
+impl Cluster {
+    /// Names the first process that exited by itself, if any.
+    fn exited(&mut self) -> Option<String> {
+        for (i, r) in self.replicas.iter_mut().enumerate() {
+            if let Some(status) = r.exited() {
+                return Some(format!("replica {} exited by itself ({status})", i + 1));
+            }
+        }
+        let status = self.redis.as_mut()?.exited()?;
+        Some(format!("redis-server exited by itself ({status})"))
+    }
+
+    /// SIGTERM to every replica at once, wait for them; then Redis.
+    fn stop(&mut self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for r in &self.replicas {
+            r.terminate();
+        }
+        for (i, r) in self.replicas.iter_mut().enumerate() {
+            match r.wait_for_exit(REPLICA_STOP) {
+                Ok(status) if status.success() => {}
+                Ok(status) => problems.push(format!("replica {} exited with {status}", i + 1)),
+                Err(e) => problems.push(format!("replica {}: {e}", i + 1)),
+            }
+        }
+        if let Some(redis) = &mut self.redis {
+            if let Err(e) = redis.stop() {
+                problems.push(e);
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    /// After a failure: whatever still runs is stopped (killed if need be).
+    fn stop_quietly(&mut self) {
+        for r in &mut self.replicas {
+            r.kill();
+        }
+        if let Some(redis) = &mut self.redis {
+            redis.kill();
+        }
+    }
+}
+
+/// Prints the end of every log in `dir` to stderr (after a failure).
+fn print_log_tails(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut logs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    for log in logs {
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let from = lines.len().saturating_sub(15);
+        eprintln!("--- the end of {}:", log.display());
+        for l in &lines[from..] {
+            eprintln!("  {l}");
+        }
+    }
+}
+
+/// The secret files every replica shares.
+pub(crate) struct Secrets {
+    pub(crate) token_secret: PathBuf,
+    pub(crate) ingest_token_file: PathBuf,
+    /// The ingest token itself (what `Authorization: Bearer` carries).
+    pub(crate) ingest_token: String,
+}
+
+impl Secrets {
+    /// Writes a fresh random token secret and ingest token into `dir`
+    /// (`token-secret`, `ingest-token`), readable by the owner only.
+    pub(crate) fn write(dir: &Path) -> Result<Secrets, String> {
+        let token_secret = dir.join("token-secret");
+        let ingest_token_file = dir.join("ingest-token");
+        let ingest_token = random_hex(16)?;
+        write_private(&token_secret, &format!("{}\n", random_hex(32)?))?;
+        write_private(&ingest_token_file, &format!("{ingest_token}\n"))?;
+        Ok(Secrets {
+            token_secret,
+            ingest_token_file,
+            ingest_token,
+        })
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), String> {
+    fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `bytes` random bytes from the OS, as lowercase hex.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, String> {
+    let mut buf = vec![0u8; bytes];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The arguments of one `lce serve` replica on the Redis log at `url`.
+pub(crate) fn replica_args(
+    url: &str,
+    scenarios: &Path,
+    secrets: &Secrets,
+    extra: &[&str],
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--speed",
+        "0",
+        "--log",
+        url,
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    args.push("--scenarios".into());
+    args.push(scenarios.into());
+    args.push("--token-secret-file".into());
+    args.push(secrets.token_secret.clone().into());
+    args.push("--ingest-token-file".into());
+    args.push(secrets.ingest_token_file.clone().into());
+    args.push("--shutdown-grace".into());
+    args.push(SHUTDOWN_GRACE.into());
+    args.extend(extra.iter().map(OsString::from));
+    args
+}
+
+/// What the printed commands do, and the smoke test with them.
+struct Plan {
+    /// The scenario file and its golden `custom` encoding.
+    scenario: PathBuf,
+    golden: PathBuf,
+    run_id: String,
+    events: usize,
+    exe: PathBuf,
+    dir: PathBuf,
+}
+
+impl Plan {
+    fn new(root: &Path, exe: &Path, dir: &Path) -> Result<Plan, String> {
+        let scenario = root.join(format!("fixtures/scenarios/{SCENARIO}.jsonl"));
+        let golden = root.join(format!("fixtures/golden/custom/{SCENARIO}.sse"));
+        let text =
+            fs::read_to_string(&scenario).map_err(|e| format!("{}: {e}", scenario.display()))?;
+        let first = text.lines().next().ok_or("the scenario is empty")?;
+        let run_id = Json::parse(first)?
+            .get("run_id")
+            .and_then(Json::as_str)
+            .ok_or("the scenario's first line has no run_id")?
+            .to_owned();
+        Ok(Plan {
+            scenario,
+            golden,
+            run_id,
+            events: text.lines().count(),
+            exe: exe.to_owned(),
+            dir: dir.to_owned(),
+        })
+    }
+
+    fn print(&self, cluster: &Cluster) {
+        let Some(redis) = &cluster.redis else {
+            return;
+        };
+        let r = |i: usize| cluster.replicas.get(i).map_or("?", |r| r.addr.as_str());
+        let dir = self.dir.display();
+        println!(
+            "\nlce cluster: {} replicas on one redis-server",
+            cluster.replicas.len()
+        );
+        println!(
+            "  redis-server  {} (--log {}): appendonly yes, appendfsync always, data in {dir}",
+            redis.addr(),
+            redis.url()
+        );
+        for (i, replica) in cluster.replicas.iter().enumerate() {
+            println!(
+                "  replica {}     http://{} (pid {}, log {dir}/replica-{}.log)",
+                i + 1,
+                replica.addr,
+                replica.pid(),
+                i + 1
+            );
+        }
+        println!("  token secret  {dir}/token-secret; ingest token {dir}/ingest-token");
+        println!(
+            "\nPush a run to replica 1 (the answer comes once the run has its terminal; a run id can be pushed once, again is 409):\n"
+        );
+        println!(
+            "  curl -sS -H \"Authorization: Bearer $(cat {dir}/ingest-token)\" -H 'Content-Type: application/x-ndjson' --data-binary @{} http://{}/api/v1/runs",
+            self.scenario.display(),
+            r(0)
+        );
+        println!(
+            "\nRead it from replica 2 (every frame has an id: line; add -H 'Last-Event-ID: <an id>' to resume after that frame, on any replica):\n"
+        );
+        println!(
+            "  curl -sN -H \"X-Run-Token: $({} token {} --token-secret-file {dir}/token-secret)\" 'http://{}/api/v1/runs/{}/stream?protocol=custom'",
+            self.exe.display(),
+            self.run_id,
+            r(1),
+            self.run_id
+        );
+        println!(
+            "\nOr play a bundled scenario on replica 3 (a fresh run id; X-Run-Id and X-Run-Token come in the headers):\n"
+        );
+        println!(
+            "  curl -sN -D - -H 'Content-Type: application/json' -d '{{\"message\":\"hi\",\"conversation_id\":\"c1\",\"agent_id\":\"plain-text-answer\",\"protocol\":\"custom\"}}' http://{}/api/v1/chat/stream/start",
+            r(2)
+        );
+    }
+
+    /// Does what the printed commands do, and checks the bytes.
+    fn smoke(&self, cluster: &Cluster, secrets: &Secrets) -> Result<String, String> {
+        let addr = |i: usize| {
+            cluster
+                .replicas
+                .get(i)
+                .map(|r| r.addr.clone())
+                .ok_or("too few replicas")
+        };
+        let (r1, r2, r3) = (addr(0)?, addr(1)?, addr(2 % cluster.replicas.len())?);
+        let body =
+            fs::read(&self.scenario).map_err(|e| format!("{}: {e}", self.scenario.display()))?;
+        let auth = format!("Bearer {}", secrets.ingest_token);
+        let pushed = http(
+            &r1,
+            "POST",
+            "/api/v1/runs",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/x-ndjson"),
+            ],
+            &body,
+        )?;
+        if pushed.status != 200 {
+            return Err(format!(
+                "push to replica 1: status {}: {}",
+                pushed.status,
+                String::from_utf8_lossy(&pushed.body)
+            ));
+        }
+        let summary = Json::parse(&String::from_utf8_lossy(&pushed.body))?;
+        let field = |k: &str| {
+            summary
+                .get(k)
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let events_in = match summary.get("events_in") {
+            Some(Json::Number(n)) => n.clone(),
+            _ => String::new(),
+        };
+        if field("run_id") != self.run_id
+            || field("outcome") != "ended"
+            || field("terminal").is_empty()
+            || events_in != self.events.to_string()
+        {
+            return Err(format!(
+                "push to replica 1: unexpected answer {}",
+                String::from_utf8_lossy(&pushed.body)
+            ));
+        }
+
+        // The token, exactly as the printed command gets it.
+        let out = Command::new(&self.exe)
+            .args(["token", &self.run_id, "--token-secret-file"])
+            .arg(&secrets.token_secret)
+            .output()
+            .map_err(|e| format!("lce token: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "lce token failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+
+        let path = format!("/api/v1/runs/{}/stream?protocol=custom", self.run_id);
+        let read = http(&r2, "GET", &path, &[("X-Run-Token", &token)], b"")?;
+        if read.status != 200 {
+            return Err(format!("read from replica 2: status {}", read.status));
+        }
+        let text = String::from_utf8(read.body).map_err(|_| "the stream is not UTF-8")?;
+        let golden = fs::read_to_string(&self.golden)
+            .map_err(|e| format!("{}: {e}", self.golden.display()))?;
+        let stripped: String = text
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("id: "))
+            .collect();
+        if stripped != golden {
+            return Err(format!(
+                "read from replica 2: the bytes differ from {} without the id: lines\n--- got:\n{stripped}\n--- want:\n{golden}",
+                self.golden.display()
+            ));
+        }
+        let frames: Vec<&str> = text.split_inclusive("\n\n").collect();
+        if frames.is_empty() || frames.iter().any(|f| !f.starts_with("id: ")) {
+            return Err("read from replica 2: a frame without an id: line".to_owned());
+        }
+        // Resume on replica 3 after the first frame: exactly the rest.
+        let first_id = frames[0]
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("id: "))
+            .unwrap_or_default()
+            .to_owned();
+        let resumed = http(
+            &r3,
+            "GET",
+            &path,
+            &[("X-Run-Token", &token), ("Last-Event-ID", &first_id)],
+            b"",
+        )?;
+        let rest = &text[frames[0].len()..];
+        if resumed.status != 200 || resumed.body != rest.as_bytes() {
+            return Err(format!(
+                "resume on replica 3 after {first_id}: status {}, {} bytes, want the {} bytes after that frame",
+                resumed.status,
+                resumed.body.len(),
+                rest.len()
+            ));
+        }
+        Ok(format!(
+            "pushed {} ({} events, terminal {}) to replica 1; read back from replica 2: {} frames, equal to fixtures/golden/custom/{SCENARIO}.sse without the id: lines; resumed on replica 3 after {first_id}: the rest, byte for byte",
+            self.run_id,
+            self.events,
+            field("terminal"),
+            frames.len()
+        ))
+    }
+}
+
+// ------------------------------------------------------------ shared pieces
+
+/// Where `cargo build -p lce-cli` puts `lce`.
+pub(crate) fn lce_path(root: &Path, release: bool) -> PathBuf {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
+    target.join(if release { "release/lce" } else { "debug/lce" })
+}
+
+/// `cargo build --locked -p lce-cli --bin lce` (`--release` if asked);
+/// returns the binary's path.
+pub(crate) fn build_lce(root: &Path, release: bool) -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).arg("build");
+    if release {
+        cmd.arg("--release");
+    }
+    run_cmd(cmd.args(["--locked", "-p", "lce-cli", "--bin", "lce"]))?;
+    Ok(lce_path(root, release))
+}
+
+/// A free loopback TCP port (free when asked: bound, then released).
+fn free_port() -> Result<u16, String> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free loopback port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+/// Sends SIGTERM to `pid` (with `kill`: xtask has no libc).
+fn sigterm(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Waits at most `bound` for `child` to exit; kills it after that.
+fn wait_or_kill(child: &mut Child, bound: Duration) -> Result<ExitStatus, String> {
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if start.elapsed() < bound => thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("did not stop within {} s: killed", bound.as_secs()));
+            }
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+}
+
+/// VmRSS of process `pid`, in KiB.
+pub(crate) fn rss_kib(pid: u32) -> Result<u64, String> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| "no VmRSS".to_owned())
+}
+
+/// CPU time (user + system) of process `pid` so far, in seconds.
+pub(crate) fn cpu_secs(pid: u32) -> Result<f64, String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    // The fields after the command name, which is in parentheses.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("bad /proc stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line (11 and 12 here).
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // The kernel's USER_HZ is 100 on every Linux architecture lce runs on.
+    Ok((ticks(11) + ticks(12)) as f64 / 100.0)
+}
+
+/// A `redis-server` started for this task, in a folder of its own.
+pub(crate) struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    /// Starts `redis-server` on a free loopback port with its data in `dir`:
+    /// `appendonly yes`, `appendfsync` as given, no RDB snapshots, no
+    /// automatic AOF rewrite (`auto-aof-rewrite-percentage 0`); its log is
+    /// `dir/redis.log`. Waits until it answers `PING`.
+    pub(crate) fn start(dir: &Path, appendfsync: &str) -> Result<Redis, String> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port()?;
+            let mut child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--appendonly", "yes", "--appendfsync", appendfsync])
+                .args(["--save", "", "--auto-aof-rewrite-percentage", "0"])
+                .arg("--dir")
+                .arg(dir)
+                .arg("--logfile")
+                .arg(dir.join("redis.log"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start redis-server (is it installed?): {e}"))?;
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(status)) = child.try_wait() {
+                    // Most likely the port was taken in between: again.
+                    last = format!("redis-server exited at start ({status})");
+                    break;
+                }
+                let addr = format!("127.0.0.1:{port}");
+                if let Ok(Resp::Simple(pong)) =
+                    RedisConn::connect(&addr).and_then(|mut c| c.cmd(&["PING"]))
+                {
+                    if pong == "PONG" {
+                        return Ok(Redis { child, port });
+                    }
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+                last = "redis-server did not answer PING within 10 s".to_owned();
+            }
+        }
+        Err(last)
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub(crate) fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `redis://127.0.0.1:PORT`, what `--log` takes.
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A new connection to the server.
+    pub(crate) fn conn(&self) -> Result<RedisConn, String> {
+        RedisConn::connect(&self.addr())
+    }
+
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM (Redis flushes its append-only file and exits), then waits.
+    pub(crate) fn stop(&mut self) -> Result<(), String> {
+        if self.exited().is_some() {
+            return Ok(());
+        }
+        sigterm(self.child.id());
+        match wait_or_kill(&mut self.child, Duration::from_secs(10)) {
+            Ok(status) if status.success() => Ok(()),
+            Ok(status) => Err(format!("redis-server exited with {status}")),
+            Err(e) => Err(format!("redis-server {e}")),
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        // A safety net for early returns: never leave a server behind.
+        if self.exited().is_none() {
+            self.kill();
+        }
+    }
+}
+
+/// A running `lce serve`.
+pub(crate) struct Replica {
+    child: Child,
+    /// `HOST:PORT` from its first stdout line.
+    pub(crate) addr: String,
+}
+
+impl Replica {
+    /// Starts `exe` with `args` (an `lce serve` command line), stderr to
+    /// `log`; waits for its `listening on http://ADDR` line.
+    pub(crate) fn start(exe: &Path, args: &[OsString], log: &Path) -> Result<Replica, String> {
+        let log_file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let Some(addr) = line.trim().strip_prefix("listening on http://") else {
+            let status = wait_or_kill(&mut child, Duration::from_secs(5));
+            let stderr = fs::read_to_string(log).unwrap_or_default();
+            return Err(format!(
+                "lce serve did not start ({}): {}",
+                status.map_or_else(|e| e, |s| s.to_string()),
+                stderr.trim()
+            ));
+        };
+        let addr = addr.to_owned();
+        // Whatever else it prints goes nowhere (and never blocks it).
+        thread::spawn(move || {
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+        });
+        Ok(Replica { child, addr })
+    }
+
+    /// The replica's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Sends SIGTERM: a graceful stop.
+    pub(crate) fn terminate(&self) {
+        sigterm(self.child.id());
+    }
+
+    /// Waits at most `bound` for the replica to exit; kills it after that.
+    pub(crate) fn wait_for_exit(&mut self, bound: Duration) -> Result<ExitStatus, String> {
+        wait_or_kill(&mut self.child, bound)
+    }
+
+    /// SIGTERM, then waits (killed after [`REPLICA_STOP`]).
+    pub(crate) fn stop(&mut self) -> Result<ExitStatus, String> {
+        if let Some(status) = self.exited() {
+            return Ok(status);
+        }
+        self.terminate();
+        self.wait_for_exit(REPLICA_STOP)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if self.exited().is_none() {
+            self.kill();
+        }
+    }
+}
+
+/// A whole HTTP response.
+#[derive(Debug)]
+pub(crate) struct HttpResponse {
+    pub(crate) status: u16,
+    /// The body, de-chunked.
+    pub(crate) body: Vec<u8>,
+}
+
+/// One HTTP/1.1 request on a new connection (`Connection: close`), read to
+/// its end.
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<HttpResponse, String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if method != "GET" || !body.is_empty() {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    s.write_all(&bytes)
+        .map_err(|e| format!("send to {addr}: {e}"))?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .map_err(|e| format!("read from {addr}: {e}"))?;
+    parse_response(&raw)
+}
+
+/// Splits a whole HTTP response into status, head and (de-chunked) body.
+pub(crate) fn parse_response(raw: &[u8]) -> Result<HttpResponse, String> {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("no end of the response head")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line {:?}", head.lines().next()))?;
+    let rest = &raw[split + 4..];
+    let body = if head.contains("transfer-encoding: chunked") {
+        dechunk(rest)?
+    } else {
+        rest.to_vec()
+    };
+    Ok(HttpResponse { status, body })
+}
+
+/// Undoes chunked transfer encoding; the body must end with the last chunk.
+pub(crate) fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("truncated chunk size (the response did not end)")?;
+        let size_text = String::from_utf8_lossy(&b[..eol]);
+        let size = usize::from_str_radix(size_text.trim(), 16)
+            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
+        b = &b[eol + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if b.len() < size + 2 {
+            return Err("truncated chunk (the response did not end)".into());
+        }
+        out.extend_from_slice(&b[..size]);
+        b = &b[size + 2..];
+    }
+}
+
+/// A Redis reply.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Resp {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Resp>>),
+}
+
+impl Resp {
+    /// A bulk or simple string's text.
+    pub(crate) fn text(&self) -> Option<String> {
+        match self {
+            Resp::Simple(s) => Some(s.clone()),
+            Resp::Bulk(Some(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        }
+    }
+}
+
+/// A minimal RESP2 client on one connection (commands in, replies out).
+pub(crate) struct RedisConn {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl RedisConn {
+    /// Connects to `addr` (`HOST:PORT`).
+    pub(crate) fn connect(addr: &str) -> Result<RedisConn, String> {
+        let s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+        let writer = s.try_clone().map_err(|e| e.to_string())?;
+        Ok(RedisConn {
+            reader: BufReader::new(s),
+            writer,
+        })
+    }
+
+    /// Sends one command and reads its reply; an error reply is an `Err`.
+    pub(crate) fn cmd(&mut self, args: &[&str]) -> Result<Resp, String> {
+        self.writer
+            .write_all(&resp_command(args.iter().map(|a| a.as_bytes())))
+            .map_err(|e| format!("redis: send: {e}"))?;
+        match read_resp(&mut self.reader)? {
+            Resp::Error(e) => Err(format!("redis: {}: {e}", args.first().unwrap_or(&""))),
+            r => Ok(r),
+        }
+    }
+
+    /// `INFO section` as `field -> value` pairs.
+    pub(crate) fn info(&mut self, section: &str) -> Result<Vec<(String, String)>, String> {
+        let text = self
+            .cmd(&["INFO", section])?
+            .text()
+            .ok_or("redis: INFO: not a string")?;
+        Ok(text
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+            .collect())
+    }
+}
+
+/// One command as a RESP array of bulk strings.
+pub(crate) fn resp_command<'a>(args: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+fn read_resp(r: &mut impl BufRead) -> Result<Resp, String> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)
+        .map_err(|e| format!("redis: read: {e}"))?;
+    if line.len() < 3 || !line.ends_with(b"\r\n") {
+        return Err("redis: the connection closed".to_owned());
+    }
+    let text = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+    let int = |t: &str| {
+        t.parse::<i64>()
+            .map_err(|_| format!("redis: bad length {t:?}"))
+    };
+    Ok(match line[0] {
+        b'+' => Resp::Simple(text),
+        b'-' => Resp::Error(text),
+        b':' => Resp::Int(int(&text)?),
+        b'$' => {
+            let n = int(&text)?;
+            if n < 0 {
+                Resp::Bulk(None)
+            } else {
+                let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0) + 2];
+                r.read_exact(&mut buf)
+                    .map_err(|e| format!("redis: read: {e}"))?;
+                buf.truncate(buf.len() - 2);
+                Resp::Bulk(Some(buf))
+            }
+        }
+        b'*' => {
+            let n = int(&text)?;
+            if n < 0 {
+                Resp::Array(None)
+            } else {
+                let mut items = Vec::new();
+                for _ in 0..n {
+                    items.push(read_resp(r)?);
+                }
+                Resp::Array(Some(items))
+            }
+        }
+        other => return Err(format!("redis: unexpected reply type {:?}", other as char)),
+    })
+}
