@@ -403,7 +403,7 @@ async fn connect_redis(
 
 /// How often an owner asks the log whether its run was cancelled (the
 /// cancel route may run on another replica).
-const CANCEL_POLL: Duration = Duration::from_millis(250);
+const CANCEL_POLL: Duration = Duration::from_secs(1);
 
 /// How long an owner lets the upstream end a cancelled run with its own
 /// terminal before the coordinator ends it (`run.cancelled{client_request}`).
