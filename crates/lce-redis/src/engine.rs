@@ -2,8 +2,8 @@
 //! through.
 
 use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -20,19 +20,43 @@ pub(crate) enum Failure {
     TimedOut,
 }
 
-/// A shared, self-reconnecting connection (one multiplexed socket) and the
-/// bound of one operation.
+/// How many multiplexed connections carry the commands of one handle
+/// (round robin).
+const CONNECTIONS: usize = 4;
+
+/// The longest one attempt may wait for its answer before its connection
+/// is taken for wedged and replaced (the operation's own bound still
+/// applies). The engine answers the commands lce sends in milliseconds.
+const ATTEMPT_BOUND: Duration = Duration::from_secs(2);
+
+/// A small set of shared, self-reconnecting connections (multiplexed
+/// sockets) and the bound of one operation.
+///
+/// Each connection is a `ConnectionManager`, which reconnects by itself
+/// when the engine drops it. One that stops answering while its socket
+/// stays open (seen here with about 2,000 commands in flight on one
+/// connection: the client's driver parked with requests queued and nothing
+/// written, until every operation timed out) is replaced by the first
+/// attempt that waits [`ATTEMPT_BOUND`] on it; the attempt is then tried
+/// again, as after a dropped connection.
 #[derive(Clone)]
 pub(crate) struct Engine {
     pub(crate) client: Client,
-    pub(crate) conn: ConnectionManager,
+    conns: Arc<[Slot]>,
+    next: Arc<AtomicUsize>,
+    config: ConnectionManagerConfig,
     pub(crate) timeout: Duration,
-    /// See [`Engine::disturbances`].
-    disturbances: Arc<AtomicU64>,
+}
+
+/// One connection of the set and how many times it was replaced.
+struct Slot {
+    current: Mutex<(u64, ConnectionManager)>,
+    /// Held while a replacement connects, so one wedge is replaced once.
+    replacing: tokio::sync::Mutex<()>,
 }
 
 impl Engine {
-    /// Connects to `url` (`redis://HOST:PORT[/DB]`); the first connection
+    /// Connects to `url` (`redis://HOST:PORT[/DB]`); the first connections
     /// must succeed within `timeout`.
     pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<Engine, Failure> {
         let client = Client::open(url).map_err(|e| {
@@ -44,34 +68,64 @@ impl Engine {
         // random pauses of at most 1 s; a command issued meanwhile waits
         // for it.
         let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(timeout))
+            .set_response_timeout(Some(ATTEMPT_BOUND.min(timeout)))
             .set_connection_timeout(Some(timeout))
             .set_max_delay(Duration::from_secs(1));
-        let connecting = ConnectionManager::new_with_config(client.clone(), config);
-        let conn = match tokio::time::timeout(timeout, connecting).await {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(e)) => {
-                tracing::warn!(kind = ?e.kind(), "redis: could not connect");
-                return Err(Failure::Failed);
-            }
-            Err(_) => {
-                tracing::warn!("redis: could not connect in time");
-                return Err(Failure::TimedOut);
-            }
-        };
+        let mut conns = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            let conn = manager(&client, &config, timeout).await?;
+            conns.push(Slot {
+                current: Mutex::new((0, conn)),
+                replacing: tokio::sync::Mutex::new(()),
+            });
+        }
         Ok(Engine {
             client,
-            conn,
+            conns: conns.into(),
+            next: Arc::new(AtomicUsize::new(0)),
+            config,
             timeout,
-            disturbances: Arc::new(AtomicU64::new(0)),
         })
     }
 
+    /// The next connection of the set: its index, generation and handle.
+    fn pick(&self) -> Option<(usize, u64, ConnectionManager)> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
+        let current = self.conns[k].current.lock().ok()?;
+        Some((k, current.0, current.1.clone()))
+    }
+
+    /// Replaces connection `k` if it is still generation `generation` (an
+    /// attempt on it got no answer in time); logged, never returned: the
+    /// next attempt uses whatever connection is there.
+    async fn replace(&self, k: usize, generation: u64) {
+        let slot = &self.conns[k];
+        let _replacing = slot.replacing.lock().await;
+        if slot.current.lock().map(|c| c.0).ok() != Some(generation) {
+            return;
+        }
+        match manager(&self.client, &self.config, self.timeout).await {
+            Ok(conn) => {
+                if let Ok(mut current) = slot.current.lock() {
+                    *current = (generation + 1, conn);
+                }
+                tracing::warn!(
+                    connection = k,
+                    "redis: a connection stopped answering; replaced it"
+                );
+            }
+            Err(_) => tracing::warn!(
+                connection = k,
+                "redis: a connection stopped answering and no new one could be made"
+            ),
+        }
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or the time bound
-    /// passes. `attempt(retry)` gets a fresh handle on the shared
-    /// connection; `retry` is true from the second attempt on, which only
-    /// follows a failure of the connection (the earlier attempt may or may
-    /// not have reached the engine).
+    /// passes. `attempt(retry)` gets a fresh handle on a shared connection;
+    /// `retry` is true from the second attempt on, which only follows a
+    /// failure of the connection or an attempt left unanswered (the earlier
+    /// attempt may or may not have reached the engine).
     pub(crate) async fn attempts<T, F, Fut>(
         &self,
         op: &'static str,
@@ -85,12 +139,17 @@ impl Engine {
         let mut pause = Duration::from_millis(20);
         let mut retry = false;
         loop {
-            let outcome =
-                tokio::time::timeout_at(deadline, attempt(self.conn.clone(), retry)).await;
+            let Some((k, generation, conn)) = self.pick() else {
+                return Err(Failure::Failed);
+            };
+            let bound = deadline.min(Instant::now() + ATTEMPT_BOUND);
+            let outcome = tokio::time::timeout_at(bound, attempt(conn, retry)).await;
             match outcome {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) if transient(&e) && Instant::now() + pause < deadline => {
-                    self.disturbed();
+                    if e.is_timeout() {
+                        self.replace(k, generation).await;
+                    }
                     tracing::debug!(op, kind = ?e.kind(), "redis: trying again after a connection failure");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(500));
@@ -99,6 +158,14 @@ impl Engine {
                 Ok(Err(e)) => {
                     tracing::warn!(op, kind = ?e.kind(), "redis: the operation failed");
                     return Err(Failure::Failed);
+                }
+                Err(_) if Instant::now() + pause < deadline => {
+                    self.replace(k, generation).await;
+                    tracing::debug!(
+                        op,
+                        "redis: trying again after an attempt got no answer in time"
+                    );
+                    retry = true;
                 }
                 Err(_) => {
                     tracing::warn!(op, "redis: the operation did not finish in time");
@@ -114,6 +181,29 @@ impl Engine {
             op,
             |mut conn, _| async move { cmd.query_async(&mut conn).await },
         )
+        .await
+    }
+
+    /// Runs `build(retry)`'s commands, a transaction (`redis::pipe().atomic()`),
+    /// and answers each command's reply in order. `retry` is as in
+    /// [`Engine::attempts`]. A command that fails inside the transaction
+    /// fails the whole call (the engine ran the others: a transaction is
+    /// not rolled back), so the commands are ones that do not fail on
+    /// their own, and scripts are sent whole (`EVAL`): an `EVALSHA` that met
+    /// `NOSCRIPT` would leave the rest of the transaction to run without
+    /// it.
+    pub(crate) async fn transaction<F>(
+        &self,
+        op: &'static str,
+        build: F,
+    ) -> Result<Vec<Value>, Failure>
+    where
+        F: Fn(bool) -> redis::Pipeline,
+    {
+        self.attempts(op, |mut conn, retry| {
+            let pipe = build(retry);
+            async move { pipe.query_async::<Vec<Value>>(&mut conn).await }
+        })
         .await
     }
 
@@ -145,7 +235,6 @@ impl Engine {
             async move {
                 match evalsha.query_async(&mut conn).await {
                     Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                        self.disturbed();
                         eval.query_async(&mut conn).await
                     }
                     other => other,
@@ -153,18 +242,6 @@ impl Engine {
             }
         })
         .await
-    }
-
-    /// How many disturbances (a failed connection, an engine that forgot
-    /// the scripts) the operations have met so far. Calls issued in order
-    /// may reach the engine out of order across one: each is retried on
-    /// its own.
-    pub(crate) fn disturbances(&self) -> u64 {
-        self.disturbances.load(Ordering::Relaxed)
-    }
-
-    fn disturbed(&self) {
-        self.disturbances.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -218,4 +295,24 @@ pub(crate) fn int(value: &Value) -> Option<i64> {
 pub(crate) fn millis(d: Duration) -> u64 {
     let ms = d.as_nanos().div_ceil(1_000_000).max(1);
     u64::try_from(ms).unwrap_or(u64::MAX).min(i64::MAX as u64)
+}
+
+/// A new connection manager, within `timeout`.
+async fn manager(
+    client: &Client,
+    config: &ConnectionManagerConfig,
+    timeout: Duration,
+) -> Result<ConnectionManager, Failure> {
+    let connecting = ConnectionManager::new_with_config(client.clone(), config.clone());
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => {
+            tracing::warn!(kind = ?e.kind(), "redis: could not connect");
+            Err(Failure::Failed)
+        }
+        Err(_) => {
+            tracing::warn!("redis: could not connect in time");
+            Err(Failure::TimedOut)
+        }
+    }
 }

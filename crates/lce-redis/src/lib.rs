@@ -5,8 +5,9 @@
 //!   run whose entry ids are the log positions, a hash of what the log keeps
 //!   about the run, a lease key; every change that must be atomic (create,
 //!   append with its owner, order and seal checks, renew, release, claim) is
-//!   one Lua script over that run's keys only, so the engine decides every
-//!   race. Configured with [`RedisLogOptions`].
+//!   one Lua script, or one transaction led by a script, over that run's
+//!   keys only, so the engine decides every race. Configured with
+//!   [`RedisLogOptions`].
 //! - [`RedisStore`]: `lce_core::ThreadStore` whose revisions count up per
 //!   conversation in Redis, so they survive restarts and every replica
 //!   shares them.
@@ -20,6 +21,8 @@
 //! | `lce:{R}:log` | stream | the entries; entry id `<position>-0`, one field: `event` (canonical JSON) or `idle` |
 //! | `lce:{R}:meta` | hash | `conversation_id`, `owner`, `sealed` (`0`/`1`), `last` (the last position), `cancel` (`1` once a cancel was requested) |
 //! | `lce:{R}:lease` | string | the owner's id, expiring (`PX`) when the lease does |
+//! | `lce:{R}:fenced` | stream | the log, moved aside for the instant of a refused append's transaction; never there between operations |
+//! | `lce:appended` | pub/sub channel | every append publishes its run id here, to wake the reads waiting on the run |
 //! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_core::RunLog::orphans)) |
 //! | `lce:{conv:C}:running` | string | the id of the run last created for the conversation, while it is unsealed ([`RunLog::running_run`](lce_core::RunLog::running_run)); expires after the retention, refreshed by each renewal |
 //! | `lce:{thread:C}:rev` | string | the conversation's last revision (`INCR`) |
@@ -53,16 +56,39 @@
 //! [`RunLog::claim`](lce_core::RunLog::claim) once its lease expires, and
 //! ended with the closure terminal (D9), which starts its retention.
 //!
+//! # Appends
+//!
+//! An append (one entry or a batch) is one transaction (`MULTI`/`EXEC`): a
+//! guard script that checks the owner's lease, `sealed` and the position,
+//! records the new last position (and for a terminal seals the log, drops
+//! the lease and starts the retention), then one plain
+//! `XADD <log> NOMKSTREAM <position>-0 ...` per entry, then a script that
+//! undoes the fence. The guard fences a refused append by moving the stream
+//! aside (`RENAME` to `lce:{R}:fenced`), so the `XADD`s find no stream and
+//! write nothing; the last script moves it back, all inside the one
+//! transaction. The entries never pass through Lua: copying them into a
+//! script and out again cost more than the `XADD`s themselves
+//! (`docs/performance.md`). The scripts in a transaction are sent whole
+//! (`EVAL`): an `EVALSHA` that met `NOSCRIPT` after an engine restart would
+//! let the `XADD`s behind it run unguarded. A guard that fails in any other
+//! way fences the stream first, then fails the transaction.
+//!
 //! # Reads that wait
 //!
-//! A read finds its entries with one script (a consistent snapshot of the
-//! entries, `sealed` and `owned`). When there are none yet and it may
-//! wait, it waits with `XREAD BLOCK` on a connection of its own, taken from
-//! a small pool of idle connections (a new one when all are busy; at most
-//! 8 idle ones are kept), never on the shared multiplexed one, where a
-//! blocked command would hold up every command queued behind it; then it
-//! takes the snapshot again. So each read that is waiting holds one
-//! connection to the engine for as long as it waits.
+//! A read finds its entries with one transaction (`HGET sealed`, `EXISTS`
+//! on the lease, `XRANGE`: a consistent snapshot of the entries, `sealed`
+//! and `owned`), not a script, for the same reason. When there are none yet
+//! and it may wait, it waits for a wake-up, then takes the snapshot again.
+//! Every append's transaction ends with `PUBLISH lce:appended <run id>`;
+//! each `RedisRunLog` handle keeps one connection subscribed to that
+//! channel and wakes its reads of that run. A read registers before its
+//! first snapshot, so an append that lands after the snapshot publishes
+//! after the registration and is never missed. So a waiting read holds no
+//! connection of its own: a replica uses two connections to the engine
+//! (commands and the subscription) however many subscribers it serves.
+//! Pub/sub delivers at most once: while the subscription is down, waits
+//! look again every 250 ms, and every waiting read is woken when it is
+//! back.
 //!
 //! # Failures
 //!
@@ -72,20 +98,22 @@
 //! connection is tried again within that bound (the scripts recognise their
 //! own earlier success, so a retried append, create, claim or commit never
 //! counts twice). Appends issued in order without waiting for each other
-//! (pipelined) may reach the engine out of order across such a failure;
-//! an append that finds a gap before its position then waits, within the
-//! bound, for the ones before it, where an undisturbed gap is refused at
-//! once. What still fails is `LogError::Unavailable` (or
+//! may reach the engine out of order (each is its own future, retried on
+//! its own); an append that finds a gap before its position while an
+//! earlier append of the same run is in flight from the same handle waits
+//! for it, within the bound. Any other gap is refused at once. What still fails is `LogError::Unavailable` (or
 //! `CommitError::Failed` / `TimedOut`): an engine's error text can name
 //! hosts, keys or credentials, so none of it reaches an error or a log line
 //! (`tracing` records the operation and the error's kind only).
 //!
-//! Needs Redis 5 or later (streams; Lua scripts that call `TIME`). A
+//! Needs Redis 6.2 or later (`XADD ... NOMKSTREAM`; Lua scripts that call
+//! `TIME`). A
 //! standalone server or a primary; not Redis Cluster's client protocol, no
 //! TLS (the crate is built without them).
 //!
 //! May depend on: `lce-core` (the traits), `lce-types` (events), the `redis`
-//! client (tokio, `ConnectionManager`, scripts), `tokio` (timers) and
+//! client (tokio, `ConnectionManager`, scripts, pub/sub), `tokio` (timers,
+//! channels, one task per handle), `futures` (the notices' stream) and
 //! `tracing`. Nothing above `lce-core`: the core crates never depend on this
 //! one, so their users pull no Redis client.
 
@@ -93,6 +121,7 @@ mod engine;
 mod log;
 mod scripts;
 mod store;
+mod wakeups;
 
 pub use log::{RedisLogOptions, RedisRunLog};
 pub use store::RedisStore;

@@ -1,18 +1,20 @@
 //! [`RedisRunLog`]: the run log on Redis Streams (see the crate
 //! documentation for the keys and the scripts).
 
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 
 use lce_core::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
 use lce_types::Event;
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Value};
+use redis::Value;
 use tokio::time::Instant;
 
-use crate::engine::{Engine, Failure, int, millis, text, transient};
+use crate::engine::{Engine, Failure, int, millis, text};
 use crate::scripts::Scripts;
+use crate::wakeups::{Waiting, Wakeups};
 
 /// How [`RedisRunLog`] keeps its logs.
 #[non_exhaustive]
@@ -24,7 +26,7 @@ pub struct RedisLogOptions {
     /// `<prefix>:active`, ... Replicas that share runs use the same one.
     pub prefix: String,
     /// The bound of one operation on the engine, retries after a lost
-    /// connection included (default 5 s); a blocking read waits its own
+    /// connection included (default 5 s); a read that waits waits its own
     /// `wait` on top of it.
     pub timeout: Duration,
 }
@@ -64,19 +66,8 @@ impl RedisLogOptions {
     }
 }
 
-/// How many blocking reads (each on a connection of its own) one log runs
-/// at once, and how many idle connections for them it keeps. A read beyond
-/// them polls: it waits [`POLL_PAUSE`] and looks again, on the shared
-/// connection. (Without the bound, 1,000 idle subscribers held 1,000
-/// connections, made and dropped anew every wait, and the engine's
-/// operations began to fail.)
-const MAX_BLOCKING_READS: usize = 64;
-const IDLE_WAITERS: usize = MAX_BLOCKING_READS;
-
-/// How long a read that found no blocking slot waits before it looks again.
-const POLL_PAUSE: Duration = Duration::from_millis(250);
-
-/// How long a disturbed append waits before trying its position again.
+/// How long an append that found a gap waits before trying its position
+/// again, while earlier appends of its run are in flight.
 const GAP_PAUSE: Duration = Duration::from_millis(20);
 
 /// How many orphan candidates one [`RunLog::orphans`] looks at.
@@ -85,11 +76,11 @@ const ORPHANS_PER_CALL: usize = 1000;
 /// `lce_core::RunLog` on Redis Streams, shared by every replica that
 /// connects to the same engine with the same prefix.
 ///
-/// Cheap to clone (the clones share the connection). Commands go over one
+/// Cheap to clone (the clones share the connections). Commands go over one
 /// multiplexed, self-reconnecting connection (`ConnectionManager`); reads
-/// that wait for entries (`XREAD BLOCK`) each take a connection of their
-/// own from a small pool, because a blocking command would hold up every
-/// command queued behind it on the shared one.
+/// that wait for entries are woken through one pub/sub subscription per
+/// handle (a second connection, with a task that resubscribes by itself;
+/// see the crate documentation). Must be connected inside a tokio runtime.
 #[derive(Clone)]
 pub struct RedisRunLog {
     inner: Arc<Inner>,
@@ -101,10 +92,62 @@ struct Inner {
     options: RedisLogOptions,
     /// `<prefix>:active`.
     active: String,
-    /// Idle connections for blocking reads (see [`Inner::wait_for_entry`]).
-    waiters: Mutex<Vec<MultiplexedConnection>>,
-    /// Slots for blocking reads ([`MAX_BLOCKING_READS`]).
-    blocking: tokio::sync::Semaphore,
+    /// `<prefix>:appended`, where every append publishes its run id.
+    appended: String,
+    /// The reads that wait, woken by the notices on `appended`.
+    wakeups: Arc<Wakeups>,
+    /// The task that listens to `appended`, stopped with the handle.
+    listener: tokio::task::AbortHandle,
+    /// The positions of the appends in flight from this handle, per run
+    /// (see [`InFlight`]).
+    in_flight: PendingAppends,
+}
+
+type PendingAppends = Mutex<HashMap<String, BTreeSet<u64>>>;
+
+/// One append's entry in [`Inner::in_flight`], made when the append is
+/// issued (the call, not the first poll of its future) and removed when
+/// it is dropped (the append returned, or its future was dropped).
+struct InFlight {
+    inner: Arc<Inner>,
+    run_id: String,
+    position: u64,
+}
+
+impl InFlight {
+    fn enter(inner: &Arc<Inner>, run_id: &str, position: u64) -> Self {
+        if let Ok(mut map) = inner.in_flight.lock() {
+            map.entry(run_id.to_owned()).or_default().insert(position);
+        }
+        InFlight {
+            inner: Arc::clone(inner),
+            run_id: run_id.to_owned(),
+            position,
+        }
+    }
+
+    /// Whether an append of the same run at an earlier position is still
+    /// in flight.
+    fn earlier_pending(&self) -> bool {
+        self.inner.in_flight.lock().is_ok_and(|map| {
+            map.get(&self.run_id)
+                .and_then(|positions| positions.first())
+                .is_some_and(|first| *first < self.position)
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.inner.in_flight.lock()
+            && let Some(positions) = map.get_mut(&self.run_id)
+        {
+            positions.remove(&self.position);
+            if positions.is_empty() {
+                map.remove(&self.run_id);
+            }
+        }
+    }
 }
 
 impl fmt::Debug for RedisRunLog {
@@ -121,6 +164,9 @@ struct RunKeys {
     meta: String,
     log: String,
     lease: String,
+    /// Where an append's guard moves the stream while it refuses the
+    /// append (see `scripts::APPEND_GUARD`); never there otherwise.
+    fenced: String,
 }
 
 impl RunKeys {
@@ -129,6 +175,7 @@ impl RunKeys {
             meta: format!("{prefix}:{{{run_id}}}:meta"),
             log: format!("{prefix}:{{{run_id}}}:log"),
             lease: format!("{prefix}:{{{run_id}}}:lease"),
+            fenced: format!("{prefix}:{{{run_id}}}:fenced"),
         }
     }
 }
@@ -159,14 +206,19 @@ impl RedisRunLog {
             load.arg("LOAD").arg(script.code);
             engine.query("load", &load).await.map_err(unavailable)?;
         }
+        let appended = format!("{}:appended", options.prefix);
+        let (wakeups, listener) =
+            Wakeups::start(engine.client.clone(), appended.clone(), options.timeout);
         Ok(RedisRunLog {
             inner: Arc::new(Inner {
                 engine,
                 scripts,
                 active: format!("{}:active", options.prefix),
                 options,
-                waiters: Mutex::new(Vec::new()),
-                blocking: tokio::sync::Semaphore::new(MAX_BLOCKING_READS),
+                appended,
+                wakeups,
+                listener,
+                in_flight: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -179,6 +231,12 @@ impl RedisRunLog {
     /// A thread store on the same connection and prefix.
     pub fn thread_store(&self) -> crate::RedisStore {
         crate::RedisStore::from_engine(self.inner.engine.clone(), &self.inner.options.prefix)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.listener.abort();
     }
 }
 
@@ -282,11 +340,11 @@ impl Inner {
 
     async fn append(
         &self,
-        run_id: &str,
+        in_flight: &InFlight,
         owner: &str,
-        position: u64,
         entries: &[LogEntry],
     ) -> Result<(), LogError> {
+        let (run_id, position) = (in_flight.run_id.as_str(), in_flight.position);
         let Some(last_entry) = entries.last() else {
             return Ok(());
         };
@@ -301,15 +359,18 @@ impl Inner {
                 refusal: Refusal::Sealed,
             });
         }
+        if position == 0 {
+            // Positions start at 1 (and `0-0` is no stream entry id the
+            // engine takes, even in a fenced transaction).
+            return Err(LogError::Refused {
+                position,
+                refusal: Refusal::OutOfOrder,
+            });
+        }
         let keys = self.keys(run_id);
-        let mut args: Vec<String> = vec![
-            owner.to_owned(),
-            position.to_string(),
-            if terminal { "1" } else { "0" }.to_owned(),
-            millis(self.options.retention).to_string(),
-        ];
+        let mut stored: Vec<(&str, String)> = Vec::with_capacity(entries.len());
         for (i, entry) in entries.iter().enumerate() {
-            let (field, value) = match entry {
+            stored.push(match entry {
                 LogEntry::Event(event) => ("event", event.to_json()),
                 LogEntry::Idle => ("idle", "1".to_owned()),
                 // An entry this version cannot store.
@@ -318,56 +379,114 @@ impl Inner {
                         position: position + i as u64,
                     });
                 }
-            };
-            args.push(field.to_owned());
-            args.push(value);
+            });
         }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let guard_args = [
+            owner.to_owned(),
+            position.to_string(),
+            entries.len().to_string(),
+            if terminal { "1" } else { "0" }.to_owned(),
+            millis(self.options.retention).to_string(),
+        ];
+        // One transaction: the guard, the entries as plain `XADD`s (written
+        // only when the guard answers `ok`; see `scripts::APPEND_GUARD`),
+        // the unfence.
+        // From the second round of the gap loop on, every attempt counts
+        // as a retry: an earlier round's lost attempt may land late.
+        let later_round = std::sync::atomic::AtomicBool::new(false);
+        let transaction = |retry: bool| {
+            let retry = retry || later_round.load(std::sync::atomic::Ordering::Relaxed);
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            let guard = pipe
+                .cmd("EVAL")
+                .arg(self.scripts.append_guard.code)
+                .arg(4)
+                .arg(&keys.meta)
+                .arg(&keys.log)
+                .arg(&keys.lease)
+                .arg(&keys.fenced)
+                .arg(&guard_args[..]);
+            if retry {
+                guard.arg("1").arg(stored[0].0).arg(&stored[0].1);
+            } else {
+                guard.arg("0");
+            }
+            for (k, (field, value)) in stored.iter().enumerate() {
+                pipe.cmd("XADD")
+                    .arg(&keys.log)
+                    .arg("NOMKSTREAM")
+                    .arg(format!("{}-0", position + k as u64))
+                    .arg(*field)
+                    .arg(value);
+            }
+            pipe.cmd("EVAL")
+                .arg(self.scripts.unfence.code)
+                .arg(2)
+                .arg(&keys.log)
+                .arg(&keys.fenced);
+            // Wakes the reads waiting on the run, on every replica (a
+            // refused append wakes them for nothing: they look and wait
+            // again).
+            pipe.cmd("PUBLISH").arg(&self.appended).arg(run_id);
+            pipe
+        };
         let deadline = Instant::now() + self.options.timeout;
-        let disturbances = self.engine.disturbances();
         loop {
-            let reply = self
+            // Looked at before the transaction: an earlier append that was
+            // in flight then may have landed just after it.
+            let earlier_pending = in_flight.earlier_pending();
+            let replies = self
                 .engine
-                .eval(
-                    "append",
-                    &self.scripts.append,
-                    &[&keys.meta, &keys.log, &keys.lease],
-                    &args,
-                    true,
-                )
+                .transaction("append", &transaction)
                 .await
                 .map_err(unavailable)?;
-            let disturbed = self.engine.disturbances() != disturbances;
-            let refused = |refusal| Err(LogError::Refused { position, refusal });
-            if let Value::Array(parts) = &reply
-                && let [ok, conversation_id] = parts.as_slice()
-                && text(ok) == Some(b"ok")
+            let Some(reply) = replies.first() else {
+                return Err(LogError::Unavailable);
+            };
+            let (answer, conversation_id) = match reply {
+                Value::Array(parts) => match parts.as_slice() {
+                    [answer, conversation_id] => (text(answer), Some(conversation_id)),
+                    _ => (None, None),
+                },
+                other => (text(other), None),
+            };
+            if answer == Some(b"ok")
+                && !replies[1..=entries.len().min(replies.len() - 1)]
+                    .iter()
+                    .all(|added| text(added).is_some())
             {
-                // A terminal: the run is no longer its conversation's
-                // running run.
-                self.mark_done("append", &[run_id]).await;
-                if let Some(conversation_id) =
-                    text(conversation_id).and_then(|b| std::str::from_utf8(b).ok())
-                {
-                    self.unmark_running("append", conversation_id, run_id).await;
-                }
-                return Ok(());
+                // The guard granted the write but an `XADD` did not store
+                // its entry: the engine is not the one these scripts know.
+                tracing::warn!(run_id, "redis: an append's entries were not stored");
+                return Err(LogError::Unavailable);
             }
-            return match text(&reply) {
-                Some(b"ok") => {
+            let refused = |refusal| Err(LogError::Refused { position, refusal });
+            return match answer {
+                Some(b"ok" | b"written") => {
                     if terminal {
+                        // The run is no longer its conversation's running
+                        // run.
                         self.mark_done("append", &[run_id]).await;
+                        if let Some(conversation_id) = conversation_id
+                            .and_then(|v| text(v))
+                            .and_then(|b| std::str::from_utf8(b).ok())
+                        {
+                            self.unmark_running("append", conversation_id, run_id).await;
+                        }
                     }
                     Ok(())
                 }
-                // Appends pipelined in order can reach the engine out of
-                // order across a lost connection or an engine restart (each
-                // is retried on its own): when one happened since this
-                // append began, a later append waits, within the bound, for
-                // the ones before it. Otherwise a gap is the caller's
-                // mistake, refused at once.
-                Some(b"gap") if disturbed && Instant::now() + GAP_PAUSE < deadline => {
+                // Appends issued in order without waiting for each other
+                // can reach the engine out of order (tasks polled in any
+                // order, each retried on its own across a lost connection
+                // or an engine restart): while an append of the same run
+                // at an earlier position is in flight from this handle, a
+                // gap waits for it, within the bound. Otherwise a gap is the
+                // caller's mistake, refused at once.
+                Some(b"gap") if earlier_pending && Instant::now() + GAP_PAUSE < deadline => {
                     tokio::time::sleep(GAP_PAUSE).await;
+                    later_round.store(true, std::sync::atomic::Ordering::Relaxed);
                     continue;
                 }
                 Some(b"gap" | b"out_of_order") => refused(Refusal::OutOfOrder),
@@ -384,24 +503,36 @@ impl Inner {
     async fn snapshot(&self, keys: &RunKeys, after: u64, max: usize) -> Result<LogBatch, LogError> {
         let first = format!("{}-0", after.saturating_add(1));
         let count = u64::try_from(max).unwrap_or(u64::MAX).min(i64::MAX as u64);
-        let reply = self
+        // A transaction, not a script: a script would copy every entry into
+        // Lua and back (see `docs/performance.md`).
+        let snapshot = |_retry: bool| {
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .cmd("HGET")
+                .arg(&keys.meta)
+                .arg("sealed")
+                .cmd("EXISTS")
+                .arg(&keys.lease)
+                .cmd("XRANGE")
+                .arg(&keys.log)
+                .arg(&first)
+                .arg("+")
+                .arg("COUNT")
+                .arg(count);
+            pipe
+        };
+        let parts = self
             .engine
-            .eval(
-                "read",
-                &self.scripts.read,
-                &[&keys.meta, &keys.log, &keys.lease],
-                &[&first, &count.to_string()],
-                false,
-            )
+            .transaction("read", &snapshot)
             .await
             .map_err(unavailable)?;
-        let parts = match reply {
-            Value::Nil => return Err(LogError::NotFound),
-            Value::Array(parts) => parts,
-            _ => return Err(LogError::Unavailable),
-        };
-        let [sealed, owned, Value::Array(stored)] = parts.as_slice() else {
+        let [sealed, owned, stored] = parts.as_slice() else {
             return Err(LogError::Unavailable);
+        };
+        let stored = match (sealed, stored) {
+            (Value::Nil, _) => return Err(LogError::NotFound),
+            (_, Value::Array(stored)) => stored,
+            _ => return Err(LogError::Unavailable),
         };
         let mut entries = Vec::with_capacity(stored.len());
         for (k, item) in stored.iter().enumerate() {
@@ -425,111 +556,22 @@ impl Inner {
         let start = Instant::now();
         let keys = self.keys(run_id);
         let max = max.max(1);
+        // Registered before the first look: an append that lands after it
+        // publishes after the registration, so its notice is not missed.
+        let waiting: Option<Waiting> = (!wait.is_zero()).then(|| self.wakeups.register(run_id));
         let batch = self.snapshot(&keys, after, max).await?;
-        if !batch.entries.is_empty() || batch.sealed || wait.is_zero() {
+        let Some(mut waiting) = waiting else {
+            return Ok(batch);
+        };
+        if !batch.entries.is_empty() || batch.sealed {
             return Ok(batch);
         }
         // Far enough for "forever" when `wait` is too long to add.
         let until = start
             .checked_add(wait)
             .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600));
-        self.wait_for_entry(&keys.log, after, until).await;
+        waiting.wait(until).await;
         self.snapshot(&keys, after, max).await
-    }
-
-    /// Waits until the log has an entry after `after`, or `until`.
-    ///
-    /// `XREAD BLOCK` on a connection of its own, never on the shared
-    /// multiplexed one: a blocked command holds up every command queued
-    /// behind it on its connection. The connections come from a small pool
-    /// of idle ones (at most [`IDLE_WAITERS`] kept), so a read that waits
-    /// costs a new connection only when every pooled one is busy; each
-    /// waiting read holds one connection while it waits. Its answer is only
-    /// a wake-up: the caller reads the entries again from a consistent
-    /// snapshot. Failures end the wait early or retry it; they are the
-    /// snapshot's to report.
-    async fn wait_for_entry(&self, log_key: &str, after: u64, until: Instant) {
-        let Ok(_slot) = self.blocking.try_acquire() else {
-            // Every blocking slot is taken: poll instead (the caller looks
-            // at the log again when this returns).
-            let remaining = until.saturating_duration_since(Instant::now());
-            tokio::time::sleep(POLL_PAUSE.min(remaining)).await;
-            return;
-        };
-        let last_id = format!("{after}-0");
-        let mut pause = Duration::from_millis(20);
-        loop {
-            let now = Instant::now();
-            if now >= until {
-                return;
-            }
-            let remaining = until - now;
-            let mut conn = match self.waiter().await {
-                Ok(conn) => conn,
-                Err(()) => {
-                    tokio::time::sleep(pause.min(remaining)).await;
-                    pause = (pause * 2).min(Duration::from_millis(500));
-                    continue;
-                }
-            };
-            let mut cmd = redis::cmd("XREAD");
-            cmd.arg("COUNT")
-                .arg(1)
-                .arg("BLOCK")
-                .arg(millis(remaining))
-                .arg("STREAMS")
-                .arg(log_key)
-                .arg(&last_id);
-            let bound = remaining.saturating_add(self.options.timeout);
-            match tokio::time::timeout(bound, cmd.query_async::<Value>(&mut conn)).await {
-                Ok(Ok(_)) => {
-                    self.put_back(conn);
-                    return;
-                }
-                Ok(Err(e)) if transient(&e) => {
-                    tracing::debug!(kind = ?e.kind(), "redis: a blocking read lost its connection");
-                    tokio::time::sleep(pause.min(remaining)).await;
-                    pause = (pause * 2).min(Duration::from_millis(500));
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(kind = ?e.kind(), "redis: a blocking read failed");
-                    return;
-                }
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// A connection for one blocking read: an idle one, or a new one.
-    async fn waiter(&self) -> Result<MultiplexedConnection, ()> {
-        if let Some(conn) = self.waiters.lock().ok().and_then(|mut idle| idle.pop()) {
-            return Ok(conn);
-        }
-        // No response timeout of its own: the wait is bounded by the caller.
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.options.timeout))
-            .set_response_timeout(None);
-        let connecting = self
-            .engine
-            .client
-            .get_multiplexed_async_connection_with_config(&config);
-        match tokio::time::timeout(self.options.timeout, connecting).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => {
-                tracing::debug!(kind = ?e.kind(), "redis: no connection for a blocking read");
-                Err(())
-            }
-            Err(_) => Err(()),
-        }
-    }
-
-    /// Keeps `conn` for the next blocking read, if the pool has room.
-    fn put_back(&self, conn: MultiplexedConnection) {
-        if let Ok(mut idle) = self.waiters.lock()
-            && idle.len() < IDLE_WAITERS
-        {
-            idle.push(conn);
-        }
     }
 
     async fn info(&self, run_id: &str) -> Result<Option<RunInfo>, LogError> {
@@ -690,8 +732,13 @@ impl Inner {
             Some(-2) => Err(LogError::NotFound),
             Some(-1) => Ok(()),
             Some(now) if now >= 0 => {
-                // An orphan from now on.
+                // An orphan from now on: its readers may take it over.
                 self.mark_active("release", run_id, now).await;
+                let mut publish = redis::cmd("PUBLISH");
+                publish.arg(&self.appended).arg(run_id);
+                if self.engine.query("release", &publish).await.is_err() {
+                    tracing::debug!(run_id, "redis: a release was not announced");
+                }
                 Ok(())
             }
             _ => Err(LogError::Unavailable),
@@ -828,9 +875,12 @@ impl RunLog for RedisRunLog {
     }
 
     fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()> {
-        let inner = Arc::clone(&self.inner);
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        Box::pin(async move { inner.append(&run_id, &owner, position, &[entry]).await })
+        let in_flight = InFlight::enter(&self.inner, run_id, position);
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            let inner = Arc::clone(&in_flight.inner);
+            inner.append(&in_flight, &owner, &[entry]).await
+        })
     }
 
     /// One script call for the whole batch: written whole or not at all.
@@ -841,9 +891,12 @@ impl RunLog for RedisRunLog {
         position: u64,
         entries: Vec<LogEntry>,
     ) -> LogFuture<()> {
-        let inner = Arc::clone(&self.inner);
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        Box::pin(async move { inner.append(&run_id, &owner, position, &entries).await })
+        let in_flight = InFlight::enter(&self.inner, run_id, position);
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            let inner = Arc::clone(&in_flight.inner);
+            inner.append(&in_flight, &owner, &entries).await
+        })
     }
 
     fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {

@@ -40,62 +40,86 @@ return now
 "
 );
 
-/// `append` of one or more entries at consecutive positions, all or none.
-/// KEYS: meta, log, lease. ARGV: owner, first position, terminal (`1`/`0`:
-/// the last entry is one), retention ms, then a field and a value per
-/// entry, then retry. Answers `ok` (for a terminal: `{ok, conversation
-/// id}`, so the caller can clear the conversation's running run),
-/// `not_found`, `sealed`, `not_owner`, `gap` (the first position is beyond
-/// the next one) or `out_of_order` (it is taken).
+/// The guard of an append of one or more entries at consecutive positions,
+/// all or none. The append is one transaction (`MULTI`/`EXEC`): this
+/// script, then one `XADD <log> NOMKSTREAM <position>-0 <field> <value>` per
+/// entry, then [`UNFENCE`]. The entries never pass through Lua, where
+/// converting them cost more than the `XADD`s themselves (see
+/// `docs/performance.md`).
 ///
-/// The stream entry id is the position itself (`<position>-0`), so the
-/// engine too refuses an id that does not grow; the script checks first
-/// that the first position is exactly one after the last. A retry whose
-/// first entry is stored, identical, finds its batch written (a batch is
-/// written whole or not at all). A terminal seals the log, drops the lease
-/// and starts the retention of both keys.
-const APPEND: &str = r"
-local function ok()
-  if ARGV[3] == '1' then return {'ok', redis.call('HGET', KEYS[1], 'conversation_id')} end
-  return 'ok'
+/// KEYS: meta, log, lease, fenced. ARGV: owner, first position, count,
+/// terminal (`1`/`0`: the last entry is one), retention ms, retry, then on
+/// a retry the first entry's field and value. Answers `ok`, `written` (both
+/// `{answer, conversation id}` for a terminal, so the caller can clear the
+/// conversation's running run; `written`: (a retry whose first entry is stored, identical:
+/// the lost attempt wrote the batch, a batch being written whole or not at
+/// all), `not_found`, `sealed`, `not_owner`, `gap` (the first position is
+/// beyond the next one) or `out_of_order` (it is taken).
+///
+/// Only `ok` lets the `XADD`s write: for every other answer the script
+/// moves the stream aside (`RENAME` to the `fenced` key, in the run's
+/// slot), so `XADD ... NOMKSTREAM` finds no stream to write to, and
+/// `UNFENCE` moves it back in the same transaction. On `ok` the script
+/// makes sure the stream exists (an empty one, for the first append),
+/// records the new last position, and for a terminal seals the log, drops
+/// the lease and starts the retention of both keys. The stream entry id is
+/// the position itself, so the engine too refuses an id that does not
+/// grow.
+const APPEND_GUARD: &str = r"
+local function fence(answer)
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[4]) end
+  return answer
 end
-local n = (#ARGV - 5) / 2
-local last = redis.call('HGET', KEYS[1], 'last')
-if not last then return 'not_found' end
-local first = tonumber(ARGV[2])
-if ARGV[#ARGV] == '1' then
-  local id = ARGV[2] .. '-0'
-  local stored = redis.call('XRANGE', KEYS[2], id, id)[1]
-  if stored and stored[2][1] == ARGV[5] and stored[2][2] == ARGV[6] then return ok() end
+local function terminal(word)
+  if ARGV[4] == '1' then return {word, redis.call('HGET', KEYS[1], 'conversation_id')} end
+  return word
 end
-if redis.call('HGET', KEYS[1], 'sealed') ~= '0' then return 'sealed' end
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then return 'not_owner' end
-if ARGV[2] ~= string.format('%.0f', tonumber(last) + 1) then
-  if first > tonumber(last) + 1 then return 'gap' end
-  return 'out_of_order'
+local function guard()
+  local last = redis.call('HGET', KEYS[1], 'last')
+  if not last then return fence('not_found') end
+  local first = tonumber(ARGV[2])
+  local n = tonumber(ARGV[3])
+  if ARGV[6] == '1' then
+    local id = ARGV[2] .. '-0'
+    local stored = redis.call('XRANGE', KEYS[2], id, id)[1]
+    if stored and stored[2][1] == ARGV[7] and stored[2][2] == ARGV[8] then return fence(terminal('written')) end
+  end
+  if redis.call('HGET', KEYS[1], 'sealed') ~= '0' then return fence('sealed') end
+  if redis.call('GET', KEYS[3]) ~= ARGV[1] then return fence('not_owner') end
+  if ARGV[2] ~= string.format('%.0f', tonumber(last) + 1) then
+    if first > tonumber(last) + 1 then return fence('gap') end
+    return fence('out_of_order')
+  end
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('XADD', KEYS[2], '0-1', 'idle', '1')
+    redis.call('XDEL', KEYS[2], '0-1')
+  end
+  redis.call('HSET', KEYS[1], 'last', string.format('%.0f', first + n - 1))
+  if ARGV[4] == '1' then
+    redis.call('HSET', KEYS[1], 'sealed', '1')
+    redis.call('DEL', KEYS[3])
+    redis.call('PEXPIRE', KEYS[1], ARGV[5])
+    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  end
+  return terminal('ok')
 end
-for i = 0, n - 1 do
-  local id = string.format('%.0f', first + i) .. '-0'
-  local added = redis.pcall('XADD', KEYS[2], id, ARGV[5 + 2 * i], ARGV[6 + 2 * i])
-  if type(added) == 'table' and added.err then return 'out_of_order' end
-end
-redis.call('HSET', KEYS[1], 'last', string.format('%.0f', first + n - 1))
-if ARGV[3] == '1' then
-  redis.call('HSET', KEYS[1], 'sealed', '1')
-  redis.call('DEL', KEYS[3])
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-end
-return ok()
+-- Whatever fails in the guard fences the stream too: the XADDs queued
+-- behind it must never write unguarded.
+local done, answer = pcall(guard)
+if done then return answer end
+fence(nil)
+return redis.error_reply('ERR the append guard failed')
 ";
 
-/// `read` without waiting. KEYS: meta, log, lease. ARGV: first entry id,
-/// count. Answers nil (no log) or `{sealed, lease exists, entries}`, one
-/// consistent snapshot.
-const READ: &str = r"
-local sealed = redis.call('HGET', KEYS[1], 'sealed')
-if not sealed then return false end
-return {sealed, redis.call('EXISTS', KEYS[3]), redis.call('XRANGE', KEYS[2], ARGV[1], '+', 'COUNT', ARGV[2])}
+/// The end of an append's transaction: moves the stream back where
+/// [`APPEND_GUARD`] fenced it. KEYS: log, fenced. Answers 1 (moved back)
+/// or 0.
+const UNFENCE: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('RENAME', KEYS[2], KEYS[1])
+  return 1
+end
+return 0
 ";
 
 /// `renew`. KEYS: meta, lease. ARGV: owner, lease ms. Answers -2 (no
@@ -193,8 +217,8 @@ return rev
 /// when the engine does not know them, as after a restart).
 pub(crate) struct Scripts {
     pub(crate) create: Lua,
-    pub(crate) append: Lua,
-    pub(crate) read: Lua,
+    pub(crate) append_guard: Lua,
+    pub(crate) unfence: Lua,
     pub(crate) renew: Lua,
     pub(crate) release: Lua,
     pub(crate) claim: Lua,
@@ -208,8 +232,8 @@ impl Scripts {
     pub(crate) fn all(&self) -> [&Lua; 9] {
         [
             &self.create,
-            &self.append,
-            &self.read,
+            &self.append_guard,
+            &self.unfence,
             &self.renew,
             &self.release,
             &self.claim,
@@ -222,8 +246,8 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             create: Lua::new(CREATE),
-            append: Lua::new(APPEND),
-            read: Lua::new(READ),
+            append_guard: Lua::new(APPEND_GUARD),
+            unfence: Lua::new(UNFENCE),
             renew: Lua::new(RENEW),
             release: Lua::new(RELEASE),
             claim: Lua::new(CLAIM),

@@ -180,18 +180,20 @@ async fn appends_in_flight_across_a_restart_all_land_in_order() {
         .await
         .unwrap();
     server.kill9();
-    // Twenty appends in flight while the engine is down, each its own task
-    // (so they reach the engine in any order once it is back).
+    // Twenty appends issued in order while the engine is down, each awaited
+    // by a task of its own (so they reach the engine in any order once it
+    // is back).
     let entries: Vec<LogEntry> = (0..20)
         .map(|k| LogEntry::Event(run.text_delta("m", &format!("{k}"))))
         .collect();
     let mut writers = Vec::new();
     for (k, entry) in entries.iter().cloned().enumerate() {
-        let log = log.clone();
-        let id = info.run_id.clone();
-        writers.push(tokio::spawn(async move {
-            log.append(&id, "owner", k as u64 + 2, entry).await
-        }));
+        writers.push(tokio::spawn(log.append(
+            &info.run_id,
+            "owner",
+            k as u64 + 2,
+            entry,
+        )));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     server.restart();
@@ -417,6 +419,157 @@ async fn retention_starts_at_the_terminal() {
             .entries
             .is_empty()
     );
+}
+
+/// An append is a transaction whose entries are plain `XADD`s behind a
+/// guard script that fences the stream away when it refuses: a refused
+/// batch writes none of its entries, and the fence never outlives the
+/// transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_batch_writes_nothing_and_leaves_no_fence() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let log = connect(&server).await;
+    let (info, mut run) = create(&log, "fenced", "owner").await;
+    let id = info.run_id.as_str();
+    let batch = |run: &mut RunBuilder, n: usize| -> Vec<LogEntry> {
+        (0..n)
+            .map(|k| LogEntry::Event(run.text_delta("m", &format!("{k}"))))
+            .collect()
+    };
+    let mut first = vec![
+        LogEntry::Event(run.run_started()),
+        LogEntry::Event(run.text_started("m")),
+    ];
+    first.extend(batch(&mut run, 1));
+    log.append_batch(id, "owner", 1, first.clone())
+        .await
+        .unwrap();
+    let refused = |r: Result<(), LogError>| match r {
+        Err(LogError::Refused { refusal, .. }) => refusal,
+        other => panic!("not refused: {other:?}"),
+    };
+    let five = batch(&mut run, 5);
+    assert_eq!(
+        refused(log.append_batch(id, "intruder", 4, five.clone()).await),
+        Refusal::NotOwner
+    );
+    assert_eq!(
+        refused(log.append_batch(id, "owner", 6, five.clone()).await),
+        Refusal::OutOfOrder,
+        "a gap"
+    );
+    assert_eq!(
+        refused(log.append_batch(id, "owner", 2, five.clone()).await),
+        Refusal::OutOfOrder,
+        "taken"
+    );
+    assert_eq!(
+        log.append_batch("no-such-run", "owner", 1, five.clone())
+            .await,
+        Err(LogError::NotFound)
+    );
+
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let len: u64 = redis::cmd("XLEN")
+        .arg(format!("lce:{{{id}}}:log"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(len, 3, "only the granted batch is stored");
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("lce:{{{id}}}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            format!("lce:{{{id}}}:lease"),
+            format!("lce:{{{id}}}:log"),
+            format!("lce:{{{id}}}:meta")
+        ]
+    );
+    let stray: Vec<String> = redis::cmd("KEYS")
+        .arg("lce:{no-such-run}:*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(stray.is_empty(), "a refused append created {stray:?}");
+
+    // The stream is back where it belongs: the next batch lands after it.
+    log.append_batch(id, "owner", 4, five.clone())
+        .await
+        .unwrap();
+    let read = log.read(id, 0, 100, Duration::ZERO).await.unwrap();
+    let mut all = first;
+    all.extend(five);
+    assert_eq!(read.entries, all);
+}
+
+/// Reads that wait hold no connection of their own: one subscription per
+/// handle wakes them, whichever replica appends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_reads_are_woken_by_another_replica_and_hold_no_connection() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let writer = connect(&server).await;
+    let reader = connect(&server).await;
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let clients = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            let list: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            list.lines().count()
+        }
+    };
+    // Let both handles' subscriptions come up before counting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = clients(&mut conn).await;
+
+    const READERS: usize = 200;
+    let mut runs = Vec::new();
+    let mut reads = Vec::new();
+    for k in 0..READERS {
+        let (info, run) = create(&writer, &format!("wake-{k}"), "owner").await;
+        let reader = reader.clone();
+        let id = info.run_id.clone();
+        // An hour: only a wake-up ends these reads in time.
+        reads.push(tokio::spawn(async move {
+            reader.read(&id, 0, 10, Duration::from_secs(3600)).await
+        }));
+        runs.push((info, run));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        clients(&mut conn).await,
+        before,
+        "{READERS} waiting reads opened connections"
+    );
+    let mut appended = Vec::new();
+    for (info, run) in &mut runs {
+        let entry = LogEntry::Event(run.run_started());
+        writer
+            .append(&info.run_id, "owner", 1, entry.clone())
+            .await
+            .unwrap();
+        appended.push(entry);
+    }
+    let woken = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(reads))
+        .await
+        .expect("the waiting reads were not woken");
+    for (read, entry) in woken.into_iter().zip(appended) {
+        assert_eq!(read.unwrap().unwrap().entries, [entry]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
