@@ -24,6 +24,11 @@ pub(crate) enum Failure {
 /// (round robin).
 const CONNECTIONS: usize = 4;
 
+/// How many requests one connection carries at once; the others wait their
+/// turn in the client (bursts of thousands of requests on one connection
+/// are where the client's driver was seen to wedge).
+const IN_FLIGHT_PER_CONNECTION: usize = 128;
+
 /// The longest one attempt may wait for its answer before its connection
 /// is taken for wedged and replaced (the operation's own bound still
 /// applies). The engine answers the commands lce sends in milliseconds.
@@ -70,7 +75,8 @@ impl Engine {
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(ATTEMPT_BOUND.min(timeout)))
             .set_connection_timeout(Some(timeout))
-            .set_max_delay(Duration::from_secs(1));
+            .set_max_delay(Duration::from_secs(1))
+            .set_concurrency_limit(IN_FLIGHT_PER_CONNECTION);
         let mut conns = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
             let conn = manager(&client, &config, timeout).await?;
@@ -111,12 +117,12 @@ impl Engine {
                 }
                 tracing::warn!(
                     connection = k,
-                    "redis: a connection stopped answering; replaced it"
+                    "redis: a connection left an attempt unanswered in time; replaced it"
                 );
             }
             Err(_) => tracing::warn!(
                 connection = k,
-                "redis: a connection stopped answering and no new one could be made"
+                "redis: a connection left an attempt unanswered in time and no new one could be made"
             ),
         }
     }

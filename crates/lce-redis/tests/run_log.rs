@@ -572,6 +572,119 @@ async fn waiting_reads_are_woken_by_another_replica_and_hold_no_connection() {
     }
 }
 
+/// A loopback proxy in front of the engine whose open connections can be
+/// frozen: they stay open and forward nothing more, as a client connection
+/// that stopped answering does; new connections pass.
+struct FreezingProxy {
+    addr: std::net::SocketAddr,
+    connections: Arc<std::sync::Mutex<Vec<Arc<std::sync::atomic::AtomicBool>>>>,
+}
+
+impl FreezingProxy {
+    async fn start(target: u16) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections: Arc<std::sync::Mutex<Vec<Arc<std::sync::atomic::AtomicBool>>>> =
+            Arc::default();
+        let registry = Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await else {
+                    continue;
+                };
+                let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                registry.lock().unwrap().push(Arc::clone(&frozen));
+                let (client_rx, client_tx) = client.into_split();
+                let (server_rx, server_tx) = server.into_split();
+                for (mut from, mut to, frozen) in [
+                    (
+                        Box::new(client_rx) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+                        Box::new(server_tx) as Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+                        Arc::clone(&frozen),
+                    ),
+                    (Box::new(server_rx) as _, Box::new(client_tx) as _, frozen),
+                ] {
+                    tokio::spawn(async move {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        loop {
+                            let n = match from.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => n,
+                            };
+                            if frozen.load(std::sync::atomic::Ordering::SeqCst) {
+                                // Hold the socket open, forward nothing.
+                                std::future::pending::<()>().await;
+                            }
+                            if to.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        FreezingProxy { addr, connections }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    /// Freezes every connection open now; answers how many.
+    fn freeze(&self) -> usize {
+        let connections = self.connections.lock().unwrap();
+        for frozen in connections.iter() {
+            frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        connections.len()
+    }
+}
+
+/// A connection that stops answering with its socket open (the client
+/// driver wedged, or a middlebox stopped forwarding) is replaced by the
+/// first attempt it leaves unanswered: operations go on within their bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_stops_answering_is_replaced() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = FreezingProxy::start(server.port()).await;
+    let log = RedisRunLog::connect(
+        &proxy.url(),
+        RedisLogOptions::new().with_timeout(Duration::from_secs(10)),
+    )
+    .await
+    .expect("connect through the proxy");
+    let (info, mut run) = create(&log, "frozen", "owner").await;
+    let first = LogEntry::Event(run.run_started());
+    log.append(&info.run_id, "owner", 1, first.clone())
+        .await
+        .unwrap();
+    assert!(
+        proxy.freeze() >= 4,
+        "the command connections and the subscription"
+    );
+    // Every connection the handle had is frozen: each operation below
+    // meets one (or a replacement) and must still succeed.
+    let mut all = vec![first];
+    for position in 2..=9 {
+        let entry = LogEntry::Event(run.text_delta("m", &format!("{position}")));
+        assert_eq!(
+            log.append(&info.run_id, "owner", position, entry.clone())
+                .await,
+            Ok(()),
+            "append at {position} after the freeze"
+        );
+        all.push(entry);
+    }
+    let batch = log
+        .read(&info.run_id, 0, 100, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(batch.entries, all, "each entry once, in order");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_entry_is_reported_with_its_position() {
     let Some(server) = RedisServer::start() else {
