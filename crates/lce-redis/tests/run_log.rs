@@ -105,7 +105,7 @@ async fn kill_9_and_restart_lose_no_acknowledged_entry_and_the_log_reconnects() 
         .await
         .expect("append after the restart");
     acknowledged.push(more);
-    // A blocking read (its own connection, from the pool) works again too.
+    // A read that waits (woken by the resubscribed notices) works again too.
     let writing = {
         let log = log.clone();
         let (id, owner) = (id.to_owned(), owner.to_owned());
