@@ -413,8 +413,9 @@ const UPSTREAM_CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// conversation's running run, asks the upstream to cancel it, and once
 /// the upstream accepts, records the request for the run's owner (which
 /// ends it with `run.cancelled{client_request}` unless the upstream's own
-/// terminal comes first). `Ok(false)`: nothing runs, or the upstream
-/// refused.
+/// terminal comes first). `Ok(true)` once the upstream accepted, even when
+/// its own terminal sealed the run before the request was recorded.
+/// `Ok(false)`: nothing runs, or the upstream refused.
 pub(crate) async fn cancel_conversation(
     app: &App,
     conversation_id: &str,
@@ -432,8 +433,11 @@ pub(crate) async fn cancel_conversation(
         return Ok(false);
     }
     match log.request_cancel(&run_id).await {
-        Ok(true) => {}
-        Ok(false) | Err(LogError::NotFound) => return Ok(false),
+        // `false`: the run is sealed already, as when the harness answered
+        // the cancel with its own terminal before this line: the cancel
+        // was delivered all the same.
+        Ok(true | false) => {}
+        Err(LogError::NotFound) => return Ok(false),
         Err(_) => return Err(unavailable()),
     }
     tracing::info!(target: "lce::serve", run_id, "cancel requested");
