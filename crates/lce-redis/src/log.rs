@@ -570,8 +570,16 @@ impl Inner {
         let until = start
             .checked_add(wait)
             .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600));
-        waiting.wait(until).await;
-        self.snapshot(&keys, after, max).await
+        // A wake-up can be for nothing (a notice of an earlier append
+        // arriving late, a refused append, the subscription coming back):
+        // look again, and wait on until an entry, the seal or `until`.
+        loop {
+            waiting.wait(until).await;
+            let batch = self.snapshot(&keys, after, max).await?;
+            if !batch.entries.is_empty() || batch.sealed || Instant::now() >= until {
+                return Ok(batch);
+            }
+        }
     }
 
     async fn info(&self, run_id: &str) -> Result<Option<RunInfo>, LogError> {

@@ -572,6 +572,46 @@ async fn waiting_reads_are_woken_by_another_replica_and_hold_no_connection() {
     }
 }
 
+/// A notice with nothing new behind it (a late notice of an earlier append,
+/// a refused append) does not end a read's wait early: it looks again and
+/// waits on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_up_for_nothing_does_not_end_a_wait() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let log = connect(&server).await;
+    let (info, mut run) = create(&log, "spurious", "owner").await;
+    log.append(&info.run_id, "owner", 1, LogEntry::Event(run.run_started()))
+        .await
+        .unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let wait = Duration::from_millis(800);
+    let start = Instant::now();
+    let reading = {
+        let log = log.clone();
+        let id = info.run_id.clone();
+        tokio::spawn(async move { log.read(&id, 1, 10, wait).await })
+    };
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg("lce:appended")
+            .arg(&info.run_id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let batch = reading.await.unwrap().unwrap();
+    assert!(batch.entries.is_empty() && !batch.sealed, "{batch:?}");
+    assert!(
+        start.elapsed() >= wait.mul_f64(0.9),
+        "the wait ended after {:?}, before its {wait:?}",
+        start.elapsed()
+    );
+}
+
 /// A loopback proxy in front of the engine whose open connections can be
 /// frozen: they stay open and forward nothing more, as a client connection
 /// that stopped answering does; new connections pass.
