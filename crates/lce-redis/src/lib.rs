@@ -84,31 +84,33 @@
 //! channel and wakes its reads of that run. A read registers before its
 //! first snapshot, so an append that lands after the snapshot publishes
 //! after the registration and is never missed. So a waiting read holds no
-//! connection of its own: a replica uses two connections to the engine
-//! (commands and the subscription) however many subscribers it serves.
+//! connection of its own: a replica uses five connections to the engine
+//! (four for commands, one for the subscription) however many subscribers
+//! it serves.
 //! Pub/sub delivers at most once: while the subscription is down, waits
 //! look again every 250 ms, and every waiting read is woken when it is
 //! back.
 //!
 //! # Failures
 //!
-//! Every operation is bounded by [`RedisLogOptions::timeout`]. The
+//! Every operation is bounded by [`RedisLogOptions::timeout`]. Each
 //! connection is a `redis::aio::ConnectionManager`, which reconnects by
-//! itself after the engine restarts; an operation that failed on a dropped
-//! connection is tried again within that bound (the scripts recognise their
+//! itself after the engine restarts, and one that leaves an attempt
+//! unanswered for 2 s is replaced; an operation that failed on a dropped or
+//! replaced connection is tried again within that bound (the scripts recognise their
 //! own earlier success, so a retried append, create, claim or commit never
 //! counts twice). Appends issued in order without waiting for each other
 //! may reach the engine out of order (each is its own future, retried on
 //! its own); an append that finds a gap before its position while an
 //! earlier append of the same run is in flight from the same handle waits
-//! for it, within the bound. Any other gap is refused at once. What still fails is `LogError::Unavailable` (or
+//! for it, within the bound. Any other gap is refused at once. What still
+//! fails is `LogError::Unavailable` (or
 //! `CommitError::Failed` / `TimedOut`): an engine's error text can name
 //! hosts, keys or credentials, so none of it reaches an error or a log line
 //! (`tracing` records the operation and the error's kind only).
 //!
 //! Needs Redis 6.2 or later (`XADD ... NOMKSTREAM`; Lua scripts that call
-//! `TIME`). A
-//! standalone server or a primary; not Redis Cluster's client protocol, no
+//! `TIME`). A standalone server or a primary; not Redis Cluster's client protocol, no
 //! TLS (the crate is built without them).
 //!
 //! May depend on: `lce-core` (the traits), `lce-types` (events), the `redis`

@@ -4,7 +4,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
-
 use std::time::Duration;
 
 use lce_core::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
@@ -13,7 +12,7 @@ use redis::Value;
 use tokio::time::Instant;
 
 use crate::engine::{Engine, Failure, int, millis, text};
-use crate::scripts::Scripts;
+use crate::scripts::{APPEND_GUARD, Scripts, UNFENCE};
 use crate::wakeups::{Waiting, Wakeups};
 
 /// How [`RedisRunLog`] keeps its logs.
@@ -76,10 +75,10 @@ const ORPHANS_PER_CALL: usize = 1000;
 /// `lce_core::RunLog` on Redis Streams, shared by every replica that
 /// connects to the same engine with the same prefix.
 ///
-/// Cheap to clone (the clones share the connections). Commands go over one
-/// multiplexed, self-reconnecting connection (`ConnectionManager`); reads
+/// Cheap to clone (the clones share the connections). Commands go over four
+/// multiplexed, self-reconnecting connections (`ConnectionManager`); reads
 /// that wait for entries are woken through one pub/sub subscription per
-/// handle (a second connection, with a task that resubscribes by itself;
+/// handle (a fifth connection, with a task that resubscribes by itself;
 /// see the crate documentation). Must be connected inside a tokio runtime.
 #[derive(Clone)]
 pub struct RedisRunLog {
@@ -391,16 +390,12 @@ impl Inner {
         // One transaction: the guard, the entries as plain `XADD`s (written
         // only when the guard answers `ok`; see `scripts::APPEND_GUARD`),
         // the unfence.
-        // From the second round of the gap loop on, every attempt counts
-        // as a retry: an earlier round's lost attempt may land late.
-        let later_round = std::sync::atomic::AtomicBool::new(false);
         let transaction = |retry: bool| {
-            let retry = retry || later_round.load(std::sync::atomic::Ordering::Relaxed);
             let mut pipe = redis::pipe();
             pipe.atomic();
             let guard = pipe
                 .cmd("EVAL")
-                .arg(self.scripts.append_guard.code)
+                .arg(APPEND_GUARD)
                 .arg(4)
                 .arg(&keys.meta)
                 .arg(&keys.log)
@@ -421,7 +416,7 @@ impl Inner {
                     .arg(value);
             }
             pipe.cmd("EVAL")
-                .arg(self.scripts.unfence.code)
+                .arg(UNFENCE)
                 .arg(2)
                 .arg(&keys.log)
                 .arg(&keys.fenced);
@@ -432,13 +427,16 @@ impl Inner {
             pipe
         };
         let deadline = Instant::now() + self.options.timeout;
+        // From the second round of the gap loop on, every attempt counts as
+        // a retry: an earlier round's lost attempt may land late.
+        let mut later_round = false;
         loop {
             // Looked at before the transaction: an earlier append that was
             // in flight then may have landed just after it.
             let earlier_pending = in_flight.earlier_pending();
             let replies = self
                 .engine
-                .transaction("append", &transaction)
+                .transaction("append", |retry| transaction(retry || later_round))
                 .await
                 .map_err(unavailable)?;
             let Some(reply) = replies.first() else {
@@ -451,11 +449,10 @@ impl Inner {
                 },
                 other => (text(other), None),
             };
-            if answer == Some(b"ok")
-                && !replies[1..=entries.len().min(replies.len() - 1)]
-                    .iter()
-                    .all(|added| text(added).is_some())
-            {
+            let all_added = replies
+                .get(1..=entries.len())
+                .is_some_and(|added| added.iter().all(|id| text(id).is_some()));
+            if answer == Some(b"ok") && !all_added {
                 // The guard granted the write but an `XADD` did not store
                 // its entry: the engine is not the one these scripts know.
                 tracing::warn!(run_id, "redis: an append's entries were not stored");
@@ -486,7 +483,7 @@ impl Inner {
                 // caller's mistake, refused at once.
                 Some(b"gap") if earlier_pending && Instant::now() + GAP_PAUSE < deadline => {
                     tokio::time::sleep(GAP_PAUSE).await;
-                    later_round.store(true, std::sync::atomic::Ordering::Relaxed);
+                    later_round = true;
                     continue;
                 }
                 Some(b"gap" | b"out_of_order") => refused(Refusal::OutOfOrder),
@@ -559,13 +556,10 @@ impl Inner {
         // Registered before the first look: an append that lands after it
         // publishes after the registration, so its notice is not missed.
         let waiting: Option<Waiting> = (!wait.is_zero()).then(|| self.wakeups.register(run_id));
-        let batch = self.snapshot(&keys, after, max).await?;
+        let mut batch = self.snapshot(&keys, after, max).await?;
         let Some(mut waiting) = waiting else {
             return Ok(batch);
         };
-        if !batch.entries.is_empty() || batch.sealed {
-            return Ok(batch);
-        }
         // Far enough for "forever" when `wait` is too long to add.
         let until = start
             .checked_add(wait)
@@ -573,13 +567,11 @@ impl Inner {
         // A wake-up can be for nothing (a notice of an earlier append
         // arriving late, a refused append, the subscription coming back):
         // look again, and wait on until an entry, the seal or `until`.
-        loop {
+        while batch.entries.is_empty() && !batch.sealed && Instant::now() < until {
             waiting.wait(until).await;
-            let batch = self.snapshot(&keys, after, max).await?;
-            if !batch.entries.is_empty() || batch.sealed || Instant::now() >= until {
-                return Ok(batch);
-            }
+            batch = self.snapshot(&keys, after, max).await?;
         }
+        Ok(batch)
     }
 
     async fn info(&self, run_id: &str) -> Result<Option<RunInfo>, LogError> {

@@ -65,7 +65,7 @@ return now
 /// the lease and starts the retention of both keys. The stream entry id is
 /// the position itself, so the engine too refuses an id that does not
 /// grow.
-const APPEND_GUARD: &str = r"
+pub(crate) const APPEND_GUARD: &str = r"
 local function fence(answer)
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[4]) end
   return answer
@@ -114,7 +114,7 @@ return redis.error_reply('ERR the append guard failed')
 /// The end of an append's transaction: moves the stream back where
 /// [`APPEND_GUARD`] fenced it. KEYS: log, fenced. Answers 1 (moved back)
 /// or 0.
-const UNFENCE: &str = r"
+pub(crate) const UNFENCE: &str = r"
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('RENAME', KEYS[2], KEYS[1])
   return 1
@@ -214,11 +214,11 @@ return rev
 ";
 
 /// The scripts, hashed once (called by `EVALSHA`; sent whole with `EVAL`
-/// when the engine does not know them, as after a restart).
+/// when the engine does not know them, as after a restart). The append's
+/// two scripts are not here: they run inside a transaction, always sent
+/// whole ([`APPEND_GUARD`], [`UNFENCE`]).
 pub(crate) struct Scripts {
     pub(crate) create: Lua,
-    pub(crate) append_guard: Lua,
-    pub(crate) unfence: Lua,
     pub(crate) renew: Lua,
     pub(crate) release: Lua,
     pub(crate) claim: Lua,
@@ -229,11 +229,9 @@ pub(crate) struct Scripts {
 
 impl Scripts {
     /// Every script, to load them up front.
-    pub(crate) fn all(&self) -> [&Lua; 9] {
+    pub(crate) fn all(&self) -> [&Lua; 7] {
         [
             &self.create,
-            &self.append_guard,
-            &self.unfence,
             &self.renew,
             &self.release,
             &self.claim,
@@ -246,8 +244,6 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             create: Lua::new(CREATE),
-            append_guard: Lua::new(APPEND_GUARD),
-            unfence: Lua::new(UNFENCE),
             renew: Lua::new(RENEW),
             release: Lua::new(RELEASE),
             claim: Lua::new(CLAIM),
