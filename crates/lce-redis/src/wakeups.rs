@@ -24,7 +24,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 /// How often a waiting read looks again while the subscription is down.
-pub(crate) const POLL_PAUSE: Duration = Duration::from_millis(250);
+const POLL_PAUSE: Duration = Duration::from_millis(250);
 
 /// The longest pause between two tries to subscribe again.
 const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(1);
