@@ -328,23 +328,10 @@ impl MillisText {
 #[inline]
 pub(crate) fn millis_text(v: f64) -> Option<MillisText> {
     let m = millis(v)?;
-    let mut t = MillisText {
-        buf: [b'0'; 40],
-        start: MILLIS_POINT,
-        end: MILLIS_POINT + 2,
-    };
-    let buf = &mut t.buf;
-    let mut pair_at = |at: usize, p: u64| {
-        if let (Some(slot), Some(pair)) = (buf.get_mut(at..at + 2), DIGIT_PAIRS.get(p as usize)) {
-            slot.copy_from_slice(pair);
-        }
-    };
     // Decimals: `d1 d2 d3`, trailing zeros dropped, `0` for none (the
     // buffer is all zeros already).
     let frac = m % 1000;
-    pair_at(MILLIS_POINT + 1, frac / 10);
-    pair_at(MILLIS_POINT + 2, frac % 100);
-    t.end = MILLIS_POINT
+    let end = MILLIS_POINT
         + if frac % 100 == 0 {
             2
         } else if frac % 10 == 0 {
@@ -352,6 +339,19 @@ pub(crate) fn millis_text(v: f64) -> Option<MillisText> {
         } else {
             4
         };
+    let mut t = MillisText {
+        buf: [b'0'; 40],
+        start: MILLIS_POINT,
+        end,
+    };
+    let buf = &mut t.buf;
+    let mut pair_at = |at: usize, p: u64| {
+        if let (Some(slot), Some(pair)) = (buf.get_mut(at..at + 2), DIGIT_PAIRS.get(p as usize)) {
+            slot.copy_from_slice(pair);
+        }
+    };
+    pair_at(MILLIS_POINT + 1, frac / 10);
+    pair_at(MILLIS_POINT + 2, frac % 100);
     // Integer digits, two at a time, right to left (at least one: m >= 1000).
     let mut int = m / 1000;
     let mut i = MILLIS_POINT;

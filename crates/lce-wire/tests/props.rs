@@ -413,3 +413,32 @@ fn data_json_refuses_raw_newlines_and_non_finite() {
     assert!(r.is_ok());
     assert_eq!(&out[..], b"keepdata: {\"k\":\"a\\nb\",\"k\":-7}\n\n");
 }
+
+/// `Member::I64` writes an integer's decimal text exactly, at every digit
+/// count boundary and for zero (which has no sign: `0`, never `-0`).
+#[test]
+fn object_integers_are_their_decimal_text() {
+    const K: lce_wire::Key = lce_wire::Key::new("n");
+    for v in [
+        0,
+        1,
+        9,
+        10,
+        99,
+        100,
+        -1,
+        -10,
+        -100,
+        i64::MIN,
+        i64::MAX,
+    ] {
+        let mut out = BytesMut::new();
+        let mut w = JsonWriter::new(&mut out, Style::Compact);
+        w.object(&[lce_wire::Member::I64(&K, v)]).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            format!("{{\"n\":{v}}}"),
+            "{v}"
+        );
+    }
+}
