@@ -1,9 +1,12 @@
 //! Both dialects' output parses with a real SSE parser into exactly the
-//! frames written, for every scenario.
+//! frames written, for every scenario, and equals the scenario's golden
+//! bytes.
 //!
 //! The golden files themselves are the bytes of the whole pipeline
-//! (sanitizer and coordinator included), so they are compared in one place:
-//! `crates/lce-cli/tests/golden.rs` (rewrite with `cargo xtask bless`).
+//! (sanitizer and coordinator included), so they are blessed in one place:
+//! `crates/lce-cli/tests/golden.rs` (rewrite with `cargo xtask bless`). Here
+//! the encoder alone is held to them, for the scenarios where it alone
+//! writes them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -121,4 +124,38 @@ fn agui_parses_with_a_real_sse_parser() {
 #[test]
 fn agui_v1_parses_with_a_real_sse_parser() {
     check_parse(WireFormat::AguiV1);
+}
+
+/// The scenario whose events the sanitizer changes (control characters in
+/// text become escapes it rewrites), so its golden bytes are not the
+/// encoder's alone.
+const SANITIZED: &str = "json-escapes-in-text";
+
+/// The encoder alone writes each scenario's golden bytes, in both dialects:
+/// the scenarios are valid runs, so the coordinator adds nothing, and the
+/// sanitizer leaves all but [`SANITIZED`] as they are. (The golden files
+/// are the whole pipeline's bytes and are blessed in
+/// `crates/lce-cli/tests/golden.rs`; this is the crate's own check of its
+/// share of them.)
+#[test]
+fn the_encoder_alone_writes_the_golden_bytes() {
+    for format in [WireFormat::Agui, WireFormat::AguiV1] {
+        let dir = root().join("golden").join(format.name());
+        for scenario in scenarios() {
+            let stem = scenario.file_stem().unwrap().to_str().unwrap();
+            let golden = dir.join(format!("{stem}.sse"));
+            let want = fs::read(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+            let got = encode(&scenario, format);
+            if stem == SANITIZED {
+                assert_ne!(got, want, "{stem} is no longer changed by the sanitizer");
+            } else {
+                assert!(
+                    got == want,
+                    "{}: the encoder's bytes differ from {}",
+                    scenario.display(),
+                    golden.display()
+                );
+            }
+        }
+    }
 }

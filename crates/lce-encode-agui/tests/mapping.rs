@@ -442,7 +442,9 @@ fn release_ready_lets_complete_starts_out_while_the_tool_runs() {
     .unwrap();
     assert!(enc.has_held());
     let before = out.len();
-    enc.release_ready(&mut out).unwrap();
+    // Through the encoder trait, as the chain's `encoded` stage calls it
+    // when the upstream waits.
+    enc.on_idle(&mut out).unwrap();
     assert!(!enc.has_held());
     let released = String::from_utf8(out[before..].to_vec()).unwrap();
     assert_eq!(names(&released), ["TOOL_CALL_START", "TOOL_CALL_ARGS"]);
@@ -619,6 +621,187 @@ fn multi_approval_interrupts_keep_every_call() {
         [
             r#"{"type": "RUN_STARTED", "runId": "run-1", "threadId": "conv-1", "timestamp": 1786924800.0}"#,
             r#"{"type": "RUN_FINISHED", "runId": "run-1", "threadId": "conv-1", "outcome": "interrupt", "interrupt": {"id": "i", "reason": "tool_approval", "payload": {"tool_name": "a", "tool_args": {"n": 1}, "allowed_decisions": ["approve", "edit", "reject"], "agent": "ag", "tool_approvals": [{"tool_name": "a", "tool_args": {"n": 1}, "tool_call_id": "c1", "allowed_decisions": ["approve", "edit", "reject"]}, {"tool_name": "b", "tool_args": {"s": "ü"}, "tool_call_id": "c2", "allowed_decisions": ["approve", "reject"]}]}}, "timestamp": 1786924802.0}"#,
+        ]
+    );
+}
+
+/// A frame of a text or a call carries the subagent the text or call was
+/// opened in (its opener's), whichever namespace the later event names,
+/// with other texts and calls open at the same time.
+#[test]
+fn v1_text_and_call_frames_carry_their_openers_subagent() {
+    let mut r = RunBuilder::new("run-1", "conv-1");
+    let events = [
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).tool_started("tc-a", "task", "{}"),
+        r.set_timestamp(secs("02")).namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("03")).root().text_started("m-root"),
+        r.set_timestamp(secs("04")).at(["tc-a"]).text_started("m-a"),
+        r.set_timestamp(secs("05")).tool_started("t-in", "x", "{}"),
+        r.set_timestamp(secs("06")).root().tool_started("t-root", "y", "{}"),
+        r.set_timestamp(secs("07")).at(["tc-a"]).text_delta("m-a", "x"),
+        r.set_timestamp(secs("08")).root().text_delta("m-root", "y"),
+        // Named at the root, but opened in `tc-a`.
+        r.set_timestamp(secs("09")).tool_arguments_delta("t-in", r#"{"k":1}"#),
+        r.set_timestamp(secs("10")).tool_arguments_delta("t-root", r#"{"j":2}"#),
+        r.set_timestamp(secs("11")).run_finished(),
+    ];
+    assert_eq!(
+        datas(&v1(&events)),
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"tc-a","toolCallName":"task"}"#,
+            r#"{"type":"SUBAGENT_STARTED","timestamp":1786924802000,"subagentRunId":"tc-a","name":"A","parentToolCallId":"tc-a"}"#,
+            r#"{"type":"TEXT_MESSAGE_START","timestamp":1786924803000,"messageId":"m-root","role":"assistant"}"#,
+            r#"{"type":"TEXT_MESSAGE_START","timestamp":1786924804000,"subagentRunId":"tc-a","messageId":"m-a","role":"assistant"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924805000,"subagentRunId":"tc-a","toolCallId":"t-in","toolCallName":"x"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924806000,"toolCallId":"t-root","toolCallName":"y"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","timestamp":1786924807000,"subagentRunId":"tc-a","messageId":"m-a","delta":"x"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","timestamp":1786924808000,"messageId":"m-root","delta":"y"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924809000,"subagentRunId":"tc-a","toolCallId":"t-in","delta":"{\"k\":1}"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924810000,"toolCallId":"t-root","delta":"{\"j\":2}"}"#,
+            // Closed at the run's end: texts in opening order, then the
+            // calls and subagents from the innermost out.
+            r#"{"type":"TEXT_MESSAGE_END","timestamp":1786924811000,"messageId":"m-root"}"#,
+            r#"{"type":"TEXT_MESSAGE_END","timestamp":1786924811000,"subagentRunId":"tc-a","messageId":"m-a"}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924811000,"subagentRunId":"tc-a","toolCallId":"t-in"}"#,
+            r#"{"type":"SUBAGENT_FINISHED","timestamp":1786924811000,"subagentRunId":"tc-a","outcome":{"type":"success"}}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924811000,"toolCallId":"tc-a"}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924811000,"toolCallId":"t-root"}"#,
+            r#"{"type":"RUN_FINISHED","timestamp":1786924811000,"threadId":"conv-1","runId":"run-1","outcome":{"type":"success"}}"#,
+        ]
+    );
+}
+
+/// `namespace.exited` finishes the subagent of its own call (not a sibling
+/// in the same namespace), by its outcome: `success` as finished,
+/// `cancelled` as a `subagent_cancelled` error.
+#[test]
+fn v1_sibling_subagents_finish_by_their_own_call_and_outcome() {
+    let mut r = RunBuilder::new("run-1", "conv-1");
+    let events = [
+        r.set_timestamp(secs("00")).run_started(),
+        r.set_timestamp(secs("01")).tool_started("tc-a", "task", "{}"),
+        r.set_timestamp(secs("02")).tool_started("tc-b", "task", "{}"),
+        r.set_timestamp(secs("03")).namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("04")).namespace_entered("b", "B", "tc-b"),
+        r.set_timestamp(secs("05")).namespace_exited("b", "tc-b"),
+        r.set_timestamp(secs("06")).event(
+            "namespace.exited",
+            r#"{"agent_id":"a","parent_tool_call_id":"tc-a","outcome":"cancelled"}"#,
+        ),
+        r.set_timestamp(secs("07")).run_finished(),
+    ];
+    assert_eq!(
+        datas(&v1(&events)),
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"tc-a","toolCallName":"task"}"#,
+            r#"{"type":"TOOL_CALL_START","timestamp":1786924802000,"toolCallId":"tc-b","toolCallName":"task"}"#,
+            r#"{"type":"SUBAGENT_STARTED","timestamp":1786924803000,"subagentRunId":"tc-a","name":"A","parentToolCallId":"tc-a"}"#,
+            r#"{"type":"SUBAGENT_STARTED","timestamp":1786924804000,"subagentRunId":"tc-b","name":"B","parentToolCallId":"tc-b"}"#,
+            r#"{"type":"SUBAGENT_FINISHED","timestamp":1786924805000,"subagentRunId":"tc-b","outcome":{"type":"success"}}"#,
+            r#"{"type":"SUBAGENT_ERROR","timestamp":1786924806000,"subagentRunId":"tc-a","message":"The subagent was cancelled.","code":"subagent_cancelled"}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924807000,"toolCallId":"tc-a"}"#,
+            r#"{"type":"TOOL_CALL_END","timestamp":1786924807000,"toolCallId":"tc-b"}"#,
+            r#"{"type":"RUN_FINISHED","timestamp":1786924807000,"threadId":"conv-1","runId":"run-1","outcome":{"type":"success"}}"#,
+        ]
+    );
+}
+
+/// D7 in both dialects: an empty text delta writes no frame.
+#[test]
+fn empty_text_deltas_write_nothing() {
+    let mut r = RunBuilder::new("run-1", "conv-1");
+    let events = [
+        r.run_started(),
+        r.text_started("m"),
+        r.text_delta("m", ""),
+        r.text_delta("m", "a"),
+        r.text_delta("m", ""),
+        r.text_finished("m"),
+        r.run_finished(),
+    ];
+    let expected = [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ];
+    assert_eq!(names(&da(&events)), expected);
+    let types: Vec<String> = datas(&v1(&events))
+        .iter()
+        .map(|d| {
+            let v: serde_json::Value = serde_json::from_str(d).unwrap();
+            v["type"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(types, expected);
+}
+
+/// The `usage` of the `RUN_FINISHED` that ends `events` in AG-UI 1.0.
+fn v1_usage(events: &[Event]) -> serde_json::Value {
+    let out = v1(events);
+    let last = *datas(&out).last().unwrap();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["type"], "RUN_FINISHED");
+    v["usage"].clone()
+}
+
+/// A `provider.metadata` without a model keeps the model known for the
+/// same provider and forgets it for another.
+#[test]
+fn v1_a_model_is_kept_for_the_same_provider_only() {
+    for (second, want) in [
+        (
+            r#"{"provider":"p","metadata":{}}"#,
+            serde_json::json!([{"provider": "p", "model": "m", "inputTokens": 1, "outputTokens": 2}]),
+        ),
+        (
+            r#"{"provider":"q","metadata":{}}"#,
+            serde_json::json!([{"provider": "q", "inputTokens": 1, "outputTokens": 2}]),
+        ),
+        (
+            r#"{"provider":"q","model":"n","metadata":{}}"#,
+            serde_json::json!([{"provider": "q", "model": "n", "inputTokens": 1, "outputTokens": 2}]),
+        ),
+    ] {
+        let mut r = RunBuilder::new("run-1", "conv-1");
+        let events = [
+            r.run_started(),
+            r.usage_updated(1, 2),
+            r.event("provider.metadata", r#"{"provider":"p","model":"m","metadata":{}}"#),
+            r.event("provider.metadata", second),
+            r.run_finished(),
+        ];
+        assert_eq!(v1_usage(&events), want, "{second}");
+    }
+}
+
+/// One encoder for two runs: the second `run.started` starts from nothing
+/// (no usage, provider or open spans of the first run carry over).
+#[test]
+fn v1_a_second_run_starts_from_nothing() {
+    let mut first = RunBuilder::new("run-1", "conv-1");
+    let mut second = RunBuilder::new("run-2", "conv-1");
+    let events = [
+        first.run_started(),
+        first.usage_updated(5, 6),
+        first.event("provider.metadata", r#"{"provider":"p","model":"m","metadata":{}}"#),
+        first.text_started("m-1"),
+        first.run_cancelled(),
+        second.set_timestamp(secs("00")).run_started(),
+        second.event("usage.updated", r#"{"output_tokens":2}"#),
+        second.set_timestamp(secs("02")).run_finished(),
+    ];
+    let out = v1(&events);
+    let frames = datas(&out);
+    assert_eq!(
+        frames[frames.len() - 2..],
+        [
+            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-2","protocolVersion":"1.0"}"#,
+            r#"{"type":"RUN_FINISHED","timestamp":1786924802000,"threadId":"conv-1","runId":"run-2","outcome":{"type":"success"},"usage":[{"outputTokens":2}]}"#,
         ]
     );
 }
