@@ -3,7 +3,7 @@
 //! quotes: caught / viable mutants per crate.
 //!
 //! ```text
-//! cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J]
+//! cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J] [--iterate]
 //! ```
 //!
 //! - `--crate C` (repeatable): only these crates (default: every library
@@ -18,6 +18,13 @@
 //!   own, five times the unmutated tests' time), so the run's time is
 //!   bounded by the number of mutants.
 //! - `--jobs J` (default 1): mutants built and tested at once.
+//! - `--iterate`: after new tests, run again only what the crate's last run
+//!   did not catch (cargo-mutants' own `--iterate`: the mutants in its
+//!   `caught.txt`, `previously_caught.txt` and `unviable.txt` are skipped
+//!   and counted as before). With the same `--sample` and `--seed` on an
+//!   unchanged source tree, the figure is then the whole sample's again.
+//!   Mutants are matched by file, line, column and text, so a changed
+//!   source file makes its mutants new ones.
 //!
 //! Each crate runs as `cargo mutants --package C` (cargo-mutants then runs
 //! only that package's tests: unit, integration and doc tests), with its
@@ -55,7 +62,7 @@ pub(crate) const CRATES: [&str; 9] = [
 ];
 
 const USAGE: &str =
-    "usage: cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J]";
+    "usage: cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J] [--iterate]";
 
 const MISSING: &str = "cargo-mutants is missing: cargo install cargo-mutants --locked";
 
@@ -67,6 +74,7 @@ struct Args {
     seed: u64,
     timeout: Option<u64>,
     jobs: u32,
+    iterate: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -76,6 +84,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         seed: 0,
         timeout: None,
         jobs: 1,
+        iterate: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -111,6 +120,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     .filter(|j| *j > 0)
                     .ok_or(format!("--jobs needs a number from 1\n{USAGE}"))?;
             }
+            "--iterate" => out.iterate = true,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
@@ -210,6 +220,9 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
     if let Some(t) = args.timeout {
         cmd.arg("--timeout").arg(t.to_string());
     }
+    if args.iterate {
+        cmd.arg("--iterate");
+    }
     for f in &filters {
         cmd.arg("--re").arg(f);
     }
@@ -225,8 +238,11 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
     }
     let dir = out_dir.join("mutants.out");
     let read = |name: &str| fs::read_to_string(dir.join(name)).unwrap_or_default();
+    // With `--iterate`, what earlier runs caught is in
+    // `previously_caught.txt` (empty otherwise).
+    let caught = read("caught.txt") + "\n" + &read("previously_caught.txt");
     Ok(Summary::from_outcome_files(
-        &read("caught.txt"),
+        &caught,
         &read("missed.txt"),
         &read("timeout.txt"),
         &read("unviable.txt"),
@@ -446,8 +462,10 @@ mod tests {
                 seed: 3,
                 timeout: None,
                 jobs: 1,
+                iterate: false,
             }
         );
+        assert!(parse_args(&strings(&["--iterate"])).unwrap().iterate);
         let all = parse_args(&[]).unwrap();
         assert_eq!(all.crates.len(), CRATES.len());
         assert!(parse_args(&strings(&["--crate", "lce-cli"])).is_err());
