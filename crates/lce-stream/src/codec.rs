@@ -319,12 +319,25 @@ mod tests {
 
     #[test]
     fn same_frames_whatever_the_chunking() {
-        let input = b"event: content\ndata: {\"text\": \"a\"}\n\n: keep-alive\n\ndata: {}\n\n";
+        let input = b"event: content\ndata: {\"text\": \"a\"}\n\n: keep-alive\n\ndata: {}\n\nevent: ping\n\n";
         let whole = frames(input, input.len());
-        assert_eq!(whole.len(), 3);
-        assert_eq!(whole[0].as_ref().unwrap().event.as_deref(), Some("content"));
-        assert!(whole[1].as_ref().unwrap().comment_only);
-        assert_eq!(whole[2].as_ref().unwrap().data, "{}");
+        let frame = |event: Option<&str>, data: &str, comment_only| {
+            Ok(SseFrame {
+                event: event.map(str::to_owned),
+                data: data.to_owned(),
+                comment_only,
+            })
+        };
+        // Only a frame with neither `event:` nor `data:` is comment-only.
+        assert_eq!(
+            whole,
+            [
+                frame(Some("content"), "{\"text\": \"a\"}", false),
+                frame(None, "", true),
+                frame(None, "{}", false),
+                frame(Some("ping"), "", false),
+            ]
+        );
         for chunk in 1..input.len() {
             assert_eq!(frames(input, chunk), whole, "chunk {chunk}");
         }

@@ -892,12 +892,16 @@ impl Inner {
                                 Poll::Ready(None) | Poll::Pending => break,
                             }
                         }
+                        // With what the stages before drained themselves
+                        // (D8), so the log counts what the audit counts.
+                        self.stages = up.as_ref().stage_counts();
                     }
-                    if drained > 0 {
+                    let after_terminal = self.run_counters().after_terminal;
+                    if after_terminal > 0 {
                         tracing::debug!(
                             target: "lce::coordinator",
                             run_id = %self.options.run_id,
-                            dropped = drained,
+                            dropped = after_terminal,
                             "events after the terminal dropped"
                         );
                     }

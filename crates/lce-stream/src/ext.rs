@@ -674,3 +674,30 @@ impl<S: fmt::Debug, E: fmt::Debug> fmt::Debug for Encoded<S, E> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StageCounts;
+
+    #[test]
+    fn stage_counts_add_field_by_field() {
+        let a = StageCounts {
+            empty_deltas: 1,
+            cleaned: 2,
+            discarded: 3,
+        };
+        let b = StageCounts {
+            empty_deltas: 10,
+            cleaned: 20,
+            discarded: 30,
+        };
+        assert_eq!(
+            a + b,
+            StageCounts {
+                empty_deltas: 11,
+                cleaned: 22,
+                discarded: 33,
+            }
+        );
+    }
+}

@@ -614,9 +614,11 @@ pub async fn end_orphan(
     let Some(terminal) = closure_terminal(options, events).await else {
         return Ok(false);
     };
-    let mut writer = LogWriter::resume(log.clone(), run_id, &takeover.claimant, position + 1);
+    // The terminal goes right after the last entry.
+    let at = position + 1;
+    let mut writer = LogWriter::resume(log.clone(), run_id, &takeover.claimant, at);
     writer.append(LogEntry::Event(terminal)).await?;
-    tracing::warn!(target: "lce::log", run_id, position = position + 1, "took over an orphaned run and ended it (rule 12)");
+    tracing::warn!(target: "lce::log", run_id, position = at, "took over an orphaned run and ended it (rule 12)");
     Ok(true)
 }
 

@@ -45,3 +45,39 @@ impl ThreadStore for MemoryStore {
         Box::pin(async move { r })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn request(conversation_id: &str, interrupt_id: Option<&str>) -> CommitRequest {
+        CommitRequest {
+            run_id: "r".to_owned(),
+            conversation_id: conversation_id.to_owned(),
+            sequence: 9,
+            interrupt_id: interrupt_id.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn revisions_count_up_per_conversation() {
+        let store = MemoryStore::new();
+        assert_eq!(store.revision("a"), None);
+        let first = futures::executor::block_on(store.commit_final(request("a", None))).unwrap();
+        assert_eq!(
+            first,
+            Committed {
+                durable_revision: 1,
+                head_ref: "mem:a:1".to_owned(),
+            }
+        );
+        let second =
+            futures::executor::block_on(store.commit_interrupt(request("a", Some("i")))).unwrap();
+        assert_eq!(second.durable_revision, 2);
+        futures::executor::block_on(store.commit_final(request("b", None))).unwrap();
+        assert_eq!(store.revision("a"), Some(2));
+        assert_eq!(store.revision("b"), Some(1));
+        assert_eq!(store.revision("c"), None);
+    }
+}

@@ -555,3 +555,49 @@ fn encoded_yields_one_chunk_per_event_with_its_whole_frames() {
         );
     }
 }
+
+/// Each adaptor's `size_hint` over a stream of six events says what it can
+/// promise: numbering and cleaning keep the count; dropping empty deltas
+/// may yield fewer; validating may yield fewer and one violation (rule 12)
+/// more; encoding knows nothing; coordinating adds at most its own
+/// `run.started` and terminal, and promises nothing once done.
+#[tokio::test]
+async fn every_adaptor_says_what_it_can_promise_in_size_hint() {
+    let limits = lce_types::Limits::default;
+    assert_eq!(
+        events(futures::stream::iter(run())).size_hint(),
+        (6, Some(6))
+    );
+    assert_eq!(Source::new(run()).sequenced().size_hint(), (6, Some(6)));
+    assert_eq!(
+        Source::new(run()).drop_empty_deltas().size_hint(),
+        (0, Some(6))
+    );
+    assert_eq!(
+        Source::new(run())
+            .sanitized(lce_sanitize::Sanitizer::new(limits()))
+            .size_hint(),
+        (6, Some(6))
+    );
+    assert_eq!(
+        Source::new(run())
+            .validated(ValidatorOptions::new())
+            .size_hint(),
+        (0, Some(7))
+    );
+    assert_eq!(
+        Source::new(run())
+            .encoded(WireEncoder::new(WireFormat::Custom, None))
+            .size_hint(),
+        (0, None)
+    );
+    let mut run =
+        Box::pin(Source::new(run()).coordinated(coordinator(&Arc::new(MemoryAudit::new()))));
+    assert_eq!(run.size_hint(), (0, Some(8)));
+    let mut n = 0;
+    while run.next().await.is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 6);
+    assert_eq!(run.size_hint(), (0, Some(0)));
+}

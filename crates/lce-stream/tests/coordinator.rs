@@ -278,6 +278,29 @@ async fn events_after_the_terminal_are_dropped_and_counted() {
     );
 }
 
+/// The intervention after an adapter's own terminal names the first extra
+/// event's position: the item after the terminal (1-based).
+#[tokio::test]
+async fn the_first_event_after_the_terminal_is_where_the_rule_broke() {
+    let input = scenario("plain-text-answer.jsonl");
+    let mut items: Vec<_> = input.iter().cloned().map(Ok).collect();
+    let mut extra = input[1].clone();
+    extra.sequence = 999;
+    items.push(Ok(extra.clone()));
+    items.push(Ok(extra));
+    let mut run = Box::pin(
+        lce_stream::source(futures::stream::iter(items))
+            .enforced(Coordinator::new(options_for(&input))),
+    );
+    while run.next().await.is_some() {}
+    let intervention = run
+        .intervention()
+        .expect("a rule broken after the terminal");
+    assert_eq!(intervention.cause, Some(Cause::Rule(Rule::AfterTerminal)));
+    assert!(!intervention.coordinator_terminal);
+    assert_eq!(intervention.position, input.len() as u64 + 1);
+}
+
 #[tokio::test]
 async fn a_failed_commit_becomes_thread_durability_uncertain_once() {
     for fault in [Fault::Fail, Fault::Hang] {

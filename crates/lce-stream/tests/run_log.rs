@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use lce_stream::{
     Coordinator, CoordinatorOptions, FrameId, LifecycleStreamExt, LogEntry, LogWriter,
     MemoryRunLog, RunInfo, RunLog, SubscribeError, Subscription, Takeover, WireEncoder, WireFormat,
@@ -222,17 +222,24 @@ async fn an_orphaned_run_gets_exactly_one_closure_terminal() {
         .await
         .unwrap();
     // The first three events, then the owner dies (releases, as a replica
-    // shutting down does, or as an expired lease looks).
-    let head: Vec<_> = events.iter().take(3).cloned().collect();
-    let logged = source(futures::stream::iter(head.into_iter().map(Ok)))
-        .enforced(coordinator(&events))
-        .logged(writer.clone());
-    // Only the events before the stream's own closure: cut the chain short.
-    let mut logged = Box::pin(logged.take(3));
-    while let Some(item) = logged.next().await {
-        item.unwrap();
+    // shutting down does, or as an expired lease looks) before its chain
+    // gets to a terminal: the log is left unsealed.
+    for (i, e) in events.iter().take(3).enumerate() {
+        log.append(
+            &run_id,
+            "replica-a",
+            i as u64 + 1,
+            LogEntry::Event(e.clone()),
+        )
+        .await
+        .unwrap();
     }
-    drop(logged);
+    assert!(
+        !log.read(&run_id, 0, 100, Duration::ZERO)
+            .await
+            .unwrap()
+            .sealed
+    );
     writer.release().await.unwrap();
     assert!(!writer.renew(LEASE).await.unwrap());
     let takeover = |who: &str| Takeover {
@@ -264,8 +271,19 @@ async fn an_orphaned_run_gets_exactly_one_closure_terminal() {
     );
     let batch = log.read(&run_id, 0, 100, Duration::ZERO).await.unwrap();
     assert!(batch.sealed);
+    // The three events as written, then the closure terminal right after.
     assert_eq!(batch.entries.len(), 4);
-    assert_eq!(batch.entries.iter().filter(|e| e.is_terminal()).count(), 1);
+    for (entry, e) in batch.entries.iter().zip(&events[..3]) {
+        assert_eq!(entry, &LogEntry::Event(e.clone()));
+    }
+    let LogEntry::Event(terminal) = &batch.entries[3] else {
+        panic!("{:?}", batch.entries[3])
+    };
+    let lce_types::Payload::RunError(error) = &terminal.payload else {
+        panic!("{terminal:?}")
+    };
+    assert_eq!(error.code, "provider_stream_closed");
+    assert_eq!(terminal.sequence, events[2].sequence + 1);
     // The released owner cannot go on: the log is sealed.
     let late = log
         .append(&run_id, "replica-a", 5, LogEntry::Idle)
@@ -338,4 +356,76 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
     // direct chain whose upstream waited at the same point.
     let replay = read_all(&log, &run_id, WireFormat::Custom, None, false).await;
     assert_eq!(replay, direct(&events, WireFormat::Custom).await);
+}
+
+/// `Logged`'s `size_hint` bounds what it has left to yield at every step
+/// (the acknowledged events it holds count, at least), and `upstream_ended`
+/// turns true once the chain's terminal is taken.
+#[tokio::test]
+async fn logged_counts_what_it_holds_and_knows_when_the_upstream_ended() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let (_, events) = lce_testkit::fixtures::scenarios()
+        .into_iter()
+        .find(|(n, _)| n == "plain-text-answer")
+        .unwrap();
+    let run_id = events[0].run_id.to_string();
+    let conversation = events[0].conversation_id.to_string();
+    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
+        .await
+        .unwrap();
+    let mut logged = Box::pin(
+        source(futures::stream::iter(events.iter().cloned().map(Ok)))
+            .enforced(coordinator(&events))
+            .logged(writer),
+    );
+    assert!(!logged.upstream_ended());
+    // Nothing held yet: the coordinator's bound (the events, the
+    // validating stage's rule-12 item, the coordinator's own run.started
+    // and terminal).
+    assert_eq!(logged.size_hint(), (0, Some(events.len() + 3)));
+    let mut hints = vec![logged.size_hint()];
+    let mut yielded = 0;
+    while let Some(item) = logged.next().await {
+        item.unwrap();
+        yielded += 1;
+        // The first batch takes everything the source had, terminal included.
+        assert!(logged.upstream_ended());
+        hints.push(logged.size_hint());
+    }
+    assert_eq!(yielded, events.len());
+    for (step, (lo, hi)) in hints.iter().enumerate() {
+        let left = events.len() - step;
+        assert!(
+            *lo <= left && hi.is_some_and(|hi| left <= hi),
+            "step {step}: {:?} does not bound {left}",
+            (lo, hi)
+        );
+    }
+    assert!(
+        hints[1].0 > 0,
+        "the acknowledged events it holds: {hints:?}"
+    );
+}
+
+/// A read that finds nothing waits (up to its `wait`) for the next append,
+/// and returns it.
+#[tokio::test]
+async fn a_waiting_read_returns_the_next_append() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    log.create(info("run-w", "conv-w"), LEASE).await.unwrap();
+    let reader = {
+        let log = log.clone();
+        tokio::spawn(async move {
+            log.read("run-w", 0, 10, Duration::from_secs(60))
+                .await
+                .unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    log.append("run-w", "replica-a", 1, LogEntry::Idle)
+        .await
+        .unwrap();
+    let batch = reader.await.unwrap();
+    assert_eq!(batch.entries, [LogEntry::Idle]);
+    assert!(!batch.sealed);
 }

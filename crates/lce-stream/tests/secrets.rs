@@ -556,3 +556,57 @@ fn raw_provider_text_never_leaves() {
         }
     }
 }
+
+/// What a stage drops is logged as a count, once, and only when something
+/// was dropped: empty deltas (D7) and events after the terminal.
+#[test]
+fn drops_are_logged_as_counts_only_when_there_are_some() {
+    let text = |seq, ty: &str, data: Value| Ok(event(seq, ty, &[], data));
+    let mut terminal = run(&[], End::Finished).pop().unwrap().unwrap();
+    terminal.sequence = 5;
+    let with = |empty: bool, extra: usize| {
+        let mut items = vec![
+            run(&[], End::Finished).remove(0),
+            text(
+                1,
+                "text.started",
+                json!({"message_id": "m", "role": "assistant"}),
+            ),
+            text(
+                2,
+                "text.delta",
+                json!({"message_id": "m", "delta": if empty { "" } else { "b" }}),
+            ),
+            text(3, "text.delta", json!({"message_id": "m", "delta": "a"})),
+            text(4, "text.finished", json!({"message_id": "m"})),
+        ];
+        items.push(Ok(terminal.clone()));
+        for i in 0..extra {
+            items.push(text(
+                6 + i as u64,
+                "warning",
+                json!({"code": "w", "message": "late"}),
+            ));
+        }
+        items
+    };
+    let lines = |logs: &str, what: &str| -> Vec<String> {
+        logs.lines()
+            .filter(|l| l.contains(what))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (_, logs) = serve(with(true, 2), WireFormat::Custom);
+    let d7 = lines(&logs, "empty deltas dropped (D7)");
+    assert_eq!(d7.len(), 1, "{logs}");
+    assert!(d7[0].contains("dropped=1"), "{logs}");
+    let late = lines(&logs, "events after the terminal dropped");
+    assert_eq!(late.len(), 1, "{logs}");
+    assert!(late[0].contains("dropped=2"), "{logs}");
+    let (_, logs) = serve(with(false, 0), WireFormat::Custom);
+    assert!(lines(&logs, "empty deltas dropped").is_empty(), "{logs}");
+    assert!(
+        lines(&logs, "after the terminal dropped").is_empty(),
+        "{logs}"
+    );
+}
