@@ -207,7 +207,8 @@ impl<'a> Cursor<'a> {
                                     at += 6;
                                     0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
                                 }
-                                0xDC00..=0xDFFF => return None,
+                                // A lone low surrogate too: `from_u32`
+                                // refuses every surrogate.
                                 _ => hi,
                             };
                             out.push(char::from_u32(cp)?);
@@ -1152,6 +1153,61 @@ mod tests {
 
     fn canonical(ty: &str, data: &str) -> String {
         line(&[0, 1, 2, 3, 4, 5, 6, 7], "", ty, data)
+    }
+
+    /// The largest sequence is taken on the fast path; one more is left
+    /// to the serde path, which refuses it.
+    #[test]
+    fn the_fast_path_takes_sequences_up_to_the_largest() {
+        let with_sequence = |seq: u64| {
+            canonical("text.finished", r#"{"message_id":"m"}"#)
+                .replace(r#""sequence":7"#, &format!(r#""sequence":{seq}"#))
+        };
+        let top = with_sequence(MAX_SEQUENCE);
+        assert!(top.contains(&MAX_SEQUENCE.to_string()), "{top}");
+        assert!(agrees(&top).unwrap(), "{top}");
+        assert_eq!(Event::from_json(&top).unwrap().sequence, MAX_SEQUENCE);
+        let over = with_sequence(MAX_SEQUENCE + 1);
+        assert!(!agrees(&over).unwrap(), "{over}");
+        assert!(Event::from_json(&over).is_err());
+    }
+
+    /// The usual delta spelling takes the shortest path; any other is left
+    /// to the general member loop.
+    #[test]
+    fn compact_deltas_take_the_shortest_path() {
+        let mut ids = SharedIds::default();
+        let mut c = Cursor::new(r#"{"message_id":"m","delta":"d"}"#);
+        let (id, delta) = span_delta_compact(&mut c, &mut ids.message_id).unwrap();
+        assert_eq!((&*id, &*delta), ("m", "d"));
+        for other in [
+            r#"{"delta":"d","message_id":"m"}"#,
+            r#"{"message_id": "m","delta":"d"}"#,
+        ] {
+            let mut c = Cursor::new(other);
+            assert!(
+                span_delta_compact(&mut c, &mut ids.message_id).is_none(),
+                "{other}"
+            );
+        }
+    }
+
+    /// Both booleans are taken on the fast path, as written.
+    #[test]
+    fn the_fast_path_takes_booleans() {
+        for value in [true, false] {
+            let l = canonical(
+                "tool.error",
+                &format!(r#"{{"tool_call_id":"t","code":"c","message":"m","retryable":{value}}}"#),
+            );
+            assert!(agrees(&l).unwrap(), "{l}");
+            let Some(Payload::ToolError(e)) =
+                parse(&l, &mut SharedIds::default()).map(|e| e.payload)
+            else {
+                panic!("{l}")
+            };
+            assert_eq!(e.retryable, value);
+        }
     }
 
     #[test]

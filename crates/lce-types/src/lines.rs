@@ -246,6 +246,23 @@ mod tests {
         }
     }
 
+    /// A line's final `\r` is not part of it: an error in a CRLF line is
+    /// located as in the same line without it (kept, the `\r` would be
+    /// whitespace and move the error).
+    #[test]
+    fn a_crlf_line_is_parsed_without_its_cr() {
+        let cut = GOOD.strip_suffix('}').unwrap();
+        let without = LineParser::new(1000)
+            .parse_line(cut.as_bytes())
+            .unwrap_err();
+        let with_cr = LineParser::new(1000)
+            .parse_line(format!("{cut}\r").as_bytes())
+            .unwrap_err();
+        assert_eq!(with_cr, without);
+        let raw = Event::from_slice(format!("{cut}\r").as_bytes()).unwrap_err();
+        assert_ne!(raw.at_line(1), without, "the CR would move the error");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 

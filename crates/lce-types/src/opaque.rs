@@ -622,6 +622,40 @@ mod tests {
     }
 
     #[test]
+    fn null_is_null_and_nothing_else_is() {
+        assert!(OpaqueJson::from_json("null").unwrap().is_null());
+        assert!(OpaqueJson::from_json(" null\n").unwrap().is_null());
+        for other in ["{}", "0", "\"null\"", "[null]", "false"] {
+            assert!(!OpaqueJson::from_json(other).unwrap().is_null(), "{other}");
+        }
+    }
+
+    /// The one-pass validation reads `\u` escapes where they are, in keys
+    /// and values, surrogate pairs included, and ends right after the value.
+    #[test]
+    fn scan_valid_reads_unicode_escapes_in_place() {
+        for text in [
+            r#"{"a":"\u00e9"}"#,
+            r#"{"abc":"x\u00e9y","b":"\ud83d\ude00!"}"#,
+            r#"["\u0041","\u00e9\u00e9\u00e9\u00e9"]"#,
+        ] {
+            assert_eq!(scan_valid(text.as_bytes(), 0), Some(text.len()), "{text}");
+            let tail = format!("{text} ,");
+            assert_eq!(scan_valid(tail.as_bytes(), 0), Some(text.len()), "{tail}");
+        }
+        // Bad escapes, lone surrogates; and (by design) keys with escapes.
+        for bad in [
+            r#"["\u00g9"]"#,
+            r#"["\ud83d"]"#,
+            r#"["\ud83d\u0041"]"#,
+            r#"["\ude00"]"#,
+            r#"{"\u0061":1}"#,
+        ] {
+            assert_eq!(scan_valid(bad.as_bytes(), 0), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn accepts_ordinary_values() {
         assert_eq!(
             scan(r#"{"a": [1, 2.5, {"a": "x"}], "b": "\u00e9\ud83d\ude00"}"#),

@@ -880,3 +880,59 @@ pub struct ProviderMetadata {
     /// Allowlisted scalar metadata (the sanitizer enforces the allowlist).
     pub metadata: JsonObject,
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde::de::{IntoDeserializer, Visitor};
+
+    /// A deserializer of `Some(v)`: what a non-JSON source (a Python float,
+    /// say) can hand over, infinities included.
+    struct SomeF64(f64);
+
+    impl<'de> serde::Deserializer<'de> for SomeF64 {
+        type Error = serde::de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+            v.visit_f64(self.0)
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+            v.visit_some(self.0.into_deserializer())
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf unit unit_struct newtype_struct seq tuple
+            tuple_struct map struct enum identifier ignored_any
+        }
+    }
+
+    /// A decimal point needs digits after it: the number check refuses
+    /// `1.` itself (not only the JSON parse behind it).
+    #[test]
+    fn a_point_needs_digits_after_it() {
+        for t in ["1.", "1.e5", "-0.", "2.E1"] {
+            assert_eq!(
+                super::check_retry_after(t).map_err(|(m, _)| m),
+                Err(crate::error::ErrorMarker::Syntax),
+                "{t}"
+            );
+        }
+        for t in ["1.5", "0.25", "1e2", "0"] {
+            assert_eq!(super::check_retry_after(t), Ok(()), "{t}");
+        }
+    }
+
+    /// JSON cannot carry a non-finite number, other sources can: a cost
+    /// must be finite whatever deserializes it.
+    #[test]
+    fn a_cost_must_be_finite() {
+        assert_eq!(super::finite_f64(SomeF64(1.5)).unwrap(), Some(1.5));
+        for v in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let e = super::finite_f64(SomeF64(v)).unwrap_err();
+            assert!(e.to_string().contains("cost must be finite"), "{e}");
+        }
+    }
+}

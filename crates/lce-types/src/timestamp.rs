@@ -701,6 +701,13 @@ mod tests {
             other.unix_millis(),
             first.unix_millis() + 3_600_001 - 60_000
         );
+        // The remembered minute is what is read: a planted base shows
+        // through (the prefix is compared, not parsed again).
+        let mut planted = LastMinute {
+            minute: Some((*b"2026-08-17T09:00:", 1_000)),
+        };
+        let t = Timestamp::parse_ms_utc(b"2026-08-17T09:00:07.250Z", &mut planted).unwrap();
+        assert_eq!(t.unix_millis(), 1_007_250);
     }
 
     #[test]
