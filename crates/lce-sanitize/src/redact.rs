@@ -528,6 +528,32 @@ mod tests {
         assert_eq!(r("max_tokens=100"), "max_tokens=100");
     }
 
+    /// The edges of key/value and JWT redaction: an escaped quote inside a
+    /// quoted value, a value running to a CRLF line end (the `\r` stays),
+    /// and a JWT's first part must be eight characters long and followed
+    /// by its dot.
+    #[test]
+    fn redaction_edges() {
+        assert_eq!(
+            r(r#"{"password": "p\"q", "n": 1}"#),
+            r#"{"password": "[REDACTED]", "n": 1}"#
+        );
+        assert_eq!(
+            r("password=hunter2\r\nnext line"),
+            "password=[REDACTED]\r\nnext line"
+        );
+        assert_eq!(
+            r("password: \"hunter2\r\nnext line"),
+            "password: \"[REDACTED]\r\nnext line"
+        );
+        assert_eq!(r("t eyJabc.defgh.ijk end"), "t eyJabc.defgh.ijk end");
+        assert_eq!(
+            r("t eyJhbGciOiJIUzI1NiJ9 end"),
+            "t eyJhbGciOiJIUzI1NiJ9 end"
+        );
+        assert_eq!(r("t eyJhbGciOi.eyJz.sig end"), "t [REDACTED] end");
+    }
+
     #[test]
     fn stack_traces() {
         let py = "boom\nTraceback (most recent call last):\n  File \"/app/x.py\", line 3, in f\n    raise ValueError()\nValueError: bad\n";

@@ -477,11 +477,39 @@ mod tests {
             Some((0, Intro::Panic))
         );
         assert_eq!(header("goroutine leak [fixed]:"), None);
+        // Two openers on a line: the earliest, wherever it is in the list.
+        assert_eq!(
+            header("x stack backtrace: Exception in thread \"main\""),
+            Some((2, Intro::None))
+        );
+        assert_eq!(
+            header("x Exception in thread \"main\" stack backtrace:"),
+            Some((2, Intro::None))
+        );
         assert_eq!(frame("\tat com.x.Y.z(Y.java:1)"), Some(Intro::Exception));
         assert_eq!(frame("at com.x.Y.z(Y.java:1)"), None);
         assert_eq!(frame("\t/src/main.go:5 +0x1d"), Some(Intro::Panic));
         assert_eq!(frame("  File \"/x.py\", line 3, in f"), Some(Intro::None));
         assert_eq!(frame("\t... 3 more"), Some(Intro::None));
+    }
+
+    /// A Go trace's `panic:` line is looked for up to `MAX_LOOK_BACK`
+    /// lines above its first goroutine, not one more.
+    #[test]
+    fn the_panic_line_is_looked_for_so_far_up_and_no_further() {
+        let trace = "goroutine 1 [running]:\nmain.main()\n\t/src/main.go:5 +0x1d\n";
+        let text = |between: usize| {
+            let fill: String = (0..between).map(|k| format!("line {k}\n")).collect();
+            format!("before\npanic: boom\n{fill}{trace}")
+        };
+        // The panic line MAX_LOOK_BACK lines up: it and what follows go.
+        assert_eq!(rm(&text(MAX_LOOK_BACK - 1)), ("before".to_owned(), 1));
+        // One line further: it stays, with the lines under it.
+        let fill: String = (0..MAX_LOOK_BACK).map(|k| format!("\nline {k}")).collect();
+        assert_eq!(
+            rm(&text(MAX_LOOK_BACK)),
+            (format!("before\npanic: boom{fill}"), 1)
+        );
     }
 
     #[test]

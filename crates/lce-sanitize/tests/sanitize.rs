@@ -131,6 +131,38 @@ fn display_budget_is_per_event() {
     assert_eq!(out.report.truncated_bytes, 5);
 }
 
+/// An identifier or a name exactly at its limit passes; one byte more is
+/// rejected with its size and the limit.
+#[test]
+fn identifiers_and_names_may_be_exactly_as_long_as_their_limit() {
+    let mut limits = Limits::default();
+    limits.identifier_bytes = 8;
+    limits.name_bytes = 5;
+    let s = Sanitizer::new(limits);
+    let mut run = RunBuilder::new("r", "c");
+    let start = |run: &mut RunBuilder, id: &str, name: &str| run.tool_started(id, name, "{}");
+    assert!(s.sanitize(start(&mut run, "12345678", "abcde")).is_ok());
+    let r = s
+        .sanitize(start(&mut run, "123456789", "abcde"))
+        .unwrap_err();
+    assert_eq!(
+        (r.kind, r.field, r.size, r.limit),
+        (
+            RejectKind::IdentifierTooLong,
+            "data.tool_call_id",
+            Some(9),
+            Some(8)
+        )
+    );
+    let r = s
+        .sanitize(start(&mut run, "12345678", "abcdef"))
+        .unwrap_err();
+    assert_eq!(
+        (r.kind, r.field, r.size, r.limit),
+        (RejectKind::NameTooLong, "data.tool_name", Some(6), Some(5))
+    );
+}
+
 #[test]
 fn rejection_and_report_carry_no_text() {
     let s = Sanitizer::new(Limits::default());
