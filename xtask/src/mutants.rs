@@ -47,9 +47,11 @@ use lce_testkit::rng::SplitMix64;
 
 use crate::util::workspace_root;
 
-/// Every library crate, in dependency order (`lce-cli` is the binary and
-/// `lce-testkit` the unpublished test kit: neither is measured).
-pub(crate) const CRATES: [&str; 9] = [
+/// Every library crate, in dependency order (`lce-cli` is the binary,
+/// `lce-testkit` the unpublished test kit, and `lce-python`'s tests are
+/// Python, which cargo-mutants cannot run: none is measured here).
+/// `lce-redis`'s tests start their own Redis (`redis-server` on the `PATH`).
+pub(crate) const CRATES: [&str; 10] = [
     "lce-types",
     "lce-wire",
     "lce-core",
@@ -58,6 +60,7 @@ pub(crate) const CRATES: [&str; 9] = [
     "lce-encode-custom",
     "lce-encode-agui",
     "lce-stream",
+    "lce-redis",
     "lce",
 ];
 
