@@ -35,7 +35,9 @@ impl Stack {
     }
 
     fn top_is_object(&self) -> bool {
-        self.depth > 0 && self.bits & (1u128 << (self.depth - 1)) != 0
+        self.depth
+            .checked_sub(1)
+            .is_some_and(|top| self.bits & (1u128 << top) != 0)
     }
 }
 

@@ -419,19 +419,7 @@ fn data_json_refuses_raw_newlines_and_non_finite() {
 #[test]
 fn object_integers_are_their_decimal_text() {
     const K: lce_wire::Key = lce_wire::Key::new("n");
-    for v in [
-        0,
-        1,
-        9,
-        10,
-        99,
-        100,
-        -1,
-        -10,
-        -100,
-        i64::MIN,
-        i64::MAX,
-    ] {
+    for v in [0, 1, 9, 10, 99, 100, -1, -10, -100, i64::MIN, i64::MAX] {
         let mut out = BytesMut::new();
         let mut w = JsonWriter::new(&mut out, Style::Compact);
         w.object(&[lce_wire::Member::I64(&K, v)]).unwrap();
@@ -440,5 +428,33 @@ fn object_integers_are_their_decimal_text() {
             format!("{{\"n\":{v}}}"),
             "{v}"
         );
+    }
+}
+
+/// `Member::F64` writes whole milliseconds of every length exactly, up to
+/// the longest (17 bytes: a sign, 12 integer digits, 3 decimals), in both
+/// styles.
+#[test]
+fn object_millis_of_every_length_are_exact() {
+    const K: lce_wire::Key = lce_wire::Key::new("n");
+    for (v, text) in [
+        (1.0, "1.0"),
+        (-1.5, "-1.5"),
+        (12.25, "12.25"),
+        (1234.125, "1234.125"),
+        (123456789012.345, "123456789012.345"),
+        (-123456789012.345, "-123456789012.345"),
+        (-999999999999.999, "-999999999999.999"),
+    ] {
+        for (style, sep) in [(Style::Compact, ":"), (Style::PY_ASCII, ": ")] {
+            let mut out = BytesMut::new();
+            let mut w = JsonWriter::new(&mut out, style);
+            w.object(&[lce_wire::Member::F64(&K, v)]).unwrap();
+            assert_eq!(
+                std::str::from_utf8(&out).unwrap(),
+                format!("{{\"n\"{sep}{text}}}"),
+                "{v}"
+            );
+        }
     }
 }
