@@ -21,10 +21,11 @@
 //! - `--iterate`: after new tests, run again only what the crate's last run
 //!   did not catch (cargo-mutants' own `--iterate`: the mutants in its
 //!   `caught.txt`, `previously_caught.txt` and `unviable.txt` are skipped
-//!   and counted as before). With the same `--sample` and `--seed` on an
-//!   unchanged source tree, the figure is then the whole sample's again.
-//!   Mutants are matched by file, line, column and text, so a changed
-//!   source file makes its mutants new ones.
+//!   and counted as before; the unviable ones, which cargo-mutants lists
+//!   with them, are kept apart in `target/mutants/C/unviable-all.txt`). With
+//!   the same `--sample` and `--seed`, the figure is then the whole
+//!   sample's again. Mutants are matched by file, line, column and text, so
+//!   a moved mutant is a new one, and one no longer listed stops counting.
 //!
 //! Each crate runs as `cargo mutants --package C` (cargo-mutants then runs
 //! only that package's tests: unit, integration and doc tests), with its
@@ -38,6 +39,7 @@
 //! `cargo-mutants`
 //! (`cargo install cargo-mutants --locked`).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -64,8 +66,7 @@ pub(crate) const CRATES: [&str; 10] = [
     "lce",
 ];
 
-const USAGE: &str =
-    "usage: cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J] [--iterate]";
+const USAGE: &str = "usage: cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J] [--iterate]";
 
 const MISSING: &str = "cargo-mutants is missing: cargo install cargo-mutants --locked";
 
@@ -159,23 +160,37 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The crate's mutants as `cargo mutants --list` names them (the names its
+/// outcome files use).
+fn list(root: &Path, krate: &str) -> Result<Vec<String>, String> {
+    let output = Command::new("cargo")
+        .current_dir(root)
+        .args(["mutants", "--list", "--package", krate])
+        .output()
+        .map_err(|e| format!("cannot run cargo mutants --list: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo mutants --list --package {krate} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(lines(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The non-empty lines of `text`.
+fn lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Lists, samples and runs one crate's mutants; reads the outcome files.
 fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
+    // The mutants this run is about: the sample, or all of them.
+    let mut names = list(root, krate)?;
     let mut filters = Vec::new();
     if let Some(n) = args.sample {
-        let output = Command::new("cargo")
-            .current_dir(root)
-            .args(["mutants", "--list", "--package", krate])
-            .output()
-            .map_err(|e| format!("cannot run cargo mutants --list: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "cargo mutants --list --package {krate} failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        let listed = String::from_utf8_lossy(&output.stdout);
-        let names: Vec<&str> = listed.lines().filter(|l| !l.trim().is_empty()).collect();
         let picked = sample(names.len(), n, args.seed);
         println!(
             "==> {krate}: {} of {} mutants (seed {})",
@@ -183,9 +198,12 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
             names.len(),
             args.seed
         );
-        filters = picked
+        names = picked
             .iter()
-            .filter_map(|&i| names.get(i))
+            .filter_map(|&i| names.get(i).cloned())
+            .collect();
+        filters = names
+            .iter()
             .map(|name| format!("^{}$", regex_escape(name)))
             .collect();
         if filters.is_empty() {
@@ -196,6 +214,16 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
     }
     let out_dir = root.join("target/mutants").join(krate);
     fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    // cargo-mutants' `--iterate` counts earlier unviable mutants among the
+    // `previously_caught`: the task keeps its own list of them.
+    let unviable_record = out_dir.join("unviable-all.txt");
+    let mut unviable: BTreeSet<String> = if args.iterate {
+        lines(&fs::read_to_string(&unviable_record).unwrap_or_default())
+            .into_iter()
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     let mut cmd = Command::new("cargo");
     cmd.current_dir(root)
         // cargo-mutants builds in a target folder of its own (in its copy
@@ -240,15 +268,23 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
         ));
     }
     let dir = out_dir.join("mutants.out");
-    let read = |name: &str| fs::read_to_string(dir.join(name)).unwrap_or_default();
-    // With `--iterate`, what earlier runs caught is in
-    // `previously_caught.txt` (empty otherwise).
-    let caught = read("caught.txt") + "\n" + &read("previously_caught.txt");
-    Ok(Summary::from_outcome_files(
-        &caught,
+    let read = |name: &str| lines(&fs::read_to_string(dir.join(name)).unwrap_or_default());
+    unviable.extend(read("unviable.txt"));
+    fs::write(
+        &unviable_record,
+        unviable
+            .iter()
+            .map(|n| format!("{n}\n"))
+            .collect::<String>(),
+    )
+    .map_err(|e| format!("{}: {e}", unviable_record.display()))?;
+    Ok(Summary::of_run(
+        &names,
+        &read("caught.txt"),
+        &read("previously_caught.txt"),
         &read("missed.txt"),
         &read("timeout.txt"),
-        &read("unviable.txt"),
+        &unviable,
     ))
 }
 
@@ -296,24 +332,29 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
-    /// Counts the non-empty lines of `caught.txt`, `timeout.txt` and
-    /// `unviable.txt`, and keeps those of `missed.txt`.
-    pub(crate) fn from_outcome_files(
-        caught: &str,
-        missed: &str,
-        timeout: &str,
-        unviable: &str,
+    /// The summary of a run over `names` (the mutants it was about) from
+    /// its outcome lists: `previously_caught` (`--iterate`: what earlier
+    /// runs caught, and, as cargo-mutants lists it, what did not build) and
+    /// `unviable` (every mutant known not to build) count only for the
+    /// names still listed, so a mutant that moved is not counted twice.
+    pub(crate) fn of_run(
+        names: &[String],
+        caught: &[String],
+        previously_caught: &[String],
+        missed: &[String],
+        timeout: &[String],
+        unviable: &BTreeSet<String>,
     ) -> Summary {
-        let lines = |s: &str| s.lines().filter(|l| !l.trim().is_empty()).count();
+        let current: BTreeSet<&String> = names.iter().collect();
+        let earlier = previously_caught
+            .iter()
+            .filter(|n| current.contains(n) && !unviable.contains(*n))
+            .count();
         Summary {
-            caught: lines(caught),
-            timeouts: lines(timeout),
-            unviable: lines(unviable),
-            missed: missed
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(str::to_owned)
-                .collect(),
+            caught: caught.len() + earlier,
+            timeouts: timeout.len(),
+            unviable: unviable.iter().filter(|n| current.contains(n)).count(),
+            missed: missed.to_vec(),
         }
     }
 
@@ -407,13 +448,26 @@ mod tests {
         );
     }
 
+    fn names(text: &str) -> Vec<String> {
+        lines(text)
+    }
+
     #[test]
-    fn outcome_files_make_the_summary() {
-        let s = Summary::from_outcome_files(
-            "a.rs:1:1: replace f with ()\na.rs:2:1: replace g with ()\n",
-            "a.rs:9:5: replace > with >= in h\n\n",
-            "a.rs:4:1: replace k with ()\n",
-            "a.rs:5:1: replace m -> X with Default::default()\na.rs:6:1: x\n",
+    fn outcome_lists_make_the_summary() {
+        let all = names(
+            "a.rs:1:1: replace f with ()\na.rs:2:1: replace g with ()\na.rs:9:5: replace > with >= in h\na.rs:4:1: replace k with ()\na.rs:5:1: replace m -> X with Default::default()\na.rs:6:1: x\n",
+        );
+        let unviable: BTreeSet<String> =
+            names("a.rs:5:1: replace m -> X with Default::default()\na.rs:6:1: x\n")
+                .into_iter()
+                .collect();
+        let s = Summary::of_run(
+            &all,
+            &names("a.rs:1:1: replace f with ()\na.rs:2:1: replace g with ()\n"),
+            &[],
+            &names("a.rs:9:5: replace > with >= in h\n\n"),
+            &names("a.rs:4:1: replace k with ()\n"),
+            &unviable,
         );
         assert_eq!(
             s,
@@ -428,6 +482,32 @@ mod tests {
         assert_eq!(
             s.render("k"),
             "k: 3/4 caught (75.0%), 1 missed, 1 timed out, 2 unviable\n  MISSED a.rs:9:5: replace > with >= in h\n"
+        );
+    }
+
+    /// With `--iterate`: what was caught before counts once, unviable
+    /// mutants cargo-mutants lists among the previously caught do not
+    /// count as caught, and names no longer listed (moved) count not at all.
+    #[test]
+    fn an_iterated_run_counts_earlier_catches_once() {
+        let all = names("f:1:1: a\nf:2:1: b\nf:3:1: c\nf:4:1: d\n");
+        let unviable: BTreeSet<String> = names("f:4:1: d\n").into_iter().collect();
+        let s = Summary::of_run(
+            &all,
+            &names("f:3:1: c\n"),
+            &names("f:1:1: a\nf:4:1: d\nf:7:1: moved\n"),
+            &names("f:2:1: b\n"),
+            &[],
+            &unviable,
+        );
+        assert_eq!(
+            s,
+            Summary {
+                caught: 2,
+                timeouts: 0,
+                unviable: 1,
+                missed: vec!["f:2:1: b".to_owned()],
+            }
         );
     }
 

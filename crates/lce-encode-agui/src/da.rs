@@ -155,7 +155,8 @@ impl DaEncoder {
                 self.texts.push(p.message_id.to_string());
                 da_flat!(dst, "TEXT_MESSAGE_START", ts, "messageId" => &p.message_id, "role" => "assistant")
             }
-            Payload::TextDelta(p) if !p.delta.is_empty() => {
+            Payload::TextDelta(p) => {
+                // Never empty: the hold suppresses empty deltas (D7).
                 self.namespace(dst, &ev.namespace, ts)?;
                 da_flat!(dst, "TEXT_MESSAGE_CONTENT", ts, "messageId" => &p.message_id, "delta" => &p.delta)
             }
