@@ -633,17 +633,25 @@ fn v1_text_and_call_frames_carry_their_openers_subagent() {
     let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
         r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).tool_started("tc-a", "task", "{}"),
-        r.set_timestamp(secs("02")).namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("01"))
+            .tool_started("tc-a", "task", "{}"),
+        r.set_timestamp(secs("02"))
+            .namespace_entered("a", "A", "tc-a"),
         r.set_timestamp(secs("03")).root().text_started("m-root"),
         r.set_timestamp(secs("04")).at(["tc-a"]).text_started("m-a"),
         r.set_timestamp(secs("05")).tool_started("t-in", "x", "{}"),
-        r.set_timestamp(secs("06")).root().tool_started("t-root", "y", "{}"),
-        r.set_timestamp(secs("07")).at(["tc-a"]).text_delta("m-a", "x"),
+        r.set_timestamp(secs("06"))
+            .root()
+            .tool_started("t-root", "y", "{}"),
+        r.set_timestamp(secs("07"))
+            .at(["tc-a"])
+            .text_delta("m-a", "x"),
         r.set_timestamp(secs("08")).root().text_delta("m-root", "y"),
         // Named at the root, but opened in `tc-a`.
-        r.set_timestamp(secs("09")).tool_arguments_delta("t-in", r#"{"k":1}"#),
-        r.set_timestamp(secs("10")).tool_arguments_delta("t-root", r#"{"j":2}"#),
+        r.set_timestamp(secs("09"))
+            .tool_arguments_delta("t-in", r#"{"k":1}"#),
+        r.set_timestamp(secs("10"))
+            .tool_arguments_delta("t-root", r#"{"j":2}"#),
         r.set_timestamp(secs("11")).run_finished(),
     ];
     assert_eq!(
@@ -681,10 +689,14 @@ fn v1_sibling_subagents_finish_by_their_own_call_and_outcome() {
     let mut r = RunBuilder::new("run-1", "conv-1");
     let events = [
         r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).tool_started("tc-a", "task", "{}"),
-        r.set_timestamp(secs("02")).tool_started("tc-b", "task", "{}"),
-        r.set_timestamp(secs("03")).namespace_entered("a", "A", "tc-a"),
-        r.set_timestamp(secs("04")).namespace_entered("b", "B", "tc-b"),
+        r.set_timestamp(secs("01"))
+            .tool_started("tc-a", "task", "{}"),
+        r.set_timestamp(secs("02"))
+            .tool_started("tc-b", "task", "{}"),
+        r.set_timestamp(secs("03"))
+            .namespace_entered("a", "A", "tc-a"),
+        r.set_timestamp(secs("04"))
+            .namespace_entered("b", "B", "tc-b"),
         r.set_timestamp(secs("05")).namespace_exited("b", "tc-b"),
         r.set_timestamp(secs("06")).event(
             "namespace.exited",
@@ -771,7 +783,10 @@ fn v1_a_model_is_kept_for_the_same_provider_only() {
         let events = [
             r.run_started(),
             r.usage_updated(1, 2),
-            r.event("provider.metadata", r#"{"provider":"p","model":"m","metadata":{}}"#),
+            r.event(
+                "provider.metadata",
+                r#"{"provider":"p","model":"m","metadata":{}}"#,
+            ),
             r.event("provider.metadata", second),
             r.run_finished(),
         ];
@@ -788,7 +803,10 @@ fn v1_a_second_run_starts_from_nothing() {
     let events = [
         first.run_started(),
         first.usage_updated(5, 6),
-        first.event("provider.metadata", r#"{"provider":"p","model":"m","metadata":{}}"#),
+        first.event(
+            "provider.metadata",
+            r#"{"provider":"p","model":"m","metadata":{}}"#,
+        ),
         first.text_started("m-1"),
         first.run_cancelled(),
         second.set_timestamp(secs("00")).run_started(),
