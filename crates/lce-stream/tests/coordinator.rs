@@ -254,14 +254,20 @@ async fn an_error_item_counts_as_a_violation() {
     assert_eq!(audit.records()[0].rule, Some(Cause::Parse));
 }
 
-#[tokio::test]
-async fn events_after_the_terminal_are_dropped_and_counted() {
-    let input = scenario("plain-text-answer.jsonl");
+/// `input`'s items, then two more events after its terminal.
+fn with_two_after_the_terminal(input: &[Event]) -> Vec<Result<Event, LceError>> {
     let mut items: Vec<_> = input.iter().cloned().map(Ok).collect();
     let mut extra = input[1].clone();
     extra.sequence = 999;
     items.push(Ok(extra.clone()));
     items.push(Ok(extra));
+    items
+}
+
+#[tokio::test]
+async fn events_after_the_terminal_are_dropped_and_counted() {
+    let input = scenario("plain-text-answer.jsonl");
+    let items = with_two_after_the_terminal(&input);
     let (out, audit) = coordinate(items, Coordinator::new(options_for(&input))).await;
     assert_eq!(out.len(), input.len());
     let record = &audit.records()[0];
@@ -283,11 +289,7 @@ async fn events_after_the_terminal_are_dropped_and_counted() {
 #[tokio::test]
 async fn the_first_event_after_the_terminal_is_where_the_rule_broke() {
     let input = scenario("plain-text-answer.jsonl");
-    let mut items: Vec<_> = input.iter().cloned().map(Ok).collect();
-    let mut extra = input[1].clone();
-    extra.sequence = 999;
-    items.push(Ok(extra.clone()));
-    items.push(Ok(extra));
+    let items = with_two_after_the_terminal(&input);
     let mut run = Box::pin(
         lce_stream::source(futures::stream::iter(items))
             .enforced(Coordinator::new(options_for(&input))),

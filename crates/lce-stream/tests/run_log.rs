@@ -60,6 +60,21 @@ async fn log_run(log: &Arc<dyn RunLog>, events: &[Event]) -> String {
     run_id
 }
 
+/// The scenario `name`'s events, its run id, and a writer of a new log of
+/// that run in `log`.
+async fn scenario_log(log: &Arc<dyn RunLog>, name: &str) -> (Vec<Event>, String, LogWriter) {
+    let (_, events) = lce_testkit::fixtures::scenarios()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap();
+    let run_id = events[0].run_id.to_string();
+    let conversation = events[0].conversation_id.to_string();
+    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
+        .await
+        .unwrap();
+    (events, run_id, writer)
+}
+
 async fn read_all(
     log: &Arc<dyn RunLog>,
     run_id: &str,
@@ -212,15 +227,7 @@ async fn ids_that_name_no_frame_are_refused_before_any_byte() {
 #[tokio::test]
 async fn an_orphaned_run_gets_exactly_one_closure_terminal() {
     let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
-    let (_, events) = lce_testkit::fixtures::scenarios()
-        .into_iter()
-        .find(|(n, _)| n == "plain-text-answer")
-        .unwrap();
-    let run_id = events[0].run_id.to_string();
-    let conversation = events[0].conversation_id.to_string();
-    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
-        .await
-        .unwrap();
+    let (events, run_id, writer) = scenario_log(&log, "plain-text-answer").await;
     // The first three events, then the owner dies (releases, as a replica
     // shutting down does, or as an expired lease looks) before its chain
     // gets to a terminal: the log is left unsealed.
@@ -301,15 +308,7 @@ async fn an_orphaned_run_gets_exactly_one_closure_terminal() {
 #[tokio::test]
 async fn an_idle_upstream_is_marked_where_it_waited() {
     let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
-    let (_, events) = lce_testkit::fixtures::scenarios()
-        .into_iter()
-        .find(|(n, _)| n == "tool-call-arguments-at-start")
-        .unwrap();
-    let run_id = events[0].run_id.to_string();
-    let conversation = events[0].conversation_id.to_string();
-    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
-        .await
-        .unwrap();
+    let (events, run_id, writer) = scenario_log(&log, "tool-call-arguments-at-start").await;
     // The upstream waits after its tool.started, as a live tool does.
     let started = events
         .iter()
@@ -364,15 +363,7 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
 #[tokio::test]
 async fn logged_counts_what_it_holds_and_knows_when_the_upstream_ended() {
     let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
-    let (_, events) = lce_testkit::fixtures::scenarios()
-        .into_iter()
-        .find(|(n, _)| n == "plain-text-answer")
-        .unwrap();
-    let run_id = events[0].run_id.to_string();
-    let conversation = events[0].conversation_id.to_string();
-    let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
-        .await
-        .unwrap();
+    let (events, _, writer) = scenario_log(&log, "plain-text-answer").await;
     let mut logged = Box::pin(
         source(futures::stream::iter(events.iter().cloned().map(Ok)))
             .enforced(coordinator(&events))
