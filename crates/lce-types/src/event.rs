@@ -486,9 +486,14 @@ fn sequence<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         None if n.is_i64() => Err(D::Error::custom(
             ErrorMarker::NumberOutOfRange.message("sequence is negative"),
         )),
+        // Beyond `i64`/`u64` an integer arrives as a float: it is out of
+        // range; any other float (`1.5`, `7.0`) is not an integer.
         None => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 => Err(D::Error::custom(
+            Some(f) if f.fract() == 0.0 && f > MAX_SEQUENCE as f64 => Err(D::Error::custom(
                 ErrorMarker::NumberOutOfRange.message("sequence above 2^53-1"),
+            )),
+            Some(f) if f.fract() == 0.0 && f < 0.0 => Err(D::Error::custom(
+                ErrorMarker::NumberOutOfRange.message("sequence is negative"),
             )),
             _ => Err(D::Error::custom(
                 ErrorMarker::WrongType.message("sequence must be an integer"),

@@ -1163,6 +1163,8 @@ mod tests {
             canonical("text.finished", r#"{"message_id":"m"}"#)
                 .replace(r#""sequence":7"#, &format!(r#""sequence":{seq}"#))
         };
+        let zero = with_sequence(0);
+        assert!(agrees(&zero).unwrap(), "{zero}");
         let top = with_sequence(MAX_SEQUENCE);
         assert!(top.contains(&MAX_SEQUENCE.to_string()), "{top}");
         assert!(agrees(&top).unwrap(), "{top}");
@@ -1190,6 +1192,20 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    /// A decoded string is trimmed to its size when the line goes on well
+    /// past it (its first buffer is sized by the rest of the line).
+    #[test]
+    fn decoded_strings_keep_no_large_spare_capacity() {
+        let text = format!(r#""\n{}"{}"#, "a".repeat(99), " ".repeat(3000));
+        let mut c = Cursor::new(&text);
+        let Some(Cow::Owned(s)) = c.string() else {
+            panic!("an escaped string is decoded")
+        };
+        assert_eq!(s.len(), 100);
+        assert!(s.capacity() - s.len() <= 256, "{}", s.capacity());
+        assert_eq!(c.i, 103);
     }
 
     /// Both booleans are taken on the fast path, as written.
@@ -1227,6 +1243,35 @@ mod tests {
             let spaced = line(&[0, 1, 2, 3, 4, 5, 6, 7], " \t\r\n", ty, data);
             assert_eq!(agrees(&spaced).unwrap(), slow_ok, "{spaced}");
         }
+    }
+
+    /// The payloads [`scan_payload`] reads are read there whole, in the
+    /// usual member order, with serde's value: nothing of them is left to
+    /// [`Payload::read_fast`].
+    #[test]
+    fn scanned_payloads_are_read_by_the_scan() {
+        let scanned = [
+            "tool.started",
+            "tool.finished",
+            "tool.error",
+            "warning",
+            "provider.metadata",
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (ty, data) in PAYLOADS.iter().filter(|(ty, _)| scanned.contains(ty)) {
+            // (Some of the payloads are there to be refused.)
+            let Ok(slow) = Event::from_json_serde(&canonical(ty, data), &mut SharedIds::default())
+            else {
+                continue;
+            };
+            let slow = slow.payload;
+            let mut c = Cursor::new(data);
+            let fast = scan_payload(&mut c, EventType::from_name(ty).unwrap());
+            assert_eq!(fast.as_ref(), Some(&slow), "{ty} {data}");
+            assert_eq!(c.i, data.len(), "{ty} {data}");
+            seen.insert(*ty);
+        }
+        assert_eq!(seen.len(), scanned.len(), "{seen:?}");
     }
 
     #[test]

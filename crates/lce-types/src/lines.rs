@@ -263,6 +263,60 @@ mod tests {
         assert_ne!(raw.at_line(1), without, "the CR would move the error");
     }
 
+    /// A reader that is interrupted before each of its reads, as a read
+    /// interrupted by a signal is.
+    struct Interrupting<'a> {
+        inner: &'a [u8],
+        interrupt: bool,
+    }
+
+    impl io::Read for Interrupting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = buf.len().min(self.inner.len()).min(7);
+            buf[..n].copy_from_slice(&self.inner[..n]);
+            self.inner = &self.inner[n..];
+            Ok(n)
+        }
+    }
+
+    /// An interrupted read is tried again; another error ends reading.
+    /// `line` counts the lines read.
+    #[test]
+    fn interrupted_reads_are_tried_again_and_lines_counted() {
+        let input = [GOOD, GOOD, GOOD].join("\n");
+        let reader = io::BufReader::with_capacity(
+            64,
+            Interrupting {
+                inner: input.as_bytes(),
+                interrupt: false,
+            },
+        );
+        let mut lines = EventLines::new(reader);
+        assert_eq!(lines.line(), 0);
+        for n in 1..=3 {
+            let event = lines.next_line().unwrap().unwrap().unwrap();
+            assert_eq!(event, Event::from_json(GOOD).unwrap());
+            assert_eq!(lines.line(), n);
+        }
+        assert!(lines.next_line().unwrap().is_none());
+
+        struct Failing;
+        impl io::Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+        }
+        let mut lines = EventLines::new(io::BufReader::new(Failing));
+        assert_eq!(
+            lines.next_line().map_err(|e| e.kind()).err(),
+            Some(io::ErrorKind::BrokenPipe)
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 

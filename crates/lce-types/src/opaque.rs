@@ -475,10 +475,6 @@ pub(crate) fn strict_scan(b: &[u8]) -> Result<(), (ErrorMarker, &'static str)> {
                 expect_key = matches!(stack.last(), Some(Some(_)));
                 i += 1;
             }
-            b':' => {
-                expect_key = false;
-                i += 1;
-            }
             b'"' => {
                 let (end, text) = scan_string(b, i)?;
                 if expect_key {
@@ -518,6 +514,8 @@ pub(crate) fn strict_scan(b: &[u8]) -> Result<(), (ErrorMarker, &'static str)> {
                     }
                 }
             }
+            // `:` (it follows a key, after which `expect_key` is already
+            // false), white space and the letters of literals.
             _ => i += 1,
         }
     }
@@ -627,6 +625,36 @@ mod tests {
         assert!(OpaqueJson::from_json(" null\n").unwrap().is_null());
         for other in ["{}", "0", "\"null\"", "[null]", "false"] {
             assert!(!OpaqueJson::from_json(other).unwrap().is_null(), "{other}");
+        }
+    }
+
+    /// An opaque value shows its size, never its text.
+    #[test]
+    fn debug_shows_the_size_only() {
+        let v = OpaqueJson::from_json(r#"{"secret":1}"#).unwrap();
+        assert_eq!(format!("{v:?}"), "OpaqueJson(12 bytes)");
+    }
+
+    /// Surrogate pairs are decoded to their code point: two astral keys
+    /// that differ in the high surrogate only are two keys, and an escaped
+    /// key is the same key as its raw spelling.
+    #[test]
+    fn surrogate_pairs_in_keys_are_their_code_points() {
+        assert_eq!(scan(r#"{"\ud83d\ude00":1,"\ud83c\ude00":2}"#), Ok(()));
+        assert_eq!(
+            scan(r#"{"\ud83d\ude00":1,"😀":2}"#),
+            Err(ErrorMarker::DuplicateKey)
+        );
+    }
+
+    /// A parsed value is never empty; its length is its text's.
+    #[test]
+    fn parsed_values_are_never_empty() {
+        for text in ["0", "{}", " null\n", "\"\""] {
+            let v = OpaqueJson::from_json(text).unwrap();
+            assert!(!v.is_empty(), "{text:?}");
+            assert_eq!(v.get(), text.trim(), "{text:?}");
+            assert_eq!(v.len(), text.trim().len(), "{text:?}");
         }
     }
 

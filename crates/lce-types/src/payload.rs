@@ -885,6 +885,19 @@ pub struct ProviderMetadata {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    /// Only `committed` is committed.
+    #[test]
+    fn only_committed_is_committed() {
+        use super::Durability;
+        assert!(Durability::Committed.is_committed());
+        for other in ["uncommitted", "pending", "Committed"] {
+            assert!(
+                !Durability::from_code(other).unwrap().is_committed(),
+                "{other}"
+            );
+        }
+    }
+
     use serde::de::{IntoDeserializer, Visitor};
 
     /// A deserializer of `Some(v)`: what a non-JSON source (a Python float,

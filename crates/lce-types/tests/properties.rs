@@ -162,6 +162,58 @@ fn retry_after_seconds_takes_fractions_and_keeps_their_text() {
     );
 }
 
+/// A sequence that is not a whole number is the wrong type; a whole
+/// number beyond what `u64`/`i64` hold (read as a float) is out of range,
+/// on the side it is out.
+#[test]
+fn sequences_that_are_floats_are_refused_by_what_is_wrong() {
+    for (v, message) in [
+        ("1.5", "wrong_type at sequence: sequence must be an integer"),
+        ("7.0", "wrong_type at sequence: sequence must be an integer"),
+        (
+            "-0.5",
+            "wrong_type at sequence: sequence must be an integer",
+        ),
+        (
+            "-0.0",
+            "wrong_type at sequence: sequence must be an integer",
+        ),
+        (
+            "9007199254740991.0",
+            "wrong_type at sequence: sequence must be an integer",
+        ),
+        (
+            "9007199254740992.0",
+            "number_out_of_range at sequence: sequence above 2^53-1",
+        ),
+        (
+            "1e300",
+            "number_out_of_range at sequence: sequence above 2^53-1",
+        ),
+        (
+            "18446744073709551616",
+            "number_out_of_range at sequence: sequence above 2^53-1",
+        ),
+        (
+            "-1e300",
+            "number_out_of_range at sequence: sequence is negative",
+        ),
+        (
+            "-9223372036854775809",
+            "number_out_of_range at sequence: sequence is negative",
+        ),
+    ] {
+        let line = envelope("text.finished", r#"{"message_id":"m"}"#)
+            .replace(r#""sequence":1"#, &format!(r#""sequence":{v}"#));
+        let mut e = Event::from_json(&line).unwrap_err();
+        // Located inside the value (serde points at its last byte).
+        let start = line.find(&format!(r#""sequence":{v}"#)).unwrap() + 11;
+        let at = e.offset.take().unwrap();
+        assert!((start..start + v.len()).contains(&at), "{v}: {at}");
+        assert_eq!(e.to_string(), message, "{v}");
+    }
+}
+
 #[test]
 fn approval_interrupt_rules() {
     let ok = r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"a","tool_approvals":[{"tool_call_id":"t","tool_name":"n","tool_args":{}}]}"#;
@@ -259,4 +311,27 @@ fn arb_json() -> impl Strategy<Value = String> {
             }),
         ]
     })
+}
+
+/// An unknown type is named in the error when it is a short plain name, and
+/// elided to its size otherwise: empty, over 64 bytes, or with other bytes.
+#[test]
+fn unknown_types_are_named_only_when_short_and_plain() {
+    let plain64 = "a".repeat(64);
+    let plain65 = "a".repeat(65);
+    for (ty, shown) in [
+        ("x.y-z_9", "`x.y-z_9`".to_owned()),
+        (plain64.as_str(), format!("`{plain64}`")),
+        (plain65.as_str(), "`<65 byte name>`".to_owned()),
+        ("", "`<0 byte name>`".to_owned()),
+        ("a b", "`<3 byte name>`".to_owned()),
+    ] {
+        let e = Event::from_json(&envelope(ty, "{}")).unwrap_err();
+        assert_eq!(e.kind, ParseErrorKind::UnknownType, "{ty}");
+        assert_eq!(
+            e.detail,
+            format!("{shown} is not an event type of the contract"),
+            "{ty}"
+        );
+    }
 }
