@@ -395,6 +395,19 @@ mod tests {
         }
     }
 
+    /// The plain prefix counts whole words up to the first that needs an
+    /// escape, in both styles: a DEL or a byte above 0x7f ends it only with
+    /// `ensure_ascii`.
+    #[test]
+    fn plain_words_stop_at_the_first_word_to_escape() {
+        let text = b"abcdefghijklmnop\x7fqrstuvwxyz0123456\"";
+        assert_eq!(plain_words_len(text, false), 32);
+        assert_eq!(plain_words_len(text, true), 16);
+        assert_eq!(plain_words_len("0123456789abcdé".as_bytes(), false), 16);
+        assert_eq!(plain_words_len("0123456789abcdé".as_bytes(), true), 8);
+        assert_eq!(plain_words_len(b"0123456", false), 0);
+    }
+
     /// The escaping rules, one char at a time, without tables or word scans.
     fn reference(s: &str, ensure_ascii: bool) -> Vec<u8> {
         let mut out = BytesMut::new();

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bytes::BytesMut;
-use lce_wire::{JsonWriter, Style, truncate_display, write_json_string, write_opaque};
+use lce_wire::{JsonWriter, Style, WireError, truncate_display, write_json_string, write_opaque};
 use proptest::prelude::*;
 
 const STYLES: [Style; 3] = [
@@ -264,7 +264,7 @@ fn event_json_refuses_raw_newlines_and_non_finite() {
         w.end_object();
         Ok(())
     });
-    assert!(r.is_err());
+    assert_eq!(r, Err(WireError::InjectedNewline));
     let r = lce_wire::write_event_json(&mut out, &NAME, Style::PY_UTF8, |w| {
         w.begin_object();
         w.members(&[
@@ -272,7 +272,14 @@ fn event_json_refuses_raw_newlines_and_non_finite() {
             lce_wire::Member::F64(&K, f64::NAN),
         ])
     });
-    assert!(r.is_err());
+    assert_eq!(r, Err(WireError::NonFinite));
+    // A raw newline before `data`'s own error: that error is the answer.
+    let r = lce_wire::write_event_json(&mut out, &NAME, Style::PY_UTF8, |w| {
+        w.begin_object();
+        w.field_raw("r", "[1,\n2]");
+        Err(WireError::TooDeep)
+    });
+    assert_eq!(r, Err(WireError::TooDeep));
     assert_eq!(&out[..], b"keep");
     let r = lce_wire::write_event_json(&mut out, &NAME, Style::PY_UTF8, |w| {
         w.begin_object();
@@ -395,14 +402,20 @@ fn data_json_refuses_raw_newlines_and_non_finite() {
         w.end_object();
         Ok(())
     });
-    assert!(r.is_err());
+    assert_eq!(r, Err(WireError::InjectedNewline));
     let r = lce_wire::write_data_json(&mut out, Style::Compact, |w| {
         w.object(&[
             lce_wire::Member::Str(&K, "v"),
             lce_wire::Member::F64(&K, f64::INFINITY),
         ])
     });
-    assert!(r.is_err());
+    assert_eq!(r, Err(WireError::NonFinite));
+    let r = lce_wire::write_data_json(&mut out, Style::Compact, |w| {
+        w.begin_object();
+        w.field_raw("r", "[1,\r2]");
+        Err(WireError::TooDeep)
+    });
+    assert_eq!(r, Err(WireError::TooDeep));
     assert_eq!(&out[..], b"keep");
     let r = lce_wire::write_data_json(&mut out, Style::Compact, |w| {
         w.object(&[
