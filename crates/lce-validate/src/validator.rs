@@ -1599,6 +1599,38 @@ mod tests {
         }
     }
 
+    /// The hot path takes an in-order delta of an open span, text or
+    /// reasoning, in root or in an active namespace, after a gap when
+    /// sequences need not be contiguous, and counts it as `push` would.
+    #[test]
+    fn the_hot_path_takes_deltas_of_open_spans() {
+        let mut r = RunBuilder::new("r", "c");
+        let mut v = RunValidator::new(ValidatorOptions::new());
+        for e in [
+            r.run_started(),
+            r.text_started("m"),
+            r.reasoning_started("k"),
+            r.tool_started("t", "task", r#"{"a":1}"#),
+            r.namespace_entered("a", "A", "t"),
+            r.at(["t"]).text_started("n"),
+        ] {
+            v.push(&e).unwrap();
+        }
+        let deltas = [
+            r.root().text_delta("m", "x"),
+            r.reasoning_delta("k", "y"),
+            r.at(["t"]).text_delta("n", "z"),
+            r.root().set_sequence(20).text_delta("m", "after a gap"),
+        ];
+        for e in &deltas {
+            let (events, bytes) = (v.events(), v.bytes());
+            assert!(v.span_delta(e), "{e:?}");
+            assert_eq!(v.events(), events + 1, "{e:?}");
+            assert_eq!(v.bytes(), bytes + canonical_size(e, None), "{e:?}");
+            assert_eq!(v.last, Some((e.sequence, e.event_type())));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
         /// The hot path (`span_delta`) changes nothing: `push` and the

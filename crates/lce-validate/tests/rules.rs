@@ -653,6 +653,19 @@ fn rule_11_limits() {
     )
     .unwrap_err();
     assert_eq!((v.rule, v.sequence), (Rule::Limits, 3));
+    // Streamed arguments of exactly the bound are within it.
+    let d3 = delta("\"x\"}");
+    let mut limits = Limits::default();
+    limits.tool_arguments_bytes = 9;
+    let mut v = RunValidator::new(ValidatorOptions::new().limits(limits));
+    for e in events(&[
+        STARTED,
+        TOOL_STREAMED,
+        ("tool.arguments.delta", &[], &d1),
+        ("tool.arguments.delta", &[], &d3),
+    ]) {
+        v.push(&e).unwrap();
+    }
 
     // Namespace depth.
     let mut limits = Limits::default();
@@ -1212,4 +1225,60 @@ fn messages_elide_unusual_ids() {
         v.message,
         "text.delta for message <4 byte id> that was never started"
     );
+}
+
+/// A validator told the run's ids holds the first event to them too (rule
+/// X), and says which id differs; the options it was given are the ones in
+/// force.
+#[test]
+fn a_given_identity_holds_from_the_first_event() {
+    let opts = ValidatorOptions::new().identity("r", "c").contiguous(true);
+    let mut v = RunValidator::new(opts);
+    assert_eq!(
+        v.options().identity.as_ref().map(|(r, c)| (&**r, &**c)),
+        Some(("r", "c"))
+    );
+    assert!(v.options().contiguous);
+    let e = RunBuilder::new("x", "c").run_started();
+    let err = v.push(&e).unwrap_err();
+    assert_eq!(
+        (err.rule, err.sequence, err.message.as_str()),
+        (
+            Rule::RunIdentity,
+            0,
+            "run.started has run_id `x` but the run is `r`"
+        )
+    );
+    let mut v = RunValidator::new(ValidatorOptions::new().identity("r", "c"));
+    let err = v
+        .push(&RunBuilder::new("r", "d").run_started())
+        .unwrap_err();
+    assert_eq!(
+        (err.rule, err.message.as_str()),
+        (
+            Rule::RunIdentity,
+            "run.started has conversation_id `d` but the run's is `c`"
+        )
+    );
+    let mut v = RunValidator::new(ValidatorOptions::new().identity("r", "c"));
+    v.push(&RunBuilder::new("r", "c").run_started()).unwrap();
+}
+
+/// Rule 1 says whether a sequence repeats the last or goes back from it.
+#[test]
+fn rule_1_says_whether_a_sequence_repeats_or_goes_back() {
+    for (seq, message) in [
+        (3, "sequence 3 repeats 3"),
+        (2, "sequence 2 goes back from 3"),
+    ] {
+        let mut r = RunBuilder::new("r", "c");
+        let started = r.run_started();
+        let third = r.set_sequence(3).text_started("m");
+        let again = r.set_sequence(seq).text_started("n");
+        let v = run_with(&[started, third, again], ValidatorOptions::new()).unwrap_err();
+        assert_eq!(
+            (v.rule, v.sequence, v.message.as_str()),
+            (Rule::Sequence, seq, message)
+        );
+    }
 }
