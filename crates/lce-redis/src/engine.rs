@@ -322,3 +322,50 @@ async fn manager(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use lce_testkit::redis_server::RedisServer;
+
+    use super::*;
+
+    fn generation(engine: &Engine, k: usize) -> u64 {
+        engine.conns[k].current.lock().unwrap().0
+    }
+
+    /// A replacement moves the connection one generation on, once: a second
+    /// attempt that met the same (replaced) connection replaces nothing.
+    #[tokio::test]
+    async fn a_connection_is_replaced_once_per_generation() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let engine = Engine::connect(&server.url(), Duration::from_secs(5))
+            .await
+            .unwrap();
+        let (k, g, _) = engine.pick().unwrap();
+        assert_eq!(g, 0);
+        engine.replace(k, g).await;
+        assert_eq!(generation(&engine, k), 1);
+        engine.replace(k, g).await;
+        assert_eq!(generation(&engine, k), 1, "a stale replacement");
+        engine.replace(k, 1).await;
+        assert_eq!(generation(&engine, k), 2);
+        // The replacement answers.
+        let mut ping = redis::cmd("PING");
+        ping.arg("x");
+        for _ in 0..CONNECTIONS {
+            assert_eq!(
+                engine
+                    .query("ping", &ping)
+                    .await
+                    .ok()
+                    .as_ref()
+                    .and_then(text),
+                Some(&b"x"[..])
+            );
+        }
+    }
+}

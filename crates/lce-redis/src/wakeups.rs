@@ -183,3 +183,52 @@ async fn listen(wakeups: Weak<Wakeups>, client: Client, channel: String, timeout
         pause = (pause * 2).min(MAX_RECONNECT_PAUSE);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn wakeups(live: bool) -> Arc<Wakeups> {
+        Arc::new(Wakeups {
+            runs: Mutex::new(HashMap::new()),
+            live: AtomicBool::new(live),
+        })
+    }
+
+    /// While the subscription is down, a wait ends after the poll pause
+    /// (the read then looks again), not at its own end.
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_without_the_subscription_polls() {
+        let mut waiting = wakeups(false).register("r");
+        let start = Instant::now();
+        waiting.wait(start + Duration::from_secs(30)).await;
+        assert_eq!(start.elapsed(), POLL_PAUSE);
+        // A wait that ends sooner ends then.
+        let start = Instant::now();
+        waiting.wait(start + Duration::from_millis(40)).await;
+        assert_eq!(start.elapsed(), Duration::from_millis(40));
+    }
+
+    /// With the subscription live, a wait lasts until its end, or until a
+    /// notice on its run; a notice on another run does not end it.
+    #[tokio::test(start_paused = true)]
+    async fn a_live_wait_ends_at_its_end_or_at_a_notice() {
+        let wakeups = wakeups(true);
+        let mut waiting = wakeups.register("r");
+        let start = Instant::now();
+        waiting.wait(start + Duration::from_secs(30)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(30));
+        let notices = Arc::clone(&wakeups);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            notices.wake(b"other");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            notices.wake(b"r");
+        });
+        let start = Instant::now();
+        waiting.wait(start + Duration::from_secs(30)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+}

@@ -614,10 +614,12 @@ async fn a_wake_up_for_nothing_does_not_end_a_wait() {
 
 /// A loopback proxy in front of the engine whose open connections can be
 /// frozen: they stay open and forward nothing more, as a client connection
-/// that stopped answering does; new connections pass.
+/// that stopped answering does; new connections pass, unless the engine
+/// behind was frozen as a whole ([`FreezingProxy::freeze_all`]).
 struct FreezingProxy {
     addr: std::net::SocketAddr,
     connections: Arc<std::sync::Mutex<Vec<Arc<std::sync::atomic::AtomicBool>>>>,
+    freeze_new: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FreezingProxy {
@@ -628,12 +630,16 @@ impl FreezingProxy {
         let connections: Arc<std::sync::Mutex<Vec<Arc<std::sync::atomic::AtomicBool>>>> =
             Arc::default();
         let registry = Arc::clone(&connections);
+        let freeze_new = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let new_frozen = Arc::clone(&freeze_new);
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await else {
                     continue;
                 };
-                let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let frozen = Arc::new(std::sync::atomic::AtomicBool::new(
+                    new_frozen.load(std::sync::atomic::Ordering::SeqCst),
+                ));
                 registry.lock().unwrap().push(Arc::clone(&frozen));
                 let (client_rx, client_tx) = client.into_split();
                 let (server_rx, server_tx) = server.into_split();
@@ -664,7 +670,11 @@ impl FreezingProxy {
                 }
             }
         });
-        FreezingProxy { addr, connections }
+        FreezingProxy {
+            addr,
+            connections,
+            freeze_new,
+        }
     }
 
     fn url(&self) -> String {
@@ -678,6 +688,14 @@ impl FreezingProxy {
             frozen.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         connections.len()
+    }
+
+    /// Freezes every connection, the ones opened later included: an
+    /// engine that stopped answering altogether.
+    fn freeze_all(&self) {
+        self.freeze_new
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.freeze();
     }
 }
 
@@ -934,5 +952,102 @@ async fn the_running_run_key_expires_and_never_names_a_sealed_run() {
     assert_eq!(
         other_replica.running_run(&open.conversation_id).await,
         Ok(Some(open.run_id.clone()))
+    );
+}
+
+/// An engine that stops answering altogether (every connection, and every
+/// new one, left unanswered) fails each operation once its time bound has
+/// passed: the log does not try again for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_stops_answering_fails_the_operation() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = FreezingProxy::start(server.port()).await;
+    let log = RedisRunLog::connect(
+        &proxy.url(),
+        RedisLogOptions::new().with_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .expect("connect through the proxy");
+    let (info, mut run) = create(&log, "frozen-for-good", "owner").await;
+    proxy.freeze_all();
+    let entry = LogEntry::Event(run.run_started());
+    assert_eq!(
+        log.append(&info.run_id, "owner", 1, entry).await,
+        Err(LogError::Unavailable)
+    );
+    assert_eq!(
+        log.read(&info.run_id, 0, 10, Duration::ZERO).await,
+        Err(LogError::Unavailable)
+    );
+}
+
+/// An engine that went away (its connections refused) fails each
+/// operation once its time bound has passed, however quickly each try
+/// fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_went_away_fails_the_operation() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let log = RedisRunLog::connect(
+        &server.url(),
+        RedisLogOptions::new().with_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .expect("connect");
+    let (info, mut run) = create(&log, "gone", "owner").await;
+    server.kill9();
+    let entry = LogEntry::Event(run.run_started());
+    assert_eq!(
+        log.append(&info.run_id, "owner", 1, entry).await,
+        Err(LogError::Unavailable)
+    );
+}
+
+/// Every replica signs tokens with the one secret the engine keeps: the
+/// first candidate asked for; later candidates, from any replica, get it
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_the_first_secret() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let options = RedisLogOptions::new().with_prefix(fresh_run_id("secret"));
+    let a = RedisRunLog::connect(&server.url(), options.clone())
+        .await
+        .unwrap();
+    let b = RedisRunLog::connect(&server.url(), options).await.unwrap();
+    assert_eq!(
+        a.shared_secret(b"first".to_vec()).await,
+        Ok(b"first".to_vec())
+    );
+    assert_eq!(
+        b.shared_secret(b"second".to_vec()).await,
+        Ok(b"first".to_vec())
+    );
+    assert_eq!(
+        a.shared_secret(b"third".to_vec()).await,
+        Ok(b"first".to_vec())
+    );
+}
+
+/// The handles' `Debug` shows their options, never the engine's address
+/// (which may hold a password).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handles_debug_without_the_address() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let options = RedisLogOptions::new().with_prefix("dbg");
+    let store = RedisStore::connect(&server.url(), &options).await.unwrap();
+    assert_eq!(format!("{store:?}"), r#"RedisStore { prefix: "dbg", .. }"#);
+    let log = RedisRunLog::connect(&server.url(), options.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        format!("{log:?}"),
+        format!("RedisRunLog {{ options: {options:?}, .. }}")
     );
 }
