@@ -335,6 +335,63 @@ mod tests {
         engine.conns[k].current.lock().unwrap().0
     }
 
+    /// Attempts left unanswered, or failing with the connection's errors,
+    /// end once the time bound has passed (unanswered: `TimedOut`); an
+    /// error of the engine's own ends them at once; an answer after
+    /// failures is the result, and each attempt after the first is a retry.
+    #[tokio::test]
+    async fn attempts_end_at_the_bound_or_at_the_first_answer() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        // Long enough that a pause of the machine cannot use it up before
+        // the second try.
+        let engine = Engine::connect(&server.url(), Duration::from_secs(2))
+            .await
+            .unwrap();
+        let tries = AtomicUsize::new(0);
+        let unanswered: Result<(), Failure> = engine
+            .attempts("test", |_, _| {
+                tries.fetch_add(1, Ordering::Relaxed);
+                std::future::pending()
+            })
+            .await;
+        assert_eq!(unanswered, Err(Failure::TimedOut));
+        assert_eq!(tries.swap(0, Ordering::Relaxed), 1, "one bounded attempt");
+
+        let dropped = engine
+            .attempts("test", |_, _| {
+                tries.fetch_add(1, Ordering::Relaxed);
+                let e = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+                std::future::ready(Err::<(), _>(e))
+            })
+            .await;
+        assert_eq!(dropped, Err(Failure::Failed));
+        assert!(tries.swap(0, Ordering::Relaxed) > 1, "tried again");
+
+        let refused = engine
+            .attempts("test", |_, _| {
+                tries.fetch_add(1, Ordering::Relaxed);
+                let e = RedisError::from((ErrorKind::Client, "refused"));
+                std::future::ready(Err::<(), _>(e))
+            })
+            .await;
+        assert_eq!(refused, Err(Failure::Failed));
+        assert_eq!(tries.swap(0, Ordering::Relaxed), 1, "not tried again");
+
+        let retries = Mutex::new(Vec::new());
+        let answered = engine
+            .attempts("test", |_, retry| {
+                let mut seen = retries.lock().unwrap();
+                seen.push(retry);
+                let e = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+                std::future::ready(if seen.len() < 3 { Err(e) } else { Ok(7) })
+            })
+            .await;
+        assert_eq!(answered, Ok(7));
+        assert_eq!(*retries.lock().unwrap(), [false, true, true]);
+    }
+
     /// A replacement moves the connection one generation on, once: a second
     /// attempt that met the same (replaced) connection replaces nothing.
     #[tokio::test]

@@ -1033,6 +1033,37 @@ async fn replicas_share_the_first_secret() {
     );
 }
 
+/// An answer of the engine that is an error (here a key of the wrong type)
+/// fails the operation at once: it is not the connection's, so it is not
+/// tried again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_answer_fails_the_operation_without_retries() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_run_id("wrong-type");
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: i64 = redis::cmd("LPUSH")
+        .arg(format!("{prefix}:token-secret"))
+        .arg("not a string")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let log = RedisRunLog::connect(
+        &server.url(),
+        RedisLogOptions::new()
+            .with_prefix(prefix)
+            .with_timeout(Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        log.shared_secret(b"candidate".to_vec()).await,
+        Err(LogError::Unavailable)
+    );
+}
+
 /// The handles' `Debug` shows their options, never the engine's address
 /// (which may hold a password).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
