@@ -33,7 +33,9 @@
 //! prints caught / viable (viable = caught + missed + timed out: unviable
 //! mutants, which do not build, are left out; a time-out counts as caught,
 //! the tests noticed), the percentage, and every missed mutant
-//! (`file:line:col: replacement`). The mutants build with `opt-level = 1`
+//! (`file:line:col: replacement`); missed mutants that `docs/reliability.md`
+//! lists as unable to matter (an equivalent mutant: the same behaviour) are
+//! marked, and the figure without them is given as well. The mutants build with `opt-level = 1`
 //! and no debug info (debug assertions and overflow checks stay on), with
 //! `--jobs 1` in `target/mutants/build`, kept between runs. Needs
 //! `cargo-mutants`
@@ -48,6 +50,10 @@ use std::time::Instant;
 use lce_testkit::rng::SplitMix64;
 
 use crate::util::workspace_root;
+
+/// The page whose "Survivors that cannot matter" table lists the mutants
+/// no test can catch, each with its reason ([`listed_survivors`]).
+const RELIABILITY: &str = "docs/reliability.md";
 
 /// Every library crate, in dependency order (`lce-cli` is the binary,
 /// `lce-testkit` the unpublished test kit, and `lce-python`'s tests are
@@ -145,10 +151,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         return Err(MISSING.into());
     }
     let root = workspace_root();
+    let listed = listed_survivors(&fs::read_to_string(root.join(RELIABILITY)).unwrap_or_default());
     let mut summaries = Vec::new();
     for krate in &args.crates {
         let started = Instant::now();
-        let summary = run_crate(&root, krate, &args)?;
+        let summary = run_crate(&root, krate, &args)?.with_listed(&listed);
         println!("{krate}: done in {} s", started.elapsed().as_secs());
         print!("{}", summary.render(krate));
         summaries.push((krate.clone(), summary));
@@ -329,6 +336,9 @@ pub(crate) struct Summary {
     pub(crate) unviable: usize,
     /// The names of the mutants the tests passed on.
     pub(crate) missed: Vec<String>,
+    /// Those of `missed` that `docs/reliability.md` lists as unable to
+    /// matter ([`listed_survivors`]).
+    pub(crate) listed: Vec<String>,
 }
 
 impl Summary {
@@ -355,7 +365,19 @@ impl Summary {
             timeouts: timeout.len(),
             unviable: unviable.iter().filter(|n| current.contains(n)).count(),
             missed: missed.to_vec(),
+            listed: Vec::new(),
         }
+    }
+
+    /// The summary with the missed mutants among `listed` marked as listed.
+    pub(crate) fn with_listed(mut self, listed: &BTreeSet<String>) -> Summary {
+        self.listed = self
+            .missed
+            .iter()
+            .filter(|m| listed.contains(*m))
+            .cloned()
+            .collect();
+        self
     }
 
     /// Caught (time-outs included).
@@ -368,32 +390,74 @@ impl Summary {
         self.killed() + self.missed.len()
     }
 
-    /// `caught/viable (P.P%)`, the percentage rounded down to a tenth.
+    /// `caught/viable (P.P%)`, the percentage rounded down to a tenth; when
+    /// some missed mutants are listed as unable to matter, also the figure
+    /// without them.
     pub(crate) fn headline(&self, krate: &str) -> String {
-        let viable = self.viable();
-        let permille = (self.killed() * 1000).checked_div(viable).unwrap_or(1000);
-        format!(
-            "{krate}: {}/{} caught ({}.{}%), {} missed, {} timed out, {} unviable",
+        let mut out = format!(
+            "{krate}: {}/{} caught ({}), {} missed, {} timed out, {} unviable",
             self.killed(),
-            viable,
-            permille / 10,
-            permille % 10,
+            self.viable(),
+            percent(self.killed(), self.viable()),
             self.missed.len(),
             self.timeouts,
             self.unviable
-        )
+        );
+        if !self.listed.is_empty() {
+            let rest = self.viable() - self.listed.len();
+            out.push_str(&format!(
+                "; without the {} listed as unable to matter: {}/{rest} ({})",
+                self.listed.len(),
+                self.killed(),
+                percent(self.killed(), rest)
+            ));
+        }
+        out
     }
 
-    /// The headline and one line per missed mutant.
+    /// The headline and one line per missed mutant (`MISSED (listed)` for
+    /// one listed as unable to matter).
     pub(crate) fn render(&self, krate: &str) -> String {
         let mut out = format!("{}\n", self.headline(krate));
         for m in &self.missed {
-            out.push_str("  MISSED ");
+            out.push_str(if self.listed.contains(m) {
+                "  MISSED (listed) "
+            } else {
+                "  MISSED "
+            });
             out.push_str(m);
             out.push('\n');
         }
         out
     }
+}
+
+/// `part` of `whole` as `P.P%`, rounded down to a tenth (100.0% of nothing).
+fn percent(part: usize, whole: usize) -> String {
+    let permille = (part * 1000).checked_div(whole).unwrap_or(1000);
+    format!("{}.{}%", permille / 10, permille % 10)
+}
+
+/// The mutants `docs/reliability.md` lists as unable to matter: in its
+/// "Survivors that cannot matter" section, the first code span of each
+/// table row that names a mutant as cargo-mutants does (`crates/...`), a
+/// table's `\|` read as `|`.
+pub(crate) fn listed_survivors(doc: &str) -> BTreeSet<String> {
+    let mut in_section = false;
+    let mut out = BTreeSet::new();
+    for line in doc.lines() {
+        if line.starts_with('#') {
+            in_section = line.trim_start_matches('#').trim() == "Survivors that cannot matter";
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("| `crates/").filter(|_| in_section) else {
+            continue;
+        };
+        if let Some(end) = rest.find('`') {
+            out.insert(format!("crates/{}", rest[..end].replace("\\|", "|")));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -476,6 +540,7 @@ mod tests {
                 timeouts: 1,
                 unviable: 2,
                 missed: vec!["a.rs:9:5: replace > with >= in h".to_owned()],
+                listed: vec![],
             }
         );
         assert_eq!(s.viable(), 4);
@@ -507,8 +572,74 @@ mod tests {
                 timeouts: 0,
                 unviable: 1,
                 missed: vec!["f:2:1: b".to_owned()],
+                listed: vec![],
             }
         );
+    }
+
+    /// Listed survivors are read from the one section, `\|` unescaped;
+    /// they are marked, and the figure without them follows the plain one.
+    #[test]
+    fn listed_survivors_are_marked_and_left_out_of_the_second_figure() {
+        let doc = "## Mutation testing\n\
+                   | `crates/x/src/a.rs:1:1: replace a with b` | not listed: another section |\n\
+                   ### Survivors that cannot matter\n\
+                   | mutant | why |\n\
+                   |---|---|\n\
+                   | `crates/x/src/a.rs:2:3: replace \\| with ^ in f` | disjoint bits |\n\
+                   | `crates/x/src/b.rs:4:5: replace < with <= in g` (`g`'s guard) | exact instants |\n\
+                   | `lce-x` prose row | not a name |\n\
+                   ## Next\n\
+                   | `crates/x/src/c.rs:1:1: replace c with d` | not listed |\n";
+        let listed = listed_survivors(doc);
+        assert_eq!(
+            listed.iter().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "crates/x/src/a.rs:2:3: replace | with ^ in f",
+                "crates/x/src/b.rs:4:5: replace < with <= in g",
+            ]
+        );
+        let s = Summary {
+            caught: 7,
+            timeouts: 1,
+            missed: names(
+                "crates/x/src/a.rs:2:3: replace | with ^ in f\ncrates/x/src/c.rs:1:1: replace c with d\n",
+            ),
+            ..Summary::default()
+        }
+        .with_listed(&listed);
+        assert_eq!(s.listed, ["crates/x/src/a.rs:2:3: replace | with ^ in f"]);
+        assert_eq!(
+            s.render("x"),
+            "x: 8/10 caught (80.0%), 2 missed, 1 timed out, 0 unviable; without the 1 listed as unable to matter: 8/9 (88.8%)\n  \
+             MISSED (listed) crates/x/src/a.rs:2:3: replace | with ^ in f\n  \
+             MISSED crates/x/src/c.rs:1:1: replace c with d\n"
+        );
+    }
+
+    /// The page the task reads lists only names cargo-mutants could give:
+    /// a `crates/<crate>/src/<file>.rs:<line>:<col>: replace ...` of a
+    /// measured crate whose file exists.
+    #[test]
+    fn the_listed_survivors_name_existing_files_of_measured_crates() {
+        let root = workspace_root();
+        let listed = listed_survivors(&fs::read_to_string(root.join(RELIABILITY)).unwrap());
+        assert!(!listed.is_empty(), "no survivor listed: did the section move?");
+        for name in &listed {
+            let (file, rest) = name.split_once(':').unwrap();
+            let krate = file.split('/').nth(1).unwrap();
+            assert!(CRATES.contains(&krate), "{name}");
+            assert!(root.join(file).is_file(), "{name}");
+            let (line_col, what) = rest.split_once(": ").unwrap();
+            assert!(
+                line_col.split(':').all(|n| n.parse::<u32>().is_ok()),
+                "{name}"
+            );
+            assert!(
+                what.starts_with("replace ") || what.starts_with("delete "),
+                "{name}"
+            );
+        }
     }
 
     #[test]
