@@ -624,7 +624,10 @@ mod tests {
     fn the_listed_survivors_name_existing_files_of_measured_crates() {
         let root = workspace_root();
         let listed = listed_survivors(&fs::read_to_string(root.join(RELIABILITY)).unwrap());
-        assert!(!listed.is_empty(), "no survivor listed: did the section move?");
+        assert!(
+            !listed.is_empty(),
+            "no survivor listed: did the section move?"
+        );
         for name in &listed {
             let (file, rest) = name.split_once(':').unwrap();
             let krate = file.split('/').nth(1).unwrap();

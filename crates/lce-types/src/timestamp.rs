@@ -610,6 +610,29 @@ mod tests {
         assert_eq!(t.unix_millis(), -500);
     }
 
+    /// Instants of every kind of date: January and February (counted in
+    /// the year before by the day arithmetic), leap days, century years,
+    /// before 1970; checked against Python's `datetime`.
+    #[test]
+    fn dates_are_the_instants_they_name() {
+        for (text, millis) in [
+            ("2024-02-29T00:00:00Z", 1_709_164_800_000),
+            ("2000-01-01T00:00:00Z", 946_684_800_000),
+            ("2026-01-31T23:59:59Z", 1_769_903_999_000),
+            ("1600-02-01T00:00:00Z", -11_673_417_600_000),
+            ("2100-03-01T00:00:00Z", 4_107_542_400_000),
+            ("1970-01-01T00:00:00Z", 0),
+            ("1970-01-01T23:59:00+23:59", 0),
+            ("1970-01-01T00:00:00-23:59", 86_340_000),
+        ] {
+            assert_eq!(
+                Timestamp::parse(text).unwrap().unix_millis(),
+                millis,
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn text_is_kept_exactly_inline_or_not() {
         // 20 to 40 bytes: across the inline bound (30) both ways.
@@ -720,6 +743,8 @@ mod tests {
             "2026-02-29T00:00:00Z",
             "2026-08-17T00:60:00Z",
             "2026-08-17T00:00:60Z",
+            "2026-08-17T00:00:00+00:60",
+            "2026-08-17T00:00:00+24:00",
             "2026-08-17T00:00:00",
             "2026-08-17 00:00:00Z",
             "2026-08-17T24:00:00Z",
