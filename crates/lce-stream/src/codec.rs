@@ -356,6 +356,26 @@ mod tests {
         }
     }
 
+    /// While skipping an over-long frame, a call with nothing buffered
+    /// (as at the end of input) waits for more.
+    #[test]
+    fn skipping_with_nothing_buffered_waits() {
+        let mut d = SseDecoder::with_max_frame_bytes(8);
+        let mut buf = BytesMut::from(&b"data: 0123456789abcdef"[..]);
+        assert!(matches!(
+            d.decode(&mut buf),
+            Err(SseDecodeError::FrameTooLong { max: 8 })
+        ));
+        assert_eq!(d.decode(&mut buf).unwrap(), None);
+        assert!(buf.is_empty(), "{buf:?}");
+        assert_eq!(d.decode(&mut buf).unwrap(), None);
+        buf.extend_from_slice(b"tail\n\ndata: b\n\n");
+        assert_eq!(
+            d.decode(&mut buf).unwrap().map(|f| f.data),
+            Some("b".to_owned())
+        );
+    }
+
     #[test]
     fn lines_decoder_numbers_lines_and_bounds_them() {
         let good = r#"{"version":1,"type":"text.finished","run_id":"r","conversation_id":"c","sequence":1,"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{"message_id":"m"}}"#;

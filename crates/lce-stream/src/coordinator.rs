@@ -941,13 +941,8 @@ impl Inner {
                         }
                     }
                     let Some(up) = upstream.as_mut().as_pin_mut() else {
-                        self.end_with_error(
-                            PROVIDER_STREAM_CLOSED,
-                            PROVIDER_STREAM_CLOSED_MESSAGE,
-                            Some(Cause::Rule(Rule::MissingTerminal)),
-                            None,
-                            false,
-                        );
+                        // Released without a terminal: what `closed` ends.
+                        self.closed(Cause::Rule(Rule::MissingTerminal), None);
                         continue;
                     };
                     let mut up = up;
@@ -1001,14 +996,15 @@ where
     fn size_hint(&self) -> (usize, Option<usize>) {
         // At least the queued events; at most what the adapter may still
         // send plus the coordinator's own (run.started and a terminal).
+        // Once the adapter is released (done, or it ended and the
+        // coordinator ended the run at once), only the queue is left.
         let queued = self.inner.queue.len();
         match (&self.inner.state, &self.upstream) {
-            (State::Done, _) => (queued, Some(queued)),
+            (State::Done, _) | (_, None) => (queued, Some(queued)),
             (_, Some(up)) => {
                 let (_, hi) = up.size_hint();
                 (queued, hi.and_then(|h| h.checked_add(queued + 2)))
             }
-            (_, None) => (queued, Some(queued + 2)),
         }
     }
 }

@@ -601,3 +601,25 @@ async fn every_adaptor_says_what_it_can_promise_in_size_hint() {
     assert_eq!(n, 6);
     assert_eq!(run.size_hint(), (0, Some(0)));
 }
+
+/// Once the adapter is gone and the coordinator's terminal is out, the
+/// coordinator promises nothing more; before, its own events count.
+#[tokio::test]
+async fn a_released_coordinator_counts_only_what_it_still_owes() {
+    let cut: Vec<_> = run().into_iter().take(3).collect();
+    let mut c = Box::pin(Source::new(cut).coordinated(coordinator(&Arc::new(MemoryAudit::new()))));
+    let mut hints = Vec::new();
+    while let Some(item) = c.next().await {
+        hints.push((item.unwrap().event_type(), c.size_hint()));
+    }
+    assert_eq!(
+        hints,
+        [
+            (EventType::RunStarted, (0, Some(4))),
+            (EventType::TextStarted, (0, Some(3))),
+            (EventType::TextDelta, (0, Some(2))),
+            (EventType::RunError, (0, Some(0))),
+        ]
+    );
+    assert_eq!(c.size_hint(), (0, Some(0)));
+}

@@ -138,6 +138,15 @@ async fn a_run_cut_short_ends_with_provider_stream_closed() {
             audit.records()[0].rule,
             Some(Cause::Rule(Rule::MissingTerminal))
         );
+        // The validator's words (rule 12, at the last event's sequence).
+        assert_eq!(
+            audit.records()[0].reason,
+            Some(format!(
+                "seq {}: rule 12 (missing_terminal): input ended without a run terminal",
+                input[cut - 1].sequence
+            )),
+            "cut {cut}"
+        );
     }
 }
 
@@ -338,7 +347,14 @@ async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
     let c = Coordinator::new(options_for(&input)).store(store.clone());
     let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
     assert_eq!(last(&out).event_type(), EventType::RunInterrupted);
-    assert_eq!(store.calls(), 1);
+    assert_eq!((store.calls(), store.interrupts()), (1, 1));
+    // A finished run is a final commit.
+    let input = scenario("plain-text-answer.jsonl");
+    let store = Arc::new(FaultyStore::new(Fault::None));
+    let c = Coordinator::new(options_for(&input)).store(store.clone());
+    let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
+    assert_eq!(last(&out).event_type(), EventType::RunFinished);
+    assert_eq!((store.calls(), store.interrupts()), (1, 0));
 
     let input = scenario("plain-text-answer.jsonl");
     let store = Arc::new(FaultyStore::new(Fault::Fail));

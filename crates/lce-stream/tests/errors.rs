@@ -53,6 +53,10 @@ fn every_error_names_its_cause() {
     ));
     assert_eq!(violation.cause(), Cause::Rule(Rule::TextSpan));
     assert_eq!(
+        (violation.sequence(), violation.event_type()),
+        (Some(3), Some(EventType::TextDelta))
+    );
+    assert_eq!(
         violation.to_string(),
         "seq 3: rule 5 (text_span): text.delta for message `m` that was never started"
     );

@@ -355,6 +355,14 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
     // direct chain whose upstream waited at the same point.
     let replay = read_all(&log, &run_id, WireFormat::Custom, None, false).await;
     assert_eq!(replay, direct(&events, WireFormat::Custom).await);
+    // With frame ids, the frame released at the wait carries the idle
+    // marker's position: the replay encoded the marker where it stands.
+    let with_ids = read_all(&log, &run_id, WireFormat::Custom, None, true).await;
+    let with_ids = String::from_utf8(with_ids).unwrap();
+    assert!(
+        with_ids.contains(&format!("id: {}.0\nevent: tool_start\n", started + 2)),
+        "{with_ids}"
+    );
 }
 
 /// `Logged`'s `size_hint` bounds what it has left to yield at every step
@@ -419,4 +427,37 @@ async fn a_waiting_read_returns_the_next_append() {
     let batch = reader.await.unwrap();
     assert_eq!(batch.entries, [LogEntry::Idle]);
     assert!(!batch.sealed);
+}
+
+/// What the upstream has ready is appended in batches of `MAX_BATCH`
+/// entries at most: after the first event of a long ready run, the rest of
+/// the first batch is held, acknowledged, and nothing more.
+#[tokio::test]
+async fn ready_events_are_appended_in_batches_of_at_most_max_batch() {
+    let mut r = lce_testkit::RunBuilder::new("run-batches", "conv-batches");
+    let mut events = vec![r.run_started(), r.text_started("m")];
+    for k in 0..2 * lce_stream::MAX_BATCH {
+        events.push(r.text_delta("m", &k.to_string()));
+    }
+    events.push(r.text_finished("m"));
+    events.push(r.run_finished());
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let writer = LogWriter::create(log.clone(), info("run-batches", "conv-batches"), LEASE)
+        .await
+        .unwrap();
+    let mut logged = Box::pin(
+        source(futures::stream::iter(events.iter().cloned().map(Ok)))
+            .enforced(coordinator(&events))
+            .logged(writer),
+    );
+    let first = logged.next().await.unwrap().unwrap();
+    assert_eq!(first, events[0]);
+    assert_eq!(logged.size_hint().0, lce_stream::MAX_BATCH - 1);
+    let batch = log
+        .read("run-batches", 0, 1000, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(batch.entries.len(), lce_stream::MAX_BATCH);
+    let rest: Vec<_> = logged.collect().await;
+    assert_eq!(rest.len(), events.len() - 1);
 }

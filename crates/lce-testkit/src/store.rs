@@ -24,6 +24,7 @@ pub enum Fault {
 pub struct FaultyStore {
     fault: Fault,
     calls: AtomicUsize,
+    interrupts: AtomicUsize,
     revision: AtomicU64,
 }
 
@@ -33,6 +34,7 @@ impl FaultyStore {
         FaultyStore {
             fault,
             calls: AtomicUsize::new(0),
+            interrupts: AtomicUsize::new(0),
             revision: AtomicU64::new(0),
         }
     }
@@ -40,6 +42,11 @@ impl FaultyStore {
     /// How many commits were asked for (a failed commit is never retried).
     pub fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
+    }
+
+    /// How many of those were interrupt commits (`commit_interrupt`).
+    pub fn interrupts(&self) -> usize {
+        self.interrupts.load(Ordering::SeqCst)
     }
 
     fn commit(&self) -> CommitFuture {
@@ -67,6 +74,7 @@ impl ThreadStore for FaultyStore {
     }
 
     fn commit_interrupt(&self, _: CommitRequest) -> CommitFuture {
+        self.interrupts.fetch_add(1, Ordering::SeqCst);
         self.commit()
     }
 }
