@@ -356,6 +356,24 @@ mod tests {
         }
     }
 
+    /// The default bound is 4 MiB of frame: a frame of that size is
+    /// decoded, one byte more is too long.
+    #[test]
+    fn the_default_bound_is_four_mebibytes() {
+        let mut d = SseDecoder::new();
+        let data = "x".repeat(DEFAULT_MAX_FRAME_BYTES - 6);
+        let mut buf = BytesMut::from(format!("data: {data}\n\n").as_bytes());
+        assert_eq!(
+            d.decode(&mut buf).unwrap().map(|f| f.data.len()),
+            Some(data.len())
+        );
+        let mut buf = BytesMut::from(format!("data: {data}x\n\n").as_bytes());
+        assert!(matches!(
+            d.decode(&mut buf),
+            Err(SseDecodeError::FrameTooLong { max: 4_194_304 })
+        ));
+    }
+
     /// While skipping an over-long frame, a call with nothing buffered
     /// (as at the end of input) waits for more.
     #[test]

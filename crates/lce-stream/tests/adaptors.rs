@@ -19,7 +19,7 @@ use lce_stream::{
     Cause, Coordinator, CoordinatorOptions, EncodeError, FrameEncoder, LceError, LifecycleStream,
     LifecycleStreamExt, MemoryAudit, WireEncoder, WireFormat, events,
 };
-use lce_types::{Event, EventType};
+use lce_types::{Event, EventType, Payload};
 use lce_validate::ValidatorOptions;
 
 fn ev(seq: u64, ty: &str, data: &str) -> Event {
@@ -611,7 +611,9 @@ async fn a_released_coordinator_counts_only_what_it_still_owes() {
     let mut hints = Vec::new();
     while let Some(item) = c.next().await {
         hints.push((item.unwrap().event_type(), c.size_hint()));
+        assert!(!c.is_terminated(), "{hints:?}");
     }
+    assert!(c.is_terminated());
     assert_eq!(
         hints,
         [
@@ -622,4 +624,26 @@ async fn a_released_coordinator_counts_only_what_it_still_owes() {
         ]
     );
     assert_eq!(c.size_hint(), (0, Some(0)));
+}
+
+/// `cleaned` counts the events the sanitizer changed, and only those.
+#[tokio::test]
+async fn sanitized_counts_the_events_it_changed() {
+    let mut events = run();
+    // D18: a bidi control in display text is replaced.
+    let Payload::TextDelta(d) = &mut events[2].payload else {
+        panic!("{:?}", events[2])
+    };
+    d.delta = "a\u{202e}b".to_owned();
+    let mut s = Box::pin(
+        Source::new(events.clone())
+            .sanitized(lce_sanitize::Sanitizer::new(lce_types::Limits::default())),
+    );
+    let mut out = Vec::new();
+    while let Some(item) = s.next().await {
+        out.push(item.unwrap());
+    }
+    assert_eq!(out.len(), events.len());
+    assert_ne!(out[2], events[2]);
+    assert_eq!(s.cleaned(), 1);
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lce_stream::{
-    CancelHandle, Cause, Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt,
-    MemoryAudit, Rule, events,
+    CancelHandle, Cause, CommitRequest, Coordinator, CoordinatorOptions, LceError,
+    LifecycleStreamExt, MemoryAudit, Rule, events,
 };
 use lce_testkit::{Fault, FaultyStore};
 use lce_types::{CancelReason, Event, EventLines, EventType, Payload, SideEffectStatus};
@@ -348,6 +348,16 @@ async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
     let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
     assert_eq!(last(&out).event_type(), EventType::RunInterrupted);
     assert_eq!((store.calls(), store.interrupts()), (1, 1));
+    let interrupted = last(&out);
+    assert_eq!(
+        store.last_request(),
+        Some(CommitRequest {
+            run_id: interrupted.run_id.to_string(),
+            conversation_id: interrupted.conversation_id.to_string(),
+            sequence: interrupted.sequence,
+            interrupt_id: Some("int-appr-09".to_owned()),
+        })
+    );
     // A finished run is a final commit.
     let input = scenario("plain-text-answer.jsonl");
     let store = Arc::new(FaultyStore::new(Fault::None));
@@ -355,6 +365,7 @@ async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
     let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
     assert_eq!(last(&out).event_type(), EventType::RunFinished);
     assert_eq!((store.calls(), store.interrupts()), (1, 0));
+    assert_eq!(store.last_request().unwrap().interrupt_id, None);
 
     let input = scenario("plain-text-answer.jsonl");
     let store = Arc::new(FaultyStore::new(Fault::Fail));

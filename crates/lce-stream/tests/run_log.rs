@@ -461,3 +461,32 @@ async fn ready_events_are_appended_in_batches_of_at_most_max_batch() {
     let rest: Vec<_> = logged.collect().await;
     assert_eq!(rest.len(), events.len() - 1);
 }
+
+/// The memory log counts its runs, and keeps sealed ones a day by default;
+/// a writer knows the position its next entry takes, and `Logged` shows
+/// its state, not its events.
+#[tokio::test]
+async fn the_memory_log_counts_runs_and_writers_their_positions() {
+    assert_eq!(lce_stream::DEFAULT_RETENTION, Duration::from_secs(86_400));
+    let log = Arc::new(MemoryRunLog::new());
+    assert!(log.is_empty());
+    assert_eq!(log.len(), 0);
+    let shared: Arc<dyn RunLog> = log.clone();
+    let (events, _, writer) = scenario_log(&shared, "plain-text-answer").await;
+    assert!(!log.is_empty());
+    assert_eq!(log.len(), 1);
+    assert_eq!(writer.next_position(), 1);
+    let mut logged = Box::pin(
+        source(futures::stream::iter(events.iter().cloned().map(Ok)))
+            .enforced(coordinator(&events))
+            .logged(writer),
+    );
+    let debug = format!("{logged:?}");
+    assert!(debug.starts_with("Logged { inner: "), "{debug}");
+    assert!(
+        debug.ends_with("in_flight: 0, gathered: 0, done: false, .. }"),
+        "{debug}"
+    );
+    while logged.next().await.is_some() {}
+    assert_eq!(logged.writer().next_position(), events.len() as u64 + 1);
+}

@@ -1,5 +1,6 @@
 //! A thread store for tests that injects faults (D10, rules 13-15).
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -26,6 +27,7 @@ pub struct FaultyStore {
     calls: AtomicUsize,
     interrupts: AtomicUsize,
     revision: AtomicU64,
+    last: Mutex<Option<CommitRequest>>,
 }
 
 impl FaultyStore {
@@ -36,6 +38,7 @@ impl FaultyStore {
             calls: AtomicUsize::new(0),
             interrupts: AtomicUsize::new(0),
             revision: AtomicU64::new(0),
+            last: Mutex::new(None),
         }
     }
 
@@ -49,8 +52,16 @@ impl FaultyStore {
         self.interrupts.load(Ordering::SeqCst)
     }
 
-    fn commit(&self) -> CommitFuture {
+    /// The last commit asked for, if any.
+    pub fn last_request(&self) -> Option<CommitRequest> {
+        self.last.lock().ok().and_then(|last| last.clone())
+    }
+
+    fn commit(&self, request: CommitRequest) -> CommitFuture {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(request);
+        }
         let rev = self.revision.fetch_add(1, Ordering::SeqCst) + 1;
         let ok = Committed {
             durable_revision: rev,
@@ -69,12 +80,12 @@ impl FaultyStore {
 }
 
 impl ThreadStore for FaultyStore {
-    fn commit_final(&self, _: CommitRequest) -> CommitFuture {
-        self.commit()
+    fn commit_final(&self, request: CommitRequest) -> CommitFuture {
+        self.commit(request)
     }
 
-    fn commit_interrupt(&self, _: CommitRequest) -> CommitFuture {
+    fn commit_interrupt(&self, request: CommitRequest) -> CommitFuture {
         self.interrupts.fetch_add(1, Ordering::SeqCst);
-        self.commit()
+        self.commit(request)
     }
 }
