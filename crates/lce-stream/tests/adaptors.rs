@@ -631,9 +631,9 @@ async fn a_released_coordinator_counts_only_what_it_still_owes() {
 async fn sanitized_counts_the_events_it_changed() {
     let mut events = run();
     // D18: a bidi control in display text is replaced.
-    for k in 2..4 {
-        let Payload::TextDelta(d) = &mut events[k].payload else {
-            panic!("{:?}", events[k])
+    for e in &mut events[2..4] {
+        let Payload::TextDelta(d) = &mut e.payload else {
+            panic!("{e:?}")
         };
         d.delta = "a\u{202e}b".to_owned();
     }
