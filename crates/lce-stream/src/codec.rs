@@ -374,6 +374,23 @@ mod tests {
         ));
     }
 
+    /// A frame of exactly the bound, arriving a byte at a time, is
+    /// decoded: its first `\n` (one past the bound) is not yet too long.
+    #[test]
+    fn a_frame_at_the_bound_is_decoded_however_it_arrives() {
+        let frame = b"data: ab\n\n";
+        let mut d = SseDecoder::with_max_frame_bytes(8);
+        let mut buf = BytesMut::new();
+        let mut got = Vec::new();
+        for &b in frame {
+            buf.extend_from_slice(&[b]);
+            if let Some(f) = d.decode(&mut buf).unwrap() {
+                got.push(f.data);
+            }
+        }
+        assert_eq!(got, ["ab"]);
+    }
+
     /// While skipping an over-long frame, a call with nothing buffered
     /// (as at the end of input) waits for more.
     #[test]

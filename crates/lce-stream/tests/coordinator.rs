@@ -293,6 +293,75 @@ async fn events_after_the_terminal_are_dropped_and_counted() {
     );
 }
 
+/// At most `drain_limit` ready items are drained after the terminal.
+#[tokio::test]
+async fn no_more_than_the_drain_limit_is_drained_after_the_terminal() {
+    let input = scenario("plain-text-answer.jsonl");
+    for (limit, drained) in [(0, 0), (1, 1), (2, 2), (5, 2)] {
+        let mut options = options_for(&input);
+        options.drain_limit = limit;
+        let items = with_two_after_the_terminal(&input);
+        let (out, audit) = coordinate(items, Coordinator::new(options)).await;
+        assert_eq!(out.len(), input.len());
+        let counters = &audit.records()[0].counters;
+        assert_eq!(
+            (counters.after_terminal, counters.dropped),
+            (drained, drained),
+            "limit {limit}"
+        );
+    }
+}
+
+/// The coordinator's options give the validator its run: adapter mode,
+/// ephemerality, limits, and the run's ids from the first event on.
+#[test]
+fn the_validator_gets_the_runs_options() {
+    let mut limits = lce_types::Limits::default();
+    limits.events_per_run = 7;
+    let v = CoordinatorOptions::new("r", "c")
+        .ephemeral(true)
+        .limits(limits)
+        .validator_options();
+    assert_eq!(v.mode, Mode::Adapter);
+    assert!(v.ephemeral);
+    assert_eq!(v.limits.events_per_run, 7);
+    assert_eq!(
+        v.identity.as_ref().map(|(r, c)| (&**r, &**c)),
+        Some(("r", "c"))
+    );
+}
+
+/// An adapter's own `run.error` is audited with its code and side effects,
+/// and the run's counters are the audited ones.
+#[tokio::test]
+async fn an_adapter_error_is_audited_with_its_code() {
+    let mut r = lce_testkit::RunBuilder::new("run-e", "conv-e");
+    let input = vec![r.run_started(), r.run_error("rate_limited", "slow down")];
+    let audit = Arc::new(MemoryAudit::new());
+    let mut run = Box::pin(
+        lce_stream::source(futures::stream::iter(input.clone().into_iter().map(Ok)))
+            .enforced(Coordinator::new(options_for(&input)).audit(audit.clone())),
+    );
+    let mut out = Vec::new();
+    while let Some(item) = run.next().await {
+        out.push(item.unwrap());
+    }
+    assert_eq!(out, input);
+    let record = &audit.records()[0];
+    assert_eq!(record.terminal, EventType::RunError);
+    assert_eq!(record.code.as_deref(), Some("rate_limited"));
+    let Payload::RunError(e) = &input[1].payload else {
+        panic!()
+    };
+    assert_eq!(record.side_effect_status, Some(e.side_effect_status));
+    assert!(!record.coordinator_terminal);
+    assert_eq!(run.counters(), record.counters);
+    assert_eq!(
+        (record.counters.events_in, record.counters.forwarded),
+        (2, 2)
+    );
+}
+
 /// The intervention after an adapter's own terminal names the first extra
 /// event's position: the item after the terminal (1-based).
 #[tokio::test]

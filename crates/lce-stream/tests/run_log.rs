@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::stream::FusedStream;
 use futures::{Stream, StreamExt};
 use lce_stream::{
     Coordinator, CoordinatorOptions, FrameId, LifecycleStreamExt, LogEntry, LogWriter,
@@ -481,12 +482,26 @@ async fn the_memory_log_counts_runs_and_writers_their_positions() {
             .enforced(coordinator(&events))
             .logged(writer),
     );
+    assert!(!logged.is_terminated());
     let debug = format!("{logged:?}");
     assert!(debug.starts_with("Logged { inner: "), "{debug}");
     assert!(
         debug.ends_with("in_flight: 0, gathered: 0, done: false, .. }"),
         "{debug}"
     );
-    while logged.next().await.is_some() {}
+    while logged.next().await.is_some() {
+        assert!(!logged.is_terminated());
+    }
+    assert!(logged.is_terminated());
     assert_eq!(logged.writer().next_position(), events.len() as u64 + 1);
+}
+
+/// The run log conformance suite (`lce_testkit::run_log`) against
+/// `MemoryRunLog` (the Redis one runs it in `crates/lce-redis/tests`).
+#[tokio::test]
+async fn memory_run_log_conforms() {
+    let log = MemoryRunLog::new();
+    lce_testkit::run_log::check_run_log(&log).await;
+    // Again on the same log: the suite's runs never collide.
+    lce_testkit::run_log::check_run_log(&log).await;
 }

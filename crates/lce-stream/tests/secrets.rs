@@ -603,6 +603,18 @@ fn drops_are_logged_as_counts_only_when_there_are_some() {
     let late = lines(&logs, "events after the terminal dropped");
     assert_eq!(late.len(), 1, "{logs}");
     assert!(late[0].contains("dropped=2"), "{logs}");
+    // The default audit sink writes one record, at `lce::audit`, of counts.
+    let audit = lines(&logs, "lce::audit");
+    assert_eq!(audit.len(), 1, "{logs}");
+    for field in [
+        "run ended",
+        "run_id=run-s",
+        "terminal=\"run.finished\"",
+        "events_in=8",
+        "after_terminal=2",
+    ] {
+        assert!(audit[0].contains(field), "{field}: {}", audit[0]);
+    }
     let (_, logs) = serve(with(false, 0), WireFormat::Custom);
     assert!(lines(&logs, "empty deltas dropped").is_empty(), "{logs}");
     assert!(
