@@ -583,6 +583,20 @@ pub fn load_limits_from_process_env(path: Option<&Path>) -> Result<Limits, Limit
 mod tests {
     use super::*;
 
+    /// A key is shown when short and plain, else elided to its size.
+    #[test]
+    fn keys_are_shown_only_when_short_and_plain() {
+        for (key, shown) in [
+            ("a-b_c.9", "a-b_c.9".to_owned()),
+            ("a b", "<3 byte key>".to_owned()),
+            ("a/b", "<3 byte key>".to_owned()),
+            ("", "<0 byte key>".to_owned()),
+            (&"k".repeat(65), "<65 byte key>".to_owned()),
+        ] {
+            assert_eq!(safe_key(key), shown, "{key}");
+        }
+    }
+
     #[test]
     fn every_field_of_limits_has_a_key() {
         // Each key names a distinct field (the environment variable of a key

@@ -478,6 +478,21 @@ mod tests {
         out
     }
 
+    /// A provider key prefix glued to a word (letters, digits, `_`, `-`
+    /// before it) is part of that word, not a key.
+    #[test]
+    fn key_prefixes_inside_words_are_left() {
+        for s in [
+            "mask-proj-abcdefghijklmnopqrstuvwx",
+            "x9sk-proj-abcdefghijklmnopqrstuvwx",
+            "a_sk-proj-abcdefghijklmnopqrstuvwx",
+            "a-sk-proj-abcdefghijklmnopqrstuvwx",
+        ] {
+            assert_eq!(r(s), s);
+        }
+        assert_eq!(r("(sk-proj-abcdefghijklmnopqrstuvwx"), "([REDACTED]");
+    }
+
     #[test]
     fn plain_text_is_borrowed() {
         assert!(matches!(redact("HTTP 404: Not Found"), Cow::Borrowed(_)));

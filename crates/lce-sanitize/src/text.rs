@@ -395,6 +395,31 @@ mod tests {
     use proptest::prelude::*;
     use std::borrow::Cow;
 
+    /// The block scans find each suspect kind inside whole eight-byte
+    /// blocks, at every offset (DEL and the C1, U+061C lead bytes are found
+    /// by the byte-equality test `has`).
+    #[test]
+    fn block_scans_find_suspects_at_every_offset() {
+        for c in ['\u{7F}', '\u{85}', '\u{9F}', '\u{061C}'] {
+            for at in 0..16 {
+                let s = format!("{}{c}{}", "a".repeat(at), "b".repeat(24));
+                assert!(contains_forbidden_in_name(&s), "{c:?} at {at}");
+                let display = c != '\u{061C}';
+                assert_eq!(
+                    find_replaced_in_display(&s),
+                    display.then_some(at),
+                    "{c:?} at {at}"
+                );
+            }
+        }
+        // Near misses: the same lead bytes before other characters.
+        for c in ['\u{A0}', '\u{061D}', 'é'] {
+            let s = format!("{}{c}{}", "a".repeat(9), "b".repeat(24));
+            assert!(!contains_forbidden_in_name(&s), "{c:?}");
+            assert_eq!(find_replaced_in_display(&s), None, "{c:?}");
+        }
+    }
+
     /// The byte scan and the replacement as one call, as the sanitizer
     /// makes them: the text (borrowed when nothing changed) and how many
     /// characters were replaced.

@@ -517,3 +517,35 @@ proptest! {
         prop_assert_eq!(redact(&once), once.as_str());
     }
 }
+
+/// A streamed arguments fragment of exactly the bound passes; one byte
+/// more is refused.
+#[test]
+fn an_arguments_fragment_at_the_bound_passes() {
+    let mut limits = Limits::default();
+    limits.tool_arguments_bytes = 10;
+    let s = Sanitizer::new(limits);
+    let mut run = RunBuilder::new("r", "c");
+    let at = run.tool_arguments_delta("t", "{\"q\":\"12\"}");
+    assert!(s.sanitize(at).unwrap().report.is_clean());
+    let over = run.tool_arguments_delta("t", "{\"q\":\"123\"}");
+    let r = s.sanitize(over).unwrap_err();
+    assert_eq!(
+        (r.kind, r.field),
+        (RejectKind::ArgumentsTooLarge, "data.delta")
+    );
+}
+
+/// Text whose bytes only look like a control to the block scan (a no-break
+/// space shares the C1 controls' lead byte) is left as it is, and the
+/// report says nothing changed.
+#[test]
+fn look_alikes_of_controls_change_nothing() {
+    let s = Sanitizer::new(Limits::default());
+    let mut run = RunBuilder::new("r", "c");
+    let text = "twelve bytes\u{a0}and more after it";
+    let e = run.text_delta("m", text);
+    let out = s.sanitize(e.clone()).unwrap();
+    assert_eq!(out.event, e);
+    assert!(out.report.is_clean(), "{:?}", out.report);
+}
