@@ -412,6 +412,10 @@ mod tests {
                 );
             }
         }
+        // A block of nothing but the searched byte.
+        let dels = "\u{7F}".repeat(16);
+        assert!(contains_forbidden_in_name(&dels));
+        assert_eq!(find_replaced_in_display(&dels), Some(0));
         // Near misses: the same lead bytes before other characters.
         for c in ['\u{A0}', '\u{061D}', 'é'] {
             let s = format!("{}{c}{}", "a".repeat(9), "b".repeat(24));
