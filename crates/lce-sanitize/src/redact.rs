@@ -493,6 +493,20 @@ mod tests {
         assert_eq!(r("(sk-proj-abcdefghijklmnopqrstuvwx"), "([REDACTED]");
     }
 
+    /// A key whose header's closing dashes run straight into `END` has no
+    /// end of its own: everything after its header is redacted.
+    #[test]
+    fn a_key_ending_in_its_own_header_is_redacted_to_the_end() {
+        assert_eq!(
+            r("a -----BEGIN RSA PRIVATE KEY-----END RSA PRIVATE KEY----- b"),
+            "a [REDACTED]"
+        );
+        assert_eq!(
+            r("a -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- b"),
+            "a [REDACTED] b"
+        );
+    }
+
     #[test]
     fn plain_text_is_borrowed() {
         assert!(matches!(redact("HTTP 404: Not Found"), Cow::Borrowed(_)));

@@ -522,6 +522,9 @@ mod tests {
         assert_eq!(exception_name("Uncaught Error [ERR_X]: y"), Some(0));
         assert_eq!(exception_name("an Error occurred: z"), None);
         assert_eq!(exception_name("MyError.field: z"), None);
+        // A name starts at a letter, `_` or `$` after no identifier byte.
+        assert_eq!(exception_name("9TypeError: x"), None);
+        assert_eq!(exception_name("(TypeError: x"), Some(1));
         assert_eq!(panic_line("Don't panic: x"), Some(6));
         assert_eq!(panic_line("nopanic: x"), None);
     }
