@@ -7,12 +7,39 @@ use std::path::PathBuf;
 use lce_sanitize::{LimitSource, LimitsError, Sanitizer, load_limits, validate_limits};
 use lce_types::Limits;
 
-fn tmp(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lce-sanitize-limits-{}", std::process::id()));
+/// A file of the test's in a folder of its own, both removed when the test
+/// is done with it: a run leaves nothing behind in the temp folder (and no
+/// test removes a folder another is writing to).
+struct TmpFile(PathBuf);
+
+impl std::ops::Deref for TmpFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TmpFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpFile {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn tmp(name: &str, text: &str) -> TmpFile {
+    let dir =
+        std::env::temp_dir().join(format!("lce-sanitize-limits-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
-    p
+    TmpFile(p)
 }
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
