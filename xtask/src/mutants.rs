@@ -35,8 +35,9 @@
 //! the tests noticed), the percentage, and every missed mutant
 //! (`file:line:col: replacement`); missed mutants that `docs/reliability.md`
 //! lists as unable to matter (an equivalent mutant: the same behaviour) are
-//! marked, and the figure without them is given as well. The mutants build with `opt-level = 1`
-//! and no debug info (debug assertions and overflow checks stay on), with
+//! marked, and the figure without them is given as well. The mutants build
+//! with `opt-level = 1` and no debug info (debug assertions and overflow
+//! checks stay on), with
 //! `--jobs 1` in `target/mutants/build`, kept between runs. Needs
 //! `cargo-mutants`
 //! (`cargo install cargo-mutants --locked`).

@@ -335,20 +335,30 @@ mod tests {
         engine.conns[k].current.lock().unwrap().0
     }
 
+    /// A fresh engine and an engine handle on it bounded by `timeout`
+    /// (`None` where no `redis-server` is installed, outside CI).
+    async fn engine(timeout: Duration) -> Option<(RedisServer, Engine)> {
+        let server = RedisServer::start()?;
+        let engine = Engine::connect(&server.url(), timeout).await.unwrap();
+        Some((server, engine))
+    }
+
+    /// The error of a connection the peer dropped.
+    fn connection_reset() -> RedisError {
+        RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset))
+    }
+
     /// Attempts left unanswered, or failing with the connection's errors,
     /// end once the time bound has passed (unanswered: `TimedOut`); an
     /// error of the engine's own ends them at once; an answer after
     /// failures is the result, and each attempt after the first is a retry.
     #[tokio::test]
     async fn attempts_end_at_the_bound_or_at_the_first_answer() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
         // Long enough that a pause of the machine cannot use it up before
         // the second try.
-        let engine = Engine::connect(&server.url(), Duration::from_secs(2))
-            .await
-            .unwrap();
+        let Some((_server, engine)) = engine(Duration::from_secs(2)).await else {
+            return;
+        };
         let tries = AtomicUsize::new(0);
         let unanswered: Result<(), Failure> = engine
             .attempts("test", |_, _| {
@@ -362,8 +372,7 @@ mod tests {
         let dropped = engine
             .attempts("test", |_, _| {
                 tries.fetch_add(1, Ordering::Relaxed);
-                let e = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
-                std::future::ready(Err::<(), _>(e))
+                std::future::ready(Err::<(), _>(connection_reset()))
             })
             .await;
         assert_eq!(dropped, Err(Failure::Failed));
@@ -384,8 +393,11 @@ mod tests {
             .attempts("test", |_, retry| {
                 let mut seen = retries.lock().unwrap();
                 seen.push(retry);
-                let e = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
-                std::future::ready(if seen.len() < 3 { Err(e) } else { Ok(7) })
+                std::future::ready(if seen.len() < 3 {
+                    Err(connection_reset())
+                } else {
+                    Ok(7)
+                })
             })
             .await;
         assert_eq!(answered, Ok(7));
@@ -396,12 +408,9 @@ mod tests {
     /// attempt that met the same (replaced) connection replaces nothing.
     #[tokio::test]
     async fn a_connection_is_replaced_once_per_generation() {
-        let Some(server) = RedisServer::start() else {
+        let Some((_server, engine)) = engine(Duration::from_secs(5)).await else {
             return;
         };
-        let engine = Engine::connect(&server.url(), Duration::from_secs(5))
-            .await
-            .unwrap();
         let (k, g, _) = engine.pick().unwrap();
         assert_eq!(g, 0);
         engine.replace(k, g).await;

@@ -20,6 +20,13 @@ async fn connect(server: &RedisServer) -> RedisRunLog {
         .expect("connect")
 }
 
+/// A log on the engine at `url` whose operations are bounded by `timeout`.
+async fn connect_within(url: &str, timeout: Duration) -> RedisRunLog {
+    RedisRunLog::connect(url, RedisLogOptions::new().with_timeout(timeout))
+        .await
+        .expect("connect")
+}
+
 async fn create(log: &dyn RunLog, label: &str, owner: &str) -> (RunInfo, RunBuilder) {
     let run_id = fresh_run_id(label);
     let info = RunInfo {
@@ -708,12 +715,7 @@ async fn a_connection_that_stops_answering_is_replaced() {
         return;
     };
     let proxy = FreezingProxy::start(server.port()).await;
-    let log = RedisRunLog::connect(
-        &proxy.url(),
-        RedisLogOptions::new().with_timeout(Duration::from_secs(10)),
-    )
-    .await
-    .expect("connect through the proxy");
+    let log = connect_within(&proxy.url(), Duration::from_secs(10)).await;
     let (info, mut run) = create(&log, "frozen", "owner").await;
     let first = LogEntry::Event(run.run_started());
     log.append(&info.run_id, "owner", 1, first.clone())
@@ -964,12 +966,7 @@ async fn an_engine_that_stops_answering_fails_the_operation() {
         return;
     };
     let proxy = FreezingProxy::start(server.port()).await;
-    let log = RedisRunLog::connect(
-        &proxy.url(),
-        RedisLogOptions::new().with_timeout(Duration::from_millis(300)),
-    )
-    .await
-    .expect("connect through the proxy");
+    let log = connect_within(&proxy.url(), Duration::from_millis(300)).await;
     let (info, mut run) = create(&log, "frozen-for-good", "owner").await;
     proxy.freeze_all();
     let entry = LogEntry::Event(run.run_started());
@@ -991,12 +988,7 @@ async fn an_engine_that_went_away_fails_the_operation() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let log = RedisRunLog::connect(
-        &server.url(),
-        RedisLogOptions::new().with_timeout(Duration::from_millis(300)),
-    )
-    .await
-    .expect("connect");
+    let log = connect_within(&server.url(), Duration::from_millis(300)).await;
     let (info, mut run) = create(&log, "gone", "owner").await;
     server.kill9();
     let entry = LogEntry::Event(run.run_started());

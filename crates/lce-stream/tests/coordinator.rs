@@ -409,12 +409,19 @@ async fn a_failed_commit_becomes_thread_durability_uncertain_once() {
     }
 }
 
-#[tokio::test]
-async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
-    let input = scenario("tool-approval-interrupt.jsonl");
-    let store = Arc::new(FaultyStore::new(Fault::None));
+/// The scenario `name` through a coordinator committing to a store with
+/// `fault`: the output and the store.
+async fn committed(name: &str, fault: Fault) -> (Vec<Event>, Arc<FaultyStore>) {
+    let input = scenario(name);
+    let store = Arc::new(FaultyStore::new(fault));
     let c = Coordinator::new(options_for(&input)).store(store.clone());
     let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
+    (out, store)
+}
+
+#[tokio::test]
+async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
+    let (out, store) = committed("tool-approval-interrupt.jsonl", Fault::None).await;
     assert_eq!(last(&out).event_type(), EventType::RunInterrupted);
     assert_eq!((store.calls(), store.interrupts()), (1, 1));
     let interrupted = last(&out);
@@ -428,10 +435,7 @@ async fn interrupts_are_committed_and_ephemeral_runs_are_not() {
         })
     );
     // A finished run is a final commit.
-    let input = scenario("plain-text-answer.jsonl");
-    let store = Arc::new(FaultyStore::new(Fault::None));
-    let c = Coordinator::new(options_for(&input)).store(store.clone());
-    let (out, _) = coordinate(input.iter().cloned().map(Ok).collect(), c).await;
+    let (out, store) = committed("plain-text-answer.jsonl", Fault::None).await;
     assert_eq!(last(&out).event_type(), EventType::RunFinished);
     assert_eq!((store.calls(), store.interrupts()), (1, 0));
     assert_eq!(store.last_request().unwrap().interrupt_id, None);
