@@ -3,13 +3,13 @@
 use bytes::BytesMut;
 use lce_types::{
     Event, InterruptRequested, InterruptType, NamespaceEntered, NamespaceExited, NamespaceOutcome,
-    Payload, ProviderMetadata, RunInterrupted, SpanStarted, ToolArgumentsDelta, ToolError,
-    ToolStarted, UsageUpdated, Warning,
+    Payload, ProviderMetadata, RunError, RunInterrupted, SpanDelta, SpanStarted,
+    ToolArgumentsDelta, ToolError, ToolFinished, ToolStarted, UsageUpdated, Warning,
 };
 use lce_wire::{JsonWriter, Key, Member, Style, WireError};
 
 use crate::AguiOptions;
-use crate::frame::{V1Head, json_text, v1_flat, v1_frame};
+use crate::frame::{V1Head, json_text, v1_flat, v1_flat_frame, v1_frame};
 
 /// The largest integer AG-UI 1.0 accepts for a token count (2^53 - 1).
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -98,65 +98,28 @@ impl V1Encoder {
         let millis = ev.timestamp.unix_millis();
         let sub = ev.namespace.last().map(String::as_str);
         match &ev.payload {
-            Payload::RunStarted(_) => {
-                self.reset();
-                v1_flat!(dst, "RUN_STARTED", millis, None,
-                    Str "threadId" => &ev.conversation_id,
-                    Str "runId" => &ev.run_id,
-                    Str "protocolVersion" => "1.0",
-                )
-            }
-            Payload::TextStarted(p) => {
-                self.texts.push(Span {
-                    id: p.message_id.to_string(),
-                    sub: sub.map(str::to_owned),
-                });
-                v1_flat!(dst, "TEXT_MESSAGE_START", millis, sub,
-                    Str "messageId" => &p.message_id,
-                    Str "role" => "assistant",
-                )
-            }
+            Payload::RunStarted(_) => self.run_started(dst, ev, millis),
+            Payload::TextStarted(p) => self.text_started(dst, millis, sub, p),
             Payload::TextDelta(p) => {
-                if p.delta.is_empty() {
-                    return Ok(()); // D7
-                }
-                let sub = opener_sub(&self.texts, &p.message_id, sub);
-                v1_flat!(dst, "TEXT_MESSAGE_CONTENT", millis, sub,
-                    Str "messageId" => &p.message_id,
-                    Str "delta" => &p.delta,
-                )
+                let ty = k!("TEXT_MESSAGE_CONTENT");
+                span_content(dst, ty, millis, &self.texts, sub, p)
             }
-            Payload::TextFinished(p) => {
-                let Some(span) = take_span(&mut self.texts, &p.message_id) else {
-                    return Ok(()); // never opened: nothing to close
-                };
-                text_end(dst, millis, &span)
-            }
+            Payload::TextFinished(p) => match take_span(&mut self.texts, &p.message_id) {
+                Some(span) => text_end(dst, millis, &span),
+                None => Ok(()), // never opened: nothing to close
+            },
             Payload::ReasoningStarted(p) => self.reasoning_started(dst, millis, sub, p),
             Payload::ReasoningDelta(p) => {
-                if p.delta.is_empty() {
-                    return Ok(()); // D7
-                }
-                let sub = opener_sub(&self.reasonings, &p.message_id, sub);
-                v1_flat!(dst, "REASONING_MESSAGE_CONTENT", millis, sub,
-                    Str "messageId" => &p.message_id,
-                    Str "delta" => &p.delta,
-                )
+                let ty = k!("REASONING_MESSAGE_CONTENT");
+                span_content(dst, ty, millis, &self.reasonings, sub, p)
             }
-            Payload::ReasoningFinished(p) => {
-                let Some(span) = take_span(&mut self.reasonings, &p.message_id) else {
-                    return Ok(());
-                };
-                reasoning_end(dst, millis, &span)
-            }
+            Payload::ReasoningFinished(p) => match take_span(&mut self.reasonings, &p.message_id) {
+                Some(span) => reasoning_end(dst, millis, &span),
+                None => Ok(()),
+            },
             Payload::ToolStarted(p) => self.tool_started(dst, millis, &ev.namespace, p),
             Payload::ToolArgumentsDelta(p) => self.tool_arguments(dst, millis, sub, p),
-            Payload::ToolFinished(p) => {
-                self.tool_end(dst, millis, &p.tool_call_id)?;
-                let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
-                let head = v1_head(k!("TOOL_CALL_RESULT"), millis, sub);
-                tool_result(dst, &head, message_id, &p.tool_call_id, &p.result)
-            }
+            Payload::ToolFinished(p) => self.tool_finished(dst, millis, sub, p),
             Payload::ToolError(p) => self.tool_error(dst, millis, sub, p),
             Payload::InterruptRequested(p) => {
                 self.interrupt = Some((ev.namespace.clone(), p.clone()));
@@ -173,32 +136,46 @@ impl V1Encoder {
                 self.merge_provider(p);
                 Ok(())
             }
-            Payload::RunFinished(_) => {
-                self.close_all(dst, millis, Closing::Success)?;
-                self.run_finished(dst, ev, millis, |w| {
-                    w.field_str_k(k!("type"), "success");
-                    Ok(())
-                })
-            }
+            Payload::RunFinished(_) => self.run_ended(dst, ev, millis, Closing::Success),
             Payload::RunInterrupted(p) => self.run_interrupted(dst, ev, millis, p),
-            Payload::RunCancelled(_) => {
-                self.close_all(dst, millis, Closing::Cancelled)?;
-                self.run_finished(dst, ev, millis, |w| {
-                    w.field_str_k(k!("type"), "cancelled");
-                    Ok(())
-                })
-            }
-            Payload::RunError(p) => {
-                let head = v1_head(k!("RUN_ERROR"), millis, None);
-                v1_frame(dst, &head, |w| {
-                    w.field_str_k(k!("message"), &p.message);
-                    w.field_str_k(k!("code"), &p.code);
-                    self.write_usage(w);
-                    Ok(())
-                })
-            }
+            Payload::RunCancelled(_) => self.run_ended(dst, ev, millis, Closing::Cancelled),
+            Payload::RunError(p) => self.run_error(dst, millis, p),
             _ => Ok(()),
         }
+    }
+
+    /// `run.started`: a fresh stream state, then `RUN_STARTED`.
+    fn run_started(
+        &mut self,
+        dst: &mut BytesMut,
+        ev: &Event,
+        millis: i64,
+    ) -> Result<(), WireError> {
+        self.reset();
+        v1_flat!(dst, "RUN_STARTED", millis, None,
+            Str "threadId" => &ev.conversation_id,
+            Str "runId" => &ev.run_id,
+            Str "protocolVersion" => "1.0",
+        )
+    }
+
+    /// `text.started`: `TEXT_MESSAGE_START`.
+    #[inline]
+    fn text_started(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        sub: Option<&str>,
+        p: &SpanStarted,
+    ) -> Result<(), WireError> {
+        self.texts.push(Span {
+            id: p.message_id.to_string(),
+            sub: sub.map(str::to_owned),
+        });
+        v1_flat!(dst, "TEXT_MESSAGE_START", millis, sub,
+            Str "messageId" => &p.message_id,
+            Str "role" => "assistant",
+        )
     }
 
     /// `reasoning.started`: `REASONING_START` then `REASONING_MESSAGE_START`.
@@ -277,6 +254,22 @@ impl V1Encoder {
             Str "toolCallId" => &p.tool_call_id,
             Str "delta" => &p.delta,
         )
+    }
+
+    /// `tool.finished`: `TOOL_CALL_END`, then a `TOOL_CALL_RESULT` of the
+    /// result (its message id the result reference, else the call's id).
+    #[inline]
+    fn tool_finished(
+        &mut self,
+        dst: &mut BytesMut,
+        millis: i64,
+        sub: Option<&str>,
+        p: &ToolFinished,
+    ) -> Result<(), WireError> {
+        self.tool_end(dst, millis, &p.tool_call_id)?;
+        let message_id = p.result_ref.as_deref().unwrap_or(&p.tool_call_id);
+        let head = v1_head(k!("TOOL_CALL_RESULT"), millis, sub);
+        tool_result(dst, &head, message_id, &p.tool_call_id, &p.result)
     }
 
     /// `tool.error`: `TOOL_CALL_END`, then a `TOOL_CALL_RESULT` of
@@ -364,6 +357,39 @@ impl V1Encoder {
             _ => None,
         };
         self.provider = Some((p.provider.clone(), model));
+    }
+
+    /// `run.finished` (`closing` is `Success`) or `run.cancelled`
+    /// (`Cancelled`): closes everything, then `RUN_FINISHED` with the
+    /// outcome `success` or `cancelled`.
+    fn run_ended(
+        &mut self,
+        dst: &mut BytesMut,
+        ev: &Event,
+        millis: i64,
+        closing: Closing,
+    ) -> Result<(), WireError> {
+        self.close_all(dst, millis, closing)?;
+        let outcome = if closing == Closing::Cancelled {
+            "cancelled"
+        } else {
+            "success"
+        };
+        self.run_finished(dst, ev, millis, |w| {
+            w.field_str_k(k!("type"), outcome);
+            Ok(())
+        })
+    }
+
+    /// `run.error`: `RUN_ERROR` with the message, the code and the usage.
+    fn run_error(&self, dst: &mut BytesMut, millis: i64, p: &RunError) -> Result<(), WireError> {
+        let head = v1_head(k!("RUN_ERROR"), millis, None);
+        v1_frame(dst, &head, |w| {
+            w.field_str_k(k!("message"), &p.message);
+            w.field_str_k(k!("code"), &p.code);
+            self.write_usage(w);
+            Ok(())
+        })
     }
 
     /// `run.interrupted`: closes everything (subagents suspended), then
@@ -576,6 +602,33 @@ fn warning(
         w.end_object();
         Ok(())
     })
+}
+
+/// `text.delta` or `reasoning.delta`: the `ty` content frame, attributed
+/// where the span started (nothing for an empty delta, D7).
+#[inline]
+fn span_content(
+    dst: &mut BytesMut,
+    ty: &Key,
+    millis: i64,
+    spans: &[Span],
+    sub: Option<&str>,
+    p: &SpanDelta,
+) -> Result<(), WireError> {
+    if p.delta.is_empty() {
+        return Ok(()); // D7
+    }
+    let sub = opener_sub(spans, &p.message_id, sub);
+    v1_flat_frame(
+        dst,
+        &[
+            Member::Const(k!("type"), ty),
+            Member::I64(k!("timestamp"), millis),
+            Member::OptStr(k!("subagentRunId"), sub),
+            Member::Str(k!("messageId"), &p.message_id),
+            Member::Str(k!("delta"), &p.delta),
+        ],
+    )
 }
 
 fn opener_sub<'a>(spans: &'a [Span], id: &str, fallback: Option<&'a str>) -> Option<&'a str> {

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use lce_types::{Limits, MAX_OPAQUE_DEPTH};
+use lce_types::{Limits, MAX_OPAQUE_DEPTH, safe_name};
 
 /// Prefix of the environment variables that override a limit:
 /// `LCE_LIMIT_<FIELD_NAME_UPPERCASE>`, e.g. `LCE_LIMIT_TOOL_RESULT_BYTES`.
@@ -147,22 +147,6 @@ const KEYS: &[(&str, Slot)] = &[
     ("bytes_per_run", Slot::U64(|l| &mut l.bytes_per_run)),
 ];
 
-/// A key fit for an error message: short and plain, else elided. The same
-/// test as `lce-types`' crate-private `safe_name` (which says "name"): a
-/// copy, rather than one more public item of `lce-types` for six lines.
-fn safe_key(name: &str) -> String {
-    if !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-    {
-        name.to_owned()
-    } else {
-        format!("<{} byte key>", name.len())
-    }
-}
-
 /// A generic scalar view of TOML and JSON values.
 enum Val<'a> {
     Int(Option<u64>),
@@ -222,7 +206,7 @@ fn set(
     let Some((name, slot)) = lookup(key) else {
         return Err(LimitsError::UnknownKey {
             source_: source.clone(),
-            key: safe_key(key),
+            key: safe_name(key, "key"),
         });
     };
     let wrong = |expected, v: &Val<'_>| LimitsError::WrongType {
@@ -365,7 +349,7 @@ pub(crate) fn apply_env_var(
     let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
         return Ok(());
     };
-    let source = LimitSource::Env(safe_key(name));
+    let source = LimitSource::Env(safe_name(name, "key"));
     let key = rest.to_ascii_lowercase();
     if !rest
         .bytes()
@@ -373,13 +357,13 @@ pub(crate) fn apply_env_var(
     {
         return Err(LimitsError::UnknownKey {
             source_: source,
-            key: safe_key(name),
+            key: safe_name(name, "key"),
         });
     }
     let Some((key_name, slot)) = lookup(&key) else {
         return Err(LimitsError::UnknownKey {
             source_: source,
-            key: safe_key(name),
+            key: safe_name(name, "key"),
         });
     };
     match slot {
@@ -424,6 +408,13 @@ pub(crate) fn apply_env_var(
 /// the parser's opaque depth bound; allowlist names non-empty, plain and
 /// unique).
 pub fn validate_limits(l: &Limits) -> Result<(), LimitsError> {
+    check_non_zero(l)?;
+    check_ordering(l)?;
+    check_allowlist(l)
+}
+
+/// Every bound of `l` is at least 1.
+fn check_non_zero(l: &Limits) -> Result<(), LimitsError> {
     let usizes: [(&'static str, usize); 10] = [
         ("identifier_bytes", l.identifier_bytes),
         ("name_bytes", l.name_bytes),
@@ -455,6 +446,13 @@ pub fn validate_limits(l: &Limits) -> Result<(), LimitsError> {
     if l.bytes_per_run == 0 {
         return Err(zero("bytes_per_run"));
     }
+    Ok(())
+}
+
+/// Every bound of `l` is at most the bound that must hold it: `identifier_bytes`
+/// and `name_bytes` at most `display_bytes`, every per-event size at most
+/// `bytes_per_run`, `warning_details_depth` at most the parser's opaque depth bound.
+fn check_ordering(l: &Limits) -> Result<(), LimitsError> {
     let as64 = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
     let order: [(&'static str, usize, &'static str, u64); 8] = [
         (
@@ -516,6 +514,11 @@ pub fn validate_limits(l: &Limits) -> Result<(), LimitsError> {
             });
         }
     }
+    Ok(())
+}
+
+/// The metadata allowlist's names are non-empty, plain and unique.
+fn check_allowlist(l: &Limits) -> Result<(), LimitsError> {
     let bad_list = |reason| LimitsError::InvalidValue {
         source_: LimitSource::Value,
         key: "metadata_allowlist",
@@ -593,7 +596,7 @@ mod tests {
             ("", "<0 byte key>".to_owned()),
             (&"k".repeat(65), "<65 byte key>".to_owned()),
         ] {
-            assert_eq!(safe_key(key), shown, "{key}");
+            assert_eq!(safe_name(key, "key"), shown, "{key}");
         }
     }
 

@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use lce_types::{Event, InterruptRequested, JsonObject, Limits, Payload};
+use lce_types::{
+    Event, InterruptRequested, JsonObject, Limits, Payload, ProviderMetadata, RunFinished,
+    RunStarted, ToolArgumentsDelta, UsageUpdated, Warning,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -469,20 +472,8 @@ impl Cx<'_> {
 
     fn payload(&mut self, p: &mut Payload) -> Result<(), Rejection> {
         match p {
-            Payload::RunStarted(d) => {
-                self.opt_id("data.message_id", d.message_id.as_ref())?;
-                self.name("data.harness_id", &d.harness_id)?;
-                self.name("data.adapter_version", &d.adapter_version)?;
-                self.opt_id("data.provider_run_id", d.provider_run_id.as_ref())?;
-            }
-            Payload::RunFinished(d) => {
-                if let Some(s) = &d.stop_reason {
-                    self.name("data.stop_reason", s)?;
-                }
-                if let Some(t) = &d.thread_state {
-                    self.id("data.thread_state.head_ref", &t.head_ref)?;
-                }
-            }
+            Payload::RunStarted(d) => self.run_started(d)?,
+            Payload::RunFinished(d) => self.run_finished(d)?,
             Payload::RunInterrupted(d) => self.id("data.interrupt_id", &d.interrupt_id)?,
             Payload::RunCancelled(_) => {}
             Payload::RunError(d) => {
@@ -505,19 +496,7 @@ impl Cx<'_> {
                 self.arguments("data.arguments", None, &d.arguments)?;
                 self.opt_id("data.parent_message_id", d.parent_message_id.as_ref())?;
             }
-            Payload::ToolArgumentsDelta(d) => {
-                self.id("data.tool_call_id", &d.tool_call_id)?;
-                let max = self.limits.tool_arguments_bytes;
-                if d.delta.len() > max {
-                    return Err(Rejection::bound(
-                        RejectKind::ArgumentsTooLarge,
-                        "data.delta",
-                        None,
-                        d.delta.len(),
-                        max,
-                    ));
-                }
-            }
+            Payload::ToolArgumentsDelta(d) => self.tool_arguments_delta(d)?,
             Payload::ToolFinished(d) => {
                 self.id("data.tool_call_id", &d.tool_call_id)?;
                 self.opt_id("data.result_ref", d.result_ref.as_ref())?;
@@ -538,36 +517,92 @@ impl Cx<'_> {
                 self.name("data.agent_id", &d.agent_id)?;
                 self.id("data.parent_tool_call_id", &d.parent_tool_call_id)?;
             }
-            Payload::Warning(d) => {
-                self.name("data.code", &d.code)?;
-                self.message("data.message", &mut d.message);
-                if let Some(details) = &d.details {
-                    if !self.details_ok(details) {
-                        d.details = None;
-                        self.report.dropped_details += 1;
-                        self.report.touch("data.details");
-                    }
-                }
-            }
-            Payload::UsageUpdated(d) => {
-                if let Some(c) = d.cost {
-                    check_f64("data.cost", c)?;
-                }
-                if let Some(c) = &d.currency {
-                    self.name("data.currency", c)?;
-                }
-            }
-            Payload::ProviderMetadata(d) => {
-                self.name("data.provider", &d.provider)?;
-                if let Some(m) = &d.model {
-                    self.name("data.model", m)?;
-                }
-                self.metadata(&mut d.metadata);
-            }
+            Payload::Warning(d) => self.warning(d)?,
+            Payload::UsageUpdated(d) => self.usage_updated(d)?,
+            Payload::ProviderMetadata(d) => self.provider_metadata(d)?,
             // A payload added to lce-types later: nothing to clean yet.
             #[allow(unreachable_patterns)]
             _ => {}
         }
+        Ok(())
+    }
+
+    /// `run.started`: its ids and names.
+    #[inline]
+    fn run_started(&mut self, d: &RunStarted) -> Result<(), Rejection> {
+        self.opt_id("data.message_id", d.message_id.as_ref())?;
+        self.name("data.harness_id", &d.harness_id)?;
+        self.name("data.adapter_version", &d.adapter_version)?;
+        self.opt_id("data.provider_run_id", d.provider_run_id.as_ref())
+    }
+
+    /// `run.finished`: the stop reason and the thread state's head, when given.
+    #[inline]
+    fn run_finished(&mut self, d: &RunFinished) -> Result<(), Rejection> {
+        if let Some(s) = &d.stop_reason {
+            self.name("data.stop_reason", s)?;
+        }
+        if let Some(t) = &d.thread_state {
+            self.id("data.thread_state.head_ref", &t.head_ref)?;
+        }
+        Ok(())
+    }
+
+    /// `tool.arguments.delta`: the call's id, and a delta over
+    /// `tool_arguments_bytes` rejects the event.
+    #[inline]
+    fn tool_arguments_delta(&mut self, d: &ToolArgumentsDelta) -> Result<(), Rejection> {
+        self.id("data.tool_call_id", &d.tool_call_id)?;
+        let max = self.limits.tool_arguments_bytes;
+        if d.delta.len() > max {
+            return Err(Rejection::bound(
+                RejectKind::ArgumentsTooLarge,
+                "data.delta",
+                None,
+                d.delta.len(),
+                max,
+            ));
+        }
+        Ok(())
+    }
+
+    /// `warning`: the code, the message, and details that break their
+    /// bounds dropped (counted in the report).
+    #[inline]
+    fn warning(&mut self, d: &mut Warning) -> Result<(), Rejection> {
+        self.name("data.code", &d.code)?;
+        self.message("data.message", &mut d.message);
+        if let Some(details) = &d.details {
+            if !self.details_ok(details) {
+                d.details = None;
+                self.report.dropped_details += 1;
+                self.report.touch("data.details");
+            }
+        }
+        Ok(())
+    }
+
+    /// `usage.updated`: a finite cost and a plain currency name.
+    #[inline]
+    fn usage_updated(&mut self, d: &UsageUpdated) -> Result<(), Rejection> {
+        if let Some(c) = d.cost {
+            check_f64("data.cost", c)?;
+        }
+        if let Some(c) = &d.currency {
+            self.name("data.currency", c)?;
+        }
+        Ok(())
+    }
+
+    /// `provider.metadata`: the provider and model names, and the metadata
+    /// kept to its allowlist and bounds.
+    #[inline]
+    fn provider_metadata(&mut self, d: &mut ProviderMetadata) -> Result<(), Rejection> {
+        self.name("data.provider", &d.provider)?;
+        if let Some(m) = &d.model {
+            self.name("data.model", m)?;
+        }
+        self.metadata(&mut d.metadata);
         Ok(())
     }
 

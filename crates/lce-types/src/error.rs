@@ -255,12 +255,22 @@ fn push_key(s: &mut String, key: &str) {
     if !s.is_empty() {
         s.push('.');
     }
-    s.push_str(&safe_name(key));
+    s.push_str(&safe_name(key, "name"));
 }
 
-/// A member name fit for an error message: short and plain, else elided
-/// (a member name is input, and may be anything).
-pub(crate) fn safe_name(name: &str) -> String {
+/// A name fit for an error message: `name` itself when it is short and plain
+/// (1 to 64 bytes of ASCII letters, digits, `_`, `-` and `.`), else elided to
+/// its size as `<N byte WHAT>`, where `what` says what the name is (`"name"`
+/// for a member name, `"key"` for a configuration key). A name is input, and
+/// may be anything: this shows none of it unless it is plainly harmless.
+///
+/// ```
+/// use lce_types::safe_name;
+/// assert_eq!(safe_name("tool_call-1.id", "name"), "tool_call-1.id");
+/// assert_eq!(safe_name("a b", "name"), "<3 byte name>");
+/// assert_eq!(safe_name("", "key"), "<0 byte key>");
+/// ```
+pub fn safe_name(name: &str, what: &str) -> String {
     if !name.is_empty()
         && name.len() <= 64
         && name
@@ -269,7 +279,7 @@ pub(crate) fn safe_name(name: &str) -> String {
     {
         name.to_owned()
     } else {
-        format!("<{} byte name>", name.len())
+        format!("<{} byte {what}>", name.len())
     }
 }
 
@@ -314,9 +324,9 @@ fn classify_json(err: &serde_json::Error, path: String) -> ParseError {
     let path = match (kind, err.classify(), backticked(core)) {
         (ParseErrorKind::DuplicateKey, serde_json::error::Category::Data, Some(name)) => {
             if path == "$" {
-                safe_name(name)
+                safe_name(name, "name")
             } else {
-                format!("{path}.{}", safe_name(name))
+                format!("{path}.{}", safe_name(name, "name"))
             }
         }
         _ => path,
@@ -341,19 +351,25 @@ fn backticked(core: &str) -> Option<&str> {
 
 fn classify_data(core: &str) -> (ParseErrorKind, String) {
     if core.starts_with("unknown field") {
-        let name = backticked(core).map(safe_name).unwrap_or_default();
+        let name = backticked(core)
+            .map(|n| safe_name(n, "name"))
+            .unwrap_or_default();
         (
             ParseErrorKind::UnknownField,
             format!("unknown member `{name}`"),
         )
     } else if core.starts_with("missing field") {
-        let name = backticked(core).map(safe_name).unwrap_or_default();
+        let name = backticked(core)
+            .map(|n| safe_name(n, "name"))
+            .unwrap_or_default();
         (
             ParseErrorKind::MissingField,
             format!("missing member `{name}`"),
         )
     } else if core.starts_with("duplicate field") {
-        let name = backticked(core).map(safe_name).unwrap_or_default();
+        let name = backticked(core)
+            .map(|n| safe_name(n, "name"))
+            .unwrap_or_default();
         (
             ParseErrorKind::DuplicateKey,
             format!("member `{name}` appears twice"),

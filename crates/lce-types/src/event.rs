@@ -383,7 +383,7 @@ impl RawEnvelope<'_> {
                 "type",
                 format!(
                     "`{}` is not an event type of the contract",
-                    crate::error::safe_name(&self.ty)
+                    crate::error::safe_name(&self.ty, "name")
                 ),
             ));
         };

@@ -37,7 +37,7 @@ pub mod payload;
 mod test_util;
 mod timestamp;
 
-pub use error::{ParseError, ParseErrorKind};
+pub use error::{ParseError, ParseErrorKind, safe_name};
 pub use event::{Event, EventParser, EventType, MAX_SEQUENCE, Payload, VERSION};
 pub use limits::Limits;
 pub use lines::{DEFAULT_MAX_LINE_BYTES, EventLines, LineParser};
