@@ -28,7 +28,7 @@ pub enum Cause {
     Encode,
     /// Reading the input failed (`LceError::Io`).
     Io,
-    /// The run log refused or failed an operation (`LceError::Log`).
+    /// The run log refused or failed an operation (the run log's errors, `lce-runlog`).
     Log,
 }
 

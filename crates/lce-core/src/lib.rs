@@ -10,9 +10,6 @@
 //! - [`AuditSink`]: receives every run's [`AuditRecord`] (with its
 //!   [`RunCounters`]), terminals no wire shows included (D11).
 //! - [`FrameEncoder`]: an SSE encoder the chain's `encoded` stage drives.
-//! - [`RunLog`]: the durable, ordered log of each run's coordinated events
-//!   (`gateway.md`), with [`LogEntry`], [`RunInfo`], [`LogBatch`],
-//!   [`LogError`] and [`LogFuture`].
 //!
 //! And the vocabulary they share: [`Rule`] (what a run can break: the
 //! contract's 15 rules and the decisions' checks), [`Cause`] (a rule, or the
@@ -20,9 +17,10 @@
 //! format).
 //!
 //! The implementations lce ships live above: `MemoryStore`, `TracingAudit`,
-//! `MemoryAudit`, `MemoryRunLog` and the coordinator in `lce-stream`, `RedisRunLog`
-//! and `RedisStore` in `lce-redis`, the encoders in
-//! `lce-encode-custom` and `lce-encode-agui`.
+//! `MemoryAudit` and the coordinator in `lce-stream`, `RedisStore` in
+//! `lce-redis`, the encoders in `lce-encode-custom` and `lce-encode-agui`.
+//! The run log, gateway machinery rather than a small extension point,
+//! is `lce-runlog`'s.
 //!
 //! May depend on: `lce-types` (events), `lce-wire` (its `EncodeError`),
 //! `bytes`, `thiserror`, std. Nothing else: no async runtime, no `futures`
@@ -32,7 +30,6 @@ mod audit;
 mod cause;
 mod encoder;
 mod format;
-mod log;
 mod rule;
 mod store;
 
@@ -40,6 +37,5 @@ pub use audit::{AuditRecord, AuditSink, RunCounters};
 pub use cause::Cause;
 pub use encoder::FrameEncoder;
 pub use format::WireFormat;
-pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
 pub use rule::Rule;
 pub use store::{CommitError, CommitFuture, CommitRequest, Committed, ThreadStore};

@@ -1,7 +1,7 @@
 //! `lce-redis`: lce's extension points on Redis, shared by every replica of
 //! a gateway (`gateway.md`).
 //!
-//! - [`RedisRunLog`]: `lce_core::RunLog` on Redis Streams. One stream per
+//! - [`RedisRunLog`]: `lce_runlog::RunLog` on Redis Streams. One stream per
 //!   run whose entry ids are the log positions, a hash of what the log keeps
 //!   about the run, a lease key; every change that must be atomic (create,
 //!   append with its owner, order and seal checks, renew, release, claim) is
@@ -23,8 +23,8 @@
 //! | `lce:{R}:lease` | string | the owner's id, expiring (`PX`) when the lease does |
 //! | `lce:{R}:fenced` | stream | the log, moved aside for the instant of a refused append's transaction; never there between operations |
 //! | `lce:appended` | pub/sub channel | every append publishes its run id here, to wake the reads waiting on the run |
-//! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_core::RunLog::orphans)) |
-//! | `lce:{conv:C}:running` | string | the id of the run last created for the conversation, while it is unsealed ([`RunLog::running_run`](lce_core::RunLog::running_run)); expires after the retention, refreshed by each renewal |
+//! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_runlog::RunLog::orphans)) |
+//! | `lce:{conv:C}:running` | string | the id of the run last created for the conversation, while it is unsealed ([`RunLog::running_run`](lce_runlog::RunLog::running_run)); expires after the retention, refreshed by each renewal |
 //! | `lce:{thread:C}:rev` | string | the conversation's last revision (`INCR`) |
 //! | `lce:{thread:C}:last` | hash | the last commit (`commit`, `rev`), so a commit retried after a lost answer counts once |
 //!
@@ -37,11 +37,11 @@
 //! create, and cleared after the terminal's append by a script over that
 //! key alone that deletes it only while it still names that run (a newer
 //! run of the conversation may have replaced it). Those steps are not
-//! atomic with the run's, so [`RunLog::running_run`](lce_core::RunLog::running_run)
+//! atomic with the run's, so [`RunLog::running_run`](lce_runlog::RunLog::running_run)
 //! also checks the named run's `sealed` and answers `None` (clearing the
 //! key) when it is sealed or gone: a run sealed by another replica's
 //! takeover whose cleanup failed is never named. A cancel request
-//! ([`RunLog::request_cancel`](lce_core::RunLog::request_cancel)) is the
+//! ([`RunLog::request_cancel`](lce_runlog::RunLog::request_cancel)) is the
 //! run's `cancel` field, set by a script that checks `sealed` in the same
 //! step.
 //!
@@ -52,8 +52,8 @@
 //! An unsealed run has no expiry: its size is bounded by the per-run limits
 //! of D19 (`Limits::events_per_run`, `Limits::bytes_per_run`, which the
 //! chain in front of the log enforces), and a run whose owner died is
-//! claimed through [`RunLog::orphans`](lce_core::RunLog::orphans) and
-//! [`RunLog::claim`](lce_core::RunLog::claim) once its lease expires, and
+//! claimed through [`RunLog::orphans`](lce_runlog::RunLog::orphans) and
+//! [`RunLog::claim`](lce_runlog::RunLog::claim) once its lease expires, and
 //! ended with the closure terminal (D9), which starts its retention.
 //!
 //! # Appends
@@ -113,10 +113,11 @@
 //! `TIME`). A standalone server or a primary; not Redis Cluster's client protocol, no
 //! TLS (the crate is built without them).
 //!
-//! May depend on: `lce-core` (the traits), `lce-types` (events), the `redis`
-//! client (tokio, `ConnectionManager`, scripts, pub/sub), `tokio` (timers,
-//! channels, one task per handle), `futures` (the notices' stream) and
-//! `tracing`. Nothing above `lce-core`: the core crates never depend on this
+//! May depend on: `lce-core` (the thread store trait), `lce-runlog` (the
+//! run log trait), `lce-types` (events), the `redis` client (tokio,
+//! `ConnectionManager`, scripts, pub/sub), `tokio` (timers, channels, one
+//! task per handle), `futures` (the notices' stream) and `tracing`. Nothing
+//! above `lce-runlog`, and no HTTP stack: no lower crate depends on this
 //! one, so their users pull no Redis client.
 
 mod engine;

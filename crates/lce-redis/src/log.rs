@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lce_core::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+use lce_runlog::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
 use lce_types::Event;
 use redis::Value;
 use tokio::time::Instant;
@@ -72,7 +72,7 @@ const GAP_PAUSE: Duration = Duration::from_millis(20);
 /// How many orphan candidates one [`RunLog::orphans`] looks at.
 const ORPHANS_PER_CALL: usize = 1000;
 
-/// `lce_core::RunLog` on Redis Streams, shared by every replica that
+/// `lce_runlog::RunLog` on Redis Streams, shared by every replica that
 /// connects to the same engine with the same prefix.
 ///
 /// Cheap to clone (the clones share the connections). Commands go over four

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lce_core::{CommitRequest, LogEntry, LogError, Refusal, RunInfo, RunLog, ThreadStore};
+use lce_core::{CommitRequest, ThreadStore};
+use lce_runlog::{LogEntry, LogError, Refusal, RunInfo, RunLog};
 use lce_redis::{RedisLogOptions, RedisRunLog, RedisStore};
 use lce_testkit::RunBuilder;
 use lce_testkit::redis_server::RedisServer;

@@ -46,7 +46,7 @@ use pin_project_lite::pin_project;
 use crate::audit::TracingAudit;
 use crate::cancel::CancelHandle;
 use crate::error::LceError;
-use crate::ext::{LifecycleStream, StageCounts};
+use crate::stage::{LifecycleStream, StageCounts};
 use crate::store::MemoryStore;
 use lce_core::Cause;
 use lce_core::{AuditRecord, AuditSink, RunCounters};

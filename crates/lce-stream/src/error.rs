@@ -7,13 +7,15 @@ use lce_wire::EncodeError;
 /// Why an item of a lifecycle stream is not an event.
 ///
 /// Every variant is payload-free: it names what was wrong and where
-/// (line, sequence, rule), never the event's text.
+/// (line, sequence, rule), never the event's text. Its message already
+/// holds the inner error's, so `source()` is `None`: a report that walks
+/// the chain prints each message once.
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum LceError {
     /// A line of canonical JSON could not be parsed.
     #[error("parse error: {0}")]
-    Parse(#[from] ParseError),
+    Parse(ParseError),
     /// The sanitizer rejected an event.
     #[error("seq {sequence}: {event_type} rejected: {rejection}")]
     Rejected {
@@ -26,16 +28,13 @@ pub enum LceError {
     },
     /// The event broke a rule of the contract.
     #[error("{0}")]
-    Violation(#[from] lce_validate::Violation),
+    Violation(lce_validate::Violation),
     /// An encoder could not write a frame.
     #[error("encode error: {0}")]
-    Encode(#[from] EncodeError),
+    Encode(EncodeError),
     /// An I/O error while reading input.
     #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
-    /// The run log refused or failed an append or a read.
-    #[error("run log: {0}")]
-    Log(#[from] lce_core::LogError),
+    Io(std::io::Error),
 }
 
 impl LceError {
@@ -48,7 +47,6 @@ impl LceError {
             LceError::Violation(v) => Cause::Rule(v.rule),
             LceError::Encode(_) => Cause::Encode,
             LceError::Io(_) => Cause::Io,
-            LceError::Log(_) => Cause::Log,
         }
     }
 
@@ -68,5 +66,29 @@ impl LceError {
             LceError::Rejected { event_type, .. } => Some(*event_type),
             _ => None,
         }
+    }
+}
+
+impl From<ParseError> for LceError {
+    fn from(e: ParseError) -> Self {
+        LceError::Parse(e)
+    }
+}
+
+impl From<lce_validate::Violation> for LceError {
+    fn from(e: lce_validate::Violation) -> Self {
+        LceError::Violation(e)
+    }
+}
+
+impl From<EncodeError> for LceError {
+    fn from(e: EncodeError) -> Self {
+        LceError::Encode(e)
+    }
+}
+
+impl From<std::io::Error> for LceError {
+    fn from(e: std::io::Error) -> Self {
+        LceError::Io(e)
     }
 }

@@ -15,6 +15,7 @@ use pin_project_lite::pin_project;
 
 use crate::coordinator::{Coordinated, Coordinator};
 use crate::error::LceError;
+use crate::stage::{LifecycleStream, StageCounts};
 use lce_core::FrameEncoder;
 
 /// Adaptors over streams of `Result<Event, LceError>` (a lifecycle stream).
@@ -95,20 +96,6 @@ pub trait LifecycleStreamExt: Stream<Item = Result<Event, LceError>> + Sized {
         coordinator.coordinate(self)
     }
 
-    /// Writes each event to a run log before passing it on (`gateway.md`,
-    /// write before send): an event is yielded only once the log has
-    /// acknowledged it. One append is in flight at a time; what becomes
-    /// ready meanwhile goes into the next, at most [`MAX_BATCH`] entries, so
-    /// the engine receives the entries in order and throughput does not
-    /// pay one round trip per event. Where the stream would wait with
-    /// everything written, an idle marker is logged (D13a). A refused or
-    /// failed append ends the stream with [`LceError::Log`].
-    ///
-    /// [`MAX_BATCH`]: crate::MAX_BATCH
-    fn logged(self, writer: crate::LogWriter) -> crate::Logged<Self> {
-        crate::Logged::new(self, writer)
-    }
-
     /// The whole chain lce builds for a run, configured from `coordinator`'s
     /// options:
     /// `self.drop_empty_deltas().sanitized(..).validated(..).coordinated(coordinator)`,
@@ -149,50 +136,6 @@ impl<S: Stream<Item = Result<Event, LceError>>> LifecycleStreamExt for S {}
 
 /// The chain [`LifecycleStreamExt::enforced`] builds over `S`.
 pub type Enforced<S> = Coordinated<Validated<Sanitized<DropEmptyDeltas<S>>>>;
-
-/// What the stages of a chain did to items besides passing them on: what
-/// they dropped or changed. The coordinator adds them to its
-/// [`RunCounters`](crate::RunCounters), so a run's audit record counts every
-/// item the adapter sent, wherever it went.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StageCounts {
-    /// Empty deltas dropped (D7), by [`DropEmptyDeltas`].
-    pub empty_deltas: u64,
-    /// Events the sanitizer changed, by [`Sanitized`].
-    pub cleaned: u64,
-    /// Items drained and dropped after the run's first error item (D8), by
-    /// [`Validated`].
-    pub discarded: u64,
-}
-
-impl std::ops::Add for StageCounts {
-    type Output = StageCounts;
-
-    fn add(self, other: StageCounts) -> StageCounts {
-        StageCounts {
-            empty_deltas: self.empty_deltas + other.empty_deltas,
-            cleaned: self.cleaned + other.cleaned,
-            discarded: self.discarded + other.discarded,
-        }
-    }
-}
-
-/// A lifecycle stream that says what its stages dropped or changed: what
-/// [`coordinated`](LifecycleStreamExt::coordinated) takes. A chain starts
-/// with [`events`] (a stream of events) or [`source`] (a stream of
-/// `Result<Event, LceError>`), and every adaptor of [`LifecycleStreamExt`]
-/// keeps it one; `Pin<Box<dyn LifecycleStream + Send>>` erases the type.
-pub trait LifecycleStream: Stream<Item = Result<Event, LceError>> {
-    /// What the stages of this chain dropped or changed so far.
-    fn stage_counts(&self) -> StageCounts;
-}
-
-impl<T: LifecycleStream + ?Sized> LifecycleStream for Pin<Box<T>> {
-    fn stage_counts(&self) -> StageCounts {
-        (**self).stage_counts()
-    }
-}
 
 /// The lifting function of [`events`].
 pub type LiftEvent = fn(Event) -> Result<Event, LceError>;

@@ -27,13 +27,15 @@
 //! - The extension points ([`ThreadStore`], [`AuditSink`], [`FrameEncoder`])
 //!   and the shared [`Rule`], [`Cause`], [`WireFormat`] are `lce-core`'s,
 //!   re-exported here.
-//! - The run log (`gateway.md`): [`logged`](LifecycleStreamExt::logged)
-//!   writes a run to a [`RunLog`] ([`MemoryRunLog`] here) before anyone reads
-//!   it; a [`Subscription`] reads it back, encoded, with SSE ids
-//!   ([`FrameId`]), from the start or after any frame; [`end_orphan`] ends a
-//!   run whose owner died.
+//! - The run log of a gateway (writing a run to it, reading it back) is a
+//!   layer above: `lce-runlog`.
 //! - [`codec`]: tokio-util decoders for canonical JSON Lines and SSE frames,
 //!   bounded like `LinesCodec`.
+//!
+//! Timers: the coordinator bounds a commit (`commit_timeout`) and a run
+//! (`deadline`) with `tokio::time::sleep`, so a coordinated chain must be
+//! polled inside a tokio runtime with the time driver enabled (any other
+//! stage runs on any executor).
 //!
 //! May depend on: every lower lce crate (types, core, validate, sanitize,
 //! both encoders), `futures`, `tokio-util` (codec), `tokio` (timers only),
@@ -46,11 +48,8 @@ pub mod codec;
 pub mod coordinator;
 mod encoder;
 mod error;
-// Its `delegate_access_inner!` serves `logged` too.
-#[macro_use]
 mod ext;
-mod logged;
-mod runlog;
+mod stage;
 mod store;
 
 pub use audit::{MemoryAudit, TracingAudit};
@@ -60,18 +59,14 @@ pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions, Intervention
 pub use encoder::WireEncoder;
 pub use error::LceError;
 pub use ext::{
-    DropEmptyDeltas, Encoded, Enforced, LifecycleStream, LifecycleStreamExt, LiftEvent, Sanitized,
-    Sequenced, Source, StageCounts, Validated, events, source,
+    DropEmptyDeltas, Encoded, Enforced, LifecycleStreamExt, LiftEvent, Sanitized, Sequenced,
+    Source, Validated, events, source,
 };
 /// The extension points (`lce-core`), re-exported where the chain uses them.
 pub use lce_core::{
     AuditRecord, AuditSink, Cause, CommitError, CommitFuture, CommitRequest, Committed,
-    FrameEncoder, LogBatch, LogEntry, LogError, LogFuture, Refusal, Rule, RunCounters, RunInfo,
-    RunLog, ThreadStore, WireFormat,
+    FrameEncoder, Rule, RunCounters, ThreadStore, WireFormat,
 };
 pub use lce_wire::EncodeError;
-pub use logged::{
-    FrameId, LogWriter, Logged, MAX_BATCH, SubscribeError, Subscription, Takeover, end_orphan,
-};
-pub use runlog::{DEFAULT_RETENTION, MemoryRunLog};
+pub use stage::{LifecycleStream, StageCounts};
 pub use store::MemoryStore;

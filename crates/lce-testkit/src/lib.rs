@@ -23,7 +23,7 @@
 //!
 //! - [`FaultyStore`]: a thread store that fails, hangs or delays its
 //!   commits, counting them (the coordinator's tests of rules 13-15).
-//! - [`run_log`]: the conformance suite of `lce_core::RunLog`
+//! - [`run_log`]: the conformance suite of `lce_runlog::RunLog` (feature `run-log`)
 //!   ([`run_log::check_run_log`]), which every run log must pass.
 //! - [`redis_server`]: [`redis_server::RedisServer`], a throwaway
 //!   `redis-server` (free port, fresh directory, fsync on every write) that a
@@ -64,6 +64,7 @@ mod json;
 pub mod redis_server;
 pub mod rng;
 mod run;
+#[cfg(feature = "run-log")]
 pub mod run_log;
 mod store;
 pub mod time;

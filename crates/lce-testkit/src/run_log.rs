@@ -1,4 +1,4 @@
-//! The conformance suite of `lce_core::RunLog`: every promise of the trait's
+//! The conformance suite of `lce_runlog::RunLog`: every promise of the trait's
 //! documentation, asserted against any implementation.
 //!
 //! [`check_run_log`] runs every check; each check is public too, so a test
@@ -12,7 +12,7 @@
 //! machine slows the suite down without failing it.
 //!
 //! ```no_run
-//! # async fn demo(log: &dyn lce_core::RunLog) {
+//! # async fn demo(log: &dyn lce_runlog::RunLog) {
 //! lce_testkit::run_log::check_run_log(log).await;
 //! # }
 //! ```
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lce_core::{LogBatch, LogEntry, LogError, Refusal, RunInfo, RunLog};
+use lce_runlog::{LogBatch, LogEntry, LogError, Refusal, RunInfo, RunLog};
 use lce_types::Event;
 
 use crate::RunBuilder;

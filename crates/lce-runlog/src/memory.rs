@@ -1,11 +1,11 @@
 //! The in-memory run log: the embedded default of `lce serve` (one process,
-//! nothing to install). The trait and its types are `lce-core`'s.
+//! nothing to install). The trait and its types are in `crate::log`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use lce_core::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+use crate::log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
 use tokio::sync::Notify;
 
 /// A run log in memory: every run's entries in a `Vec`, readers woken by a

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::stream::FusedStream;
-use futures::{Stream, StreamExt};
-use lce_stream::{
-    Coordinator, CoordinatorOptions, FrameId, LifecycleStreamExt, LogEntry, LogWriter,
-    MemoryRunLog, RunInfo, RunLog, SubscribeError, Subscription, Takeover, WireEncoder, WireFormat,
-    end_orphan, source,
+use futures::StreamExt;
+use futures::future::FusedFuture;
+use lce_runlog::{
+    FrameId, LogEntry, LogWriter, LoggedRun, MemoryRunLog, RunInfo, RunLog, RunLogStreamExt,
+    SubscribeError, Subscription, Takeover, end_orphan,
 };
-use lce_types::Event;
+use lce_stream::{
+    Coordinator, CoordinatorOptions, LifecycleStreamExt, WireEncoder, WireFormat, source,
+};
+use lce_types::{Event, EventType};
 
 const FORMATS: [WireFormat; 3] = [WireFormat::Custom, WireFormat::Agui, WireFormat::AguiV1];
 const LEASE: Duration = Duration::from_secs(30);
@@ -53,11 +55,12 @@ async fn log_run(log: &Arc<dyn RunLog>, events: &[Event]) -> String {
     let writer = LogWriter::create(log.clone(), info(&run_id, &conversation), LEASE)
         .await
         .unwrap();
-    let logged = source(futures::stream::iter(events.iter().cloned().map(Ok)))
+    let written = source(futures::stream::iter(events.iter().cloned().map(Ok)))
         .enforced(coordinator(events))
-        .logged(writer);
-    let out: Vec<_> = logged.collect().await;
-    assert!(out.iter().all(Result::is_ok));
+        .logged(writer)
+        .await
+        .unwrap();
+    assert!(written.terminal.is_some_and(EventType::is_terminal));
     run_id
 }
 
@@ -181,7 +184,7 @@ async fn ids_that_name_no_frame_are_refused_before_any_byte() {
         "", "1", "0.0", "01.0", "1.01", "+1.0", "1.-1", "a.b", "1.0.0", " 1.0", "1.0 ",
     ] {
         assert!(
-            matches!(bad.parse::<FrameId>(), Err(SubscribeError::MalformedId)),
+            matches!(bad.parse::<FrameId>(), Err(lce_runlog::MalformedFrameId)),
             "{bad:?} parses"
         );
     }
@@ -299,9 +302,9 @@ async fn an_orphaned_run_gets_exactly_one_closure_terminal() {
         .unwrap_err();
     assert_eq!(
         late,
-        lce_stream::LogError::Refused {
+        lce_runlog::LogError::Refused {
             position: 5,
-            refusal: lce_stream::Refusal::Sealed
+            refusal: lce_runlog::Refusal::Sealed
         }
     );
 }
@@ -320,7 +323,7 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
         tx.unbounded_send(Ok(e.clone())).unwrap();
     }
     let logged = source(rx).enforced(coordinator(&events)).logged(writer);
-    let task = tokio::spawn(logged.collect::<Vec<_>>());
+    let task = tokio::spawn(logged);
     // Wait until the idle marker is in the log.
     let mut marked = false;
     for _ in 0..200 {
@@ -343,8 +346,9 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
         tx.unbounded_send(Ok(e.clone())).unwrap();
     }
     drop(tx);
-    let out = task.await.unwrap();
-    assert!(out.iter().all(Result::is_ok));
+    let written = task.await.unwrap().unwrap();
+    assert_eq!(written.terminal, Some(events.last().unwrap().event_type()));
+    assert_eq!(written.entries, written.events + 1, "one idle marker");
     let entries = log
         .read(&run_id, 0, 1000, Duration::ZERO)
         .await
@@ -366,45 +370,33 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
     );
 }
 
-/// `Logged`'s `size_hint` bounds what it has left to yield at every step
-/// (the acknowledged events it holds count, at least), and `upstream_ended`
-/// turns true once the chain's terminal is taken.
+/// `Logged` resolves to what it wrote: every event, the terminal, the last
+/// position; `upstream_ended` turns true once the chain's terminal is
+/// taken, and `written` counts only what the log acknowledged.
 #[tokio::test]
-async fn logged_counts_what_it_holds_and_knows_when_the_upstream_ended() {
+async fn logged_says_what_it_wrote_and_knows_when_the_upstream_ended() {
     let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
-    let (events, _, writer) = scenario_log(&log, "plain-text-answer").await;
+    let (events, run_id, writer) = scenario_log(&log, "plain-text-answer").await;
     let mut logged = Box::pin(
         source(futures::stream::iter(events.iter().cloned().map(Ok)))
             .enforced(coordinator(&events))
             .logged(writer),
     );
     assert!(!logged.upstream_ended());
-    // Nothing held yet: the coordinator's bound (the events, the
-    // validating stage's rule-12 item, the coordinator's own run.started
-    // and terminal).
-    assert_eq!(logged.size_hint(), (0, Some(events.len() + 3)));
-    let mut hints = vec![logged.size_hint()];
-    let mut yielded = 0;
-    while let Some(item) = logged.next().await {
-        item.unwrap();
-        yielded += 1;
-        // The first batch takes everything the source had, terminal included.
-        assert!(logged.upstream_ended());
-        hints.push(logged.size_hint());
-    }
-    assert_eq!(yielded, events.len());
-    for (step, (lo, hi)) in hints.iter().enumerate() {
-        let left = events.len() - step;
-        assert!(
-            *lo <= left && hi.is_some_and(|hi| left <= hi),
-            "step {step}: {:?} does not bound {left}",
-            (lo, hi)
-        );
-    }
-    assert!(
-        hints[1].0 > 0,
-        "the acknowledged events it holds: {hints:?}"
+    assert_eq!(logged.written(), LoggedRun::default());
+    let written = logged.as_mut().await.unwrap();
+    assert!(logged.upstream_ended());
+    assert_eq!(written, logged.written());
+    assert_eq!(written.events, events.len() as u64);
+    assert_eq!(
+        written.entries,
+        events.len() as u64,
+        "a ready run has no idle marker"
     );
+    assert_eq!(written.terminal, Some(EventType::RunFinished));
+    let batch = log.read(&run_id, 0, 1000, Duration::ZERO).await.unwrap();
+    assert_eq!(batch.entries.len(), events.len());
+    assert!(batch.sealed);
 }
 
 /// A read that finds nothing waits (up to its `wait`) for the next append,
@@ -430,37 +422,110 @@ async fn a_waiting_read_returns_the_next_append() {
     assert!(!batch.sealed);
 }
 
+/// A memory log that records the size of every batch appended to it.
+struct BatchSizes {
+    inner: MemoryRunLog,
+    sizes: std::sync::Mutex<Vec<usize>>,
+}
+
+impl RunLog for BatchSizes {
+    fn create(&self, info: RunInfo, lease: Duration) -> lce_runlog::LogFuture<()> {
+        self.inner.create(info, lease)
+    }
+    fn append(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entry: LogEntry,
+    ) -> lce_runlog::LogFuture<()> {
+        self.sizes.lock().unwrap().push(1);
+        self.inner.append(run_id, owner, position, entry)
+    }
+    fn append_batch(
+        &self,
+        run_id: &str,
+        owner: &str,
+        position: u64,
+        entries: Vec<LogEntry>,
+    ) -> lce_runlog::LogFuture<()> {
+        self.sizes.lock().unwrap().push(entries.len());
+        self.inner.append_batch(run_id, owner, position, entries)
+    }
+    fn read(
+        &self,
+        run_id: &str,
+        after: u64,
+        max: usize,
+        wait: Duration,
+    ) -> lce_runlog::LogFuture<lce_runlog::LogBatch> {
+        self.inner.read(run_id, after, max, wait)
+    }
+    fn info(&self, run_id: &str) -> lce_runlog::LogFuture<Option<RunInfo>> {
+        self.inner.info(run_id)
+    }
+    fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> lce_runlog::LogFuture<bool> {
+        self.inner.renew(run_id, owner, lease)
+    }
+    fn release(&self, run_id: &str, owner: &str) -> lce_runlog::LogFuture<()> {
+        self.inner.release(run_id, owner)
+    }
+    fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> lce_runlog::LogFuture<bool> {
+        self.inner.claim(run_id, claimant, lease)
+    }
+    fn orphans(&self) -> lce_runlog::LogFuture<Vec<String>> {
+        self.inner.orphans()
+    }
+    fn request_cancel(&self, run_id: &str) -> lce_runlog::LogFuture<bool> {
+        self.inner.request_cancel(run_id)
+    }
+    fn cancel_requested(&self, run_id: &str) -> lce_runlog::LogFuture<bool> {
+        self.inner.cancel_requested(run_id)
+    }
+    fn running_run(&self, conversation_id: &str) -> lce_runlog::LogFuture<Option<String>> {
+        self.inner.running_run(conversation_id)
+    }
+}
+
 /// What the upstream has ready is appended in batches of `MAX_BATCH`
-/// entries at most: after the first event of a long ready run, the rest of
-/// the first batch is held, acknowledged, and nothing more.
+/// entries at most, in order, and nothing is written twice.
 #[tokio::test]
 async fn ready_events_are_appended_in_batches_of_at_most_max_batch() {
     let mut r = lce_testkit::RunBuilder::new("run-batches", "conv-batches");
     let mut events = vec![r.run_started(), r.text_started("m")];
-    for k in 0..2 * lce_stream::MAX_BATCH {
+    for k in 0..2 * lce_runlog::MAX_BATCH {
         events.push(r.text_delta("m", &k.to_string()));
     }
     events.push(r.text_finished("m"));
     events.push(r.run_finished());
-    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let counting = Arc::new(BatchSizes {
+        inner: MemoryRunLog::new(),
+        sizes: std::sync::Mutex::new(Vec::new()),
+    });
+    let log: Arc<dyn RunLog> = counting.clone();
     let writer = LogWriter::create(log.clone(), info("run-batches", "conv-batches"), LEASE)
         .await
         .unwrap();
-    let mut logged = Box::pin(
-        source(futures::stream::iter(events.iter().cloned().map(Ok)))
-            .enforced(coordinator(&events))
-            .logged(writer),
+    let written = source(futures::stream::iter(events.iter().cloned().map(Ok)))
+        .enforced(coordinator(&events))
+        .logged(writer)
+        .await
+        .unwrap();
+    assert_eq!(written.events, events.len() as u64);
+    let sizes = counting.sizes.lock().unwrap().clone();
+    assert_eq!(
+        sizes,
+        [
+            lce_runlog::MAX_BATCH,
+            lce_runlog::MAX_BATCH,
+            events.len() - 2 * lce_runlog::MAX_BATCH
+        ]
     );
-    let first = logged.next().await.unwrap().unwrap();
-    assert_eq!(first, events[0]);
-    assert_eq!(logged.size_hint().0, lce_stream::MAX_BATCH - 1);
     let batch = log
         .read("run-batches", 0, 1000, Duration::ZERO)
         .await
         .unwrap();
-    assert_eq!(batch.entries.len(), lce_stream::MAX_BATCH);
-    let rest: Vec<_> = logged.collect().await;
-    assert_eq!(rest.len(), events.len() - 1);
+    assert_eq!(batch.entries.len(), events.len());
 }
 
 /// The memory log counts its runs, and keeps sealed ones a day by default;
@@ -468,7 +533,7 @@ async fn ready_events_are_appended_in_batches_of_at_most_max_batch() {
 /// its state, not its events.
 #[tokio::test]
 async fn the_memory_log_counts_runs_and_writers_their_positions() {
-    assert_eq!(lce_stream::DEFAULT_RETENTION, Duration::from_secs(86_400));
+    assert_eq!(lce_runlog::DEFAULT_RETENTION, Duration::from_secs(86_400));
     let log = Arc::new(MemoryRunLog::new());
     assert!(log.is_empty());
     assert_eq!(log.len(), 0);
@@ -485,13 +550,8 @@ async fn the_memory_log_counts_runs_and_writers_their_positions() {
     assert!(!logged.is_terminated());
     let debug = format!("{logged:?}");
     assert!(debug.starts_with("Logged { inner: "), "{debug}");
-    assert!(
-        debug.ends_with("in_flight: 0, gathered: 0, done: false, .. }"),
-        "{debug}"
-    );
-    while logged.next().await.is_some() {
-        assert!(!logged.is_terminated());
-    }
+    assert!(debug.ends_with("gathered: 0, done: false, .. }"), "{debug}");
+    logged.as_mut().await.unwrap();
     assert!(logged.is_terminated());
     assert_eq!(logged.writer().next_position(), events.len() as u64 + 1);
 }

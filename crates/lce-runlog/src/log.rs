@@ -119,7 +119,7 @@ pub enum LogError {
 
 /// An ordered, append-only log per run (see the module documentation).
 ///
-/// Positions are 1-based. Implementations: `MemoryRunLog` (`lce-stream`,
+/// Positions are 1-based. Implementations: [`MemoryRunLog`](crate::MemoryRunLog) (this crate,
 /// one process) and `RedisRunLog` (`lce-redis`, Redis Streams, shared by
 /// replicas).
 pub trait RunLog: Send + Sync + 'static {

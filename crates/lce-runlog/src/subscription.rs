@@ -1,7 +1,6 @@
-//! The run log in the chain (`gateway.md`): [`Logged`], the stage that
-//! writes the coordinator's output to a [`RunLog`] before anything reads
-//! it, and [`Subscription`], the source that reads a run back from the log
-//! and encodes it, with SSE ids, from its start or after a frame id.
+//! The reading half of the run log: [`Subscription`], which reads a run
+//! back from the log and encodes it, with SSE ids, from its start or after
+//! a frame id, and [`end_orphan`], which ends a run whose owner died.
 //!
 //! A subscriber's bytes are a pure function of the log and the format: the
 //! entries are encoded in order (an event with `encode_frame`, an idle
@@ -10,280 +9,18 @@
 //! whose encoding produced the frame, and the frame's index among that
 //! entry's frames (from 0).
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::stream::{Stream, StreamExt};
-use lce_core::{FrameEncoder, LogEntry, LogError, RunInfo, RunLog};
+use lce_core::FrameEncoder;
+use lce_stream::{Coordinator, CoordinatorOptions, LifecycleStreamExt, source};
 use lce_types::Event;
-use pin_project_lite::pin_project;
 
-use crate::{Coordinator, CoordinatorOptions, LceError, LifecycleStreamExt, source};
-
-/// How many entries one append of the [`Logged`] stage carries at most.
-/// The stage keeps one append in flight and gathers what becomes ready
-/// meanwhile into the next one.
-pub const MAX_BATCH: usize = 64;
-
-/// The writing end of one run's log: the log, the run, the owner and the
-/// next position. Made by [`LogWriter::create`], consumed by
-/// [`LifecycleStreamExt::logged`].
-#[derive(Clone)]
-pub struct LogWriter {
-    log: Arc<dyn RunLog>,
-    run_id: Arc<str>,
-    owner: Arc<str>,
-    next: u64,
-}
-
-impl fmt::Debug for LogWriter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LogWriter")
-            .field("run_id", &self.run_id)
-            .field("owner", &self.owner)
-            .field("next", &self.next)
-            .finish_non_exhaustive()
-    }
-}
-
-impl LogWriter {
-    /// Creates the run's log, owned by `info.owner` for `lease`:
-    /// [`LogError::Exists`] when the run id already has one.
-    pub async fn create(
-        log: Arc<dyn RunLog>,
-        info: RunInfo,
-        lease: Duration,
-    ) -> Result<Self, LogError> {
-        let run_id: Arc<str> = info.run_id.as_str().into();
-        let owner: Arc<str> = info.owner.as_str().into();
-        log.create(info, lease).await?;
-        Ok(LogWriter {
-            log,
-            run_id,
-            owner,
-            next: 1,
-        })
-    }
-
-    /// A writer that appends to an existing log from `next` on, as `owner`
-    /// (a replica that claimed an orphaned run).
-    pub fn resume(log: Arc<dyn RunLog>, run_id: &str, owner: &str, next: u64) -> Self {
-        LogWriter {
-            log,
-            run_id: run_id.into(),
-            owner: owner.into(),
-            next,
-        }
-    }
-
-    /// The run id.
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
-    /// The position the next entry will take.
-    pub fn next_position(&self) -> u64 {
-        self.next
-    }
-
-    /// Extends the lease; `false` when this writer no longer owns the run.
-    pub async fn renew(&self, lease: Duration) -> Result<bool, LogError> {
-        self.log.renew(&self.run_id, &self.owner, lease).await
-    }
-
-    /// Gives up the lease at once, so that another replica ends the run.
-    pub async fn release(&self) -> Result<(), LogError> {
-        self.log.release(&self.run_id, &self.owner).await
-    }
-
-    fn append(
-        &mut self,
-        entry: LogEntry,
-    ) -> Pin<Box<dyn Future<Output = Result<(), LogError>> + Send>> {
-        let position = self.next;
-        self.next += 1;
-        self.log.append(&self.run_id, &self.owner, position, entry)
-    }
-
-    fn append_batch(
-        &mut self,
-        entries: Vec<LogEntry>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), LogError>> + Send>> {
-        let position = self.next;
-        self.next += entries.len() as u64;
-        self.log
-            .append_batch(&self.run_id, &self.owner, position, entries)
-    }
-}
-
-type Ack = Pin<Box<dyn Future<Output = Result<(), LogError>> + Send>>;
-
-pin_project! {
-    /// See [`LifecycleStreamExt::logged`].
-    #[must_use = "streams do nothing unless polled"]
-    pub struct Logged<S> {
-        #[pin]
-        inner: S,
-        writer: LogWriter,
-        // The append in flight and the events it carries (idle markers
-        // carry none).
-        in_flight: Option<Ack>,
-        in_flight_events: Vec<Event>,
-        // Entries gathered while an append is in flight.
-        gathered: Vec<LogEntry>,
-        // Acknowledged events not yet yielded, in order.
-        acked: VecDeque<Event>,
-        // The last entry taken is an event (an idle marker may follow).
-        after_event: bool,
-        inner_done: bool,
-        done: bool,
-    }
-}
-
-impl<S> Logged<S> {
-    pub(crate) fn new(inner: S, writer: LogWriter) -> Self {
-        Logged {
-            inner,
-            writer,
-            in_flight: None,
-            in_flight_events: Vec::new(),
-            gathered: Vec::new(),
-            acked: VecDeque::new(),
-            after_event: false,
-            inner_done: false,
-            done: false,
-        }
-    }
-
-    /// The writer (its next position counts what was sent).
-    pub fn writer(&self) -> &LogWriter {
-        &self.writer
-    }
-
-    /// The stream it logs has ended (after its terminal, if it had one):
-    /// what is left is written or being written. An owner whose lease
-    /// renewal fails now was sealed by its own terminal, not taken over.
-    pub fn upstream_ended(&self) -> bool {
-        self.inner_done
-    }
-}
-
-delegate_access_inner!(Logged<S>);
-
-impl<S> Stream for Logged<S>
-where
-    S: Stream<Item = Result<Event, LceError>>,
-{
-    type Item = Result<Event, LceError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
-        loop {
-            if let Some(event) = this.acked.pop_front() {
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if *this.done {
-                return Poll::Ready(None);
-            }
-            // The append in flight: once acknowledged, its events may go.
-            if let Some(ack) = this.in_flight.as_mut() {
-                match ack.as_mut().poll(cx) {
-                    Poll::Ready(Ok(())) => {
-                        *this.in_flight = None;
-                        this.acked.extend(this.in_flight_events.drain(..));
-                        continue;
-                    }
-                    Poll::Ready(Err(e)) => {
-                        // Refused or failed: nothing after this point is
-                        // written, so nothing more is yielded.
-                        *this.in_flight = None;
-                        *this.done = true;
-                        return Poll::Ready(Some(Err(LceError::Log(e))));
-                    }
-                    Poll::Pending => {}
-                }
-            }
-            // Gather what the upstream has ready.
-            let mut upstream_waits = false;
-            while !*this.inner_done && this.gathered.len() < MAX_BATCH {
-                match this.inner.as_mut().poll_next(cx) {
-                    Poll::Ready(Some(Ok(event))) => {
-                        if event.event_type().is_terminal() {
-                            *this.inner_done = true;
-                        }
-                        this.gathered.push(LogEntry::Event(event));
-                        *this.after_event = true;
-                    }
-                    // Not an event: nothing to log. The coordinator's output
-                    // carries none; pass it on like the other stages.
-                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                    Poll::Ready(None) => *this.inner_done = true,
-                    Poll::Pending => {
-                        upstream_waits = true;
-                        break;
-                    }
-                }
-            }
-            if this.in_flight.is_some() {
-                return Poll::Pending;
-            }
-            // The upstream would wait and everything before is written: mark
-            // the point for the encoders (D13a).
-            if upstream_waits && *this.after_event && this.gathered.is_empty() {
-                this.gathered.push(LogEntry::Idle);
-                *this.after_event = false;
-            }
-            if this.gathered.is_empty() {
-                if *this.inner_done {
-                    *this.done = true;
-                    continue;
-                }
-                return Poll::Pending;
-            }
-            let entries = std::mem::take(this.gathered);
-            this.in_flight_events
-                .extend(entries.iter().filter_map(|e| match e {
-                    LogEntry::Event(event) => Some(event.clone()),
-                    _ => None,
-                }));
-            *this.in_flight = Some(this.writer.append_batch(entries));
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let (_, upper) = self.inner.size_hint();
-        let held = self.acked.len() + self.in_flight_events.len() + self.gathered.len();
-        (self.acked.len(), upper.and_then(|u| u.checked_add(held)))
-    }
-}
-
-/// Terminated once it has yielded what the log acknowledged last.
-impl<S> futures::stream::FusedStream for Logged<S>
-where
-    S: Stream<Item = Result<Event, LceError>>,
-{
-    fn is_terminated(&self) -> bool {
-        self.done && self.acked.is_empty()
-    }
-}
-
-impl<S: fmt::Debug> fmt::Debug for Logged<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Logged")
-            .field("inner", &self.inner)
-            .field("writer", &self.writer)
-            .field("in_flight", &self.in_flight_events.len())
-            .field("gathered", &self.gathered.len())
-            .field("done", &self.done)
-            .finish_non_exhaustive()
-    }
-}
+use crate::log::{LogEntry, LogError, RunLog};
+use crate::logged::LogWriter;
 
 /// Where a subscriber resumes: the frame named by an SSE `Last-Event-ID`,
 /// written `<position>.<k>`.
@@ -295,8 +32,13 @@ pub struct FrameId {
     pub index: u64,
 }
 
+/// A `Last-Event-ID` that is not of the form `<position>.<k>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the last event id is not of the form <position>.<k>")]
+pub struct MalformedFrameId;
+
 impl std::str::FromStr for FrameId {
-    type Err = SubscribeError;
+    type Err = MalformedFrameId;
 
     /// Parses `<position>.<k>`: two decimal numbers without signs, spaces or
     /// leading zeros, the position at least 1.
@@ -310,10 +52,10 @@ impl std::str::FromStr for FrameId {
                 None
             }
         }
-        let (p, k) = s.split_once('.').ok_or(SubscribeError::MalformedId)?;
+        let (p, k) = s.split_once('.').ok_or(MalformedFrameId)?;
         match (number(p), number(k)) {
             (Some(position), Some(index)) if position >= 1 => Ok(FrameId { position, index }),
-            _ => Err(SubscribeError::MalformedId),
+            _ => Err(MalformedFrameId),
         }
     }
 }
@@ -338,11 +80,17 @@ pub enum SubscribeError {
     #[error("the last event id names no frame of this run")]
     UnknownId,
     /// The log failed.
-    #[error("{0}")]
-    Log(LogError),
+    #[error("the run log failed a read")]
+    Log(#[source] LogError),
     /// An entry did not encode.
-    #[error("{0}")]
-    Encode(lce_wire::EncodeError),
+    #[error("a log entry did not encode")]
+    Encode(#[source] lce_wire::EncodeError),
+}
+
+impl From<MalformedFrameId> for SubscribeError {
+    fn from(_: MalformedFrameId) -> Self {
+        SubscribeError::MalformedId
+    }
 }
 
 impl From<LogError> for SubscribeError {
@@ -502,14 +250,14 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
 
     /// The frames, one chunk per log entry that produced any, until the
     /// terminal's; a log failure ends the stream with its error.
-    pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, LceError>> + Send + 'static {
+    pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, SubscribeError>> + Send + 'static {
         futures::stream::unfold(self, |mut sub| async move {
             let chunk = sub.next_chunk().await;
             chunk.map(|c| (c, sub))
         })
     }
 
-    async fn next_chunk(&mut self) -> Option<Result<Bytes, LceError>> {
+    async fn next_chunk(&mut self) -> Option<Result<Bytes, SubscribeError>> {
         if let Some(pending) = self.pending.take() {
             return Some(Ok(pending));
         }
@@ -524,7 +272,7 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
                 Ok(batch) => batch,
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(LceError::Log(e)));
+                    return Some(Err(SubscribeError::Log(e)));
                 }
             };
             if batch.entries.is_empty() {
@@ -534,7 +282,7 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
                     if let Some(takeover) = self.takeover.clone() {
                         if let Err(e) = end_orphan(&self.log, &self.run_id, &takeover).await {
                             self.done = true;
-                            return Some(Err(LceError::Log(e)));
+                            return Some(Err(SubscribeError::Log(e)));
                         }
                     }
                 }
@@ -545,7 +293,7 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
                 scratch.clear();
                 if let Err(e) = encode_entry(&mut self.encoder, entry, &mut scratch) {
                     self.done = true;
-                    return Some(Err(LceError::Encode(e)));
+                    return Some(Err(SubscribeError::Encode(e)));
                 }
                 emit_frames(&scratch, self.position, None, self.ids, &mut out);
                 if entry.is_terminal() {

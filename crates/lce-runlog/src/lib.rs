@@ -1,0 +1,34 @@
+//! `lce-runlog`: the run log of a gateway (`gateway.md`), the layer between
+//! the chain (`lce-stream`) and the gateway (`lce-gateway`).
+//!
+//! - [`RunLog`]: the durable, ordered log of each run's coordinated events,
+//!   with leases, cancel requests, a conversation index and a shared secret,
+//!   and its vocabulary ([`LogEntry`], [`RunInfo`], [`LogBatch`],
+//!   [`LogError`], [`Refusal`], [`LogFuture`]). [`MemoryRunLog`] is the
+//!   embedded implementation (one process); `lce-redis` implements it on
+//!   Redis Streams for replicas.
+//! - [`Logged`] (built by [`RunLogStreamExt::logged`]): the future that
+//!   writes a coordinated run to the log, entry batches in order, each
+//!   acknowledged before anything reads it (write before send), and
+//!   resolves to the run's [`LoggedRun`].
+//! - [`Subscription`]: reads a run back from the log and encodes it with
+//!   SSE ids ([`FrameId`]), from its start or after any frame, then follows
+//!   the live tail; [`end_orphan`] ends a run whose owner died (D9).
+//!
+//! May depend on: `lce-types`, `lce-core`, `lce-wire`, `lce-stream` (the
+//! coordinator's closure terminal, the chain's items), `futures`, `tokio`
+//! (timers and `Notify` only), `bytes`, `memchr`, `pin-project-lite`,
+//! `thiserror`, `tracing`. Not on any HTTP stack or engine client: the Redis
+//! log lives in `lce-redis`, serving in `lce-gateway`.
+
+mod log;
+mod logged;
+mod memory;
+mod subscription;
+
+pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
+pub use memory::{DEFAULT_RETENTION, MemoryRunLog};
+pub use subscription::{
+    FrameId, MalformedFrameId, SubscribeError, Subscription, Takeover, end_orphan,
+};
