@@ -99,7 +99,13 @@ impl V1Encoder {
         let sub = ev.namespace.last().map(String::as_str);
         match &ev.payload {
             Payload::RunStarted(_) => self.run_started(dst, ev, millis),
-            Payload::TextStarted(p) => self.text_started(dst, millis, sub, p),
+            Payload::TextStarted(p) => {
+                open_span(&mut self.texts, &p.message_id, sub);
+                v1_flat!(dst, "TEXT_MESSAGE_START", millis, sub,
+                    Str "messageId" => &p.message_id,
+                    Str "role" => "assistant",
+                )
+            }
             Payload::TextDelta(p) => {
                 let ty = k!("TEXT_MESSAGE_CONTENT");
                 span_content(dst, ty, millis, &self.texts, sub, p)
@@ -159,25 +165,6 @@ impl V1Encoder {
         )
     }
 
-    /// `text.started`: `TEXT_MESSAGE_START`.
-    #[inline]
-    fn text_started(
-        &mut self,
-        dst: &mut BytesMut,
-        millis: i64,
-        sub: Option<&str>,
-        p: &SpanStarted,
-    ) -> Result<(), WireError> {
-        self.texts.push(Span {
-            id: p.message_id.to_string(),
-            sub: sub.map(str::to_owned),
-        });
-        v1_flat!(dst, "TEXT_MESSAGE_START", millis, sub,
-            Str "messageId" => &p.message_id,
-            Str "role" => "assistant",
-        )
-    }
-
     /// `reasoning.started`: `REASONING_START` then `REASONING_MESSAGE_START`.
     #[inline]
     fn reasoning_started(
@@ -187,10 +174,7 @@ impl V1Encoder {
         sub: Option<&str>,
         p: &SpanStarted,
     ) -> Result<(), WireError> {
-        self.reasonings.push(Span {
-            id: p.message_id.to_string(),
-            sub: sub.map(str::to_owned),
-        });
+        open_span(&mut self.reasonings, &p.message_id, sub);
         v1_flat!(dst, "REASONING_START", millis, sub,
             Str "messageId" => &p.message_id,
         )?;
@@ -629,6 +613,15 @@ fn span_content(
             Member::Str(k!("delta"), &p.delta),
         ],
     )
+}
+
+/// Opens a text or reasoning span: remembers its id and where it started.
+#[inline]
+fn open_span(spans: &mut Vec<Span>, id: &str, sub: Option<&str>) {
+    spans.push(Span {
+        id: id.to_owned(),
+        sub: sub.map(str::to_owned),
+    });
 }
 
 fn opener_sub<'a>(spans: &'a [Span], id: &str, fallback: Option<&'a str>) -> Option<&'a str> {
