@@ -1,9 +1,12 @@
 //! `agui`: DA's AG-UI dialect, byte for byte (wire-formats §4, §6, §7).
 
 use bytes::BytesMut;
-use lce_types::{Event, InterruptRequested, InterruptType, Payload, ToolApproval};
+use lce_types::{Event, InterruptRequested, Payload};
 use lce_wire::hold::{Action, Released, ToolStartHold};
-use lce_wire::{DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display};
+use lce_wire::{
+    AgentPlace, DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display,
+    write_interrupt_payload,
+};
 
 use crate::frame::{da_flat, da_frame, json_text};
 use crate::{AguiOptions, EncodeError};
@@ -210,7 +213,10 @@ impl DaEncoder {
                             w.field_str_k(k!("id"), &ir.interrupt_id);
                             w.field_str_k(k!("reason"), ir.interrupt_type.reason().as_str());
                             w.key_k(k!("payload"));
-                            interrupt_payload(w, ir, agent_name.unwrap_or(&ir.agent_id))?;
+                            w.begin_object();
+                            let agent = agent_name.unwrap_or(&ir.agent_id);
+                            write_interrupt_payload(w, ir, agent, AgentPlace::AfterRequest)?;
+                            w.end_object();
                         }
                         None => {
                             // No interrupt.requested was seen (a contract
@@ -243,60 +249,4 @@ impl DaEncoder {
 
 fn string_array(w: &mut JsonWriter<'_>, key: &str, items: &[String]) {
     w.field_str_array(key, items);
-}
-
-fn decisions(w: &mut JsonWriter<'_>, a: &ToolApproval) {
-    w.key_k(k!("allowed_decisions"));
-    w.begin_array();
-    for d in a.decisions() {
-        w.string(d.as_str());
-    }
-    w.end_array();
-}
-
-/// DA's interrupt `payload`: approval `{tool_name, tool_args,
-/// allowed_decisions, agent}` (+ `tool_approvals` last when more than one),
-/// form `{prompt, fields, agent}`.
-fn interrupt_payload(
-    w: &mut JsonWriter<'_>,
-    ir: &InterruptRequested,
-    agent: &str,
-) -> Result<(), WireError> {
-    w.begin_object();
-    match ir.interrupt_type {
-        InterruptType::ToolApproval => {
-            let approvals = ir.tool_approvals.as_deref().unwrap_or_default();
-            if let Some(first) = approvals.first() {
-                w.field_str_k(k!("tool_name"), &first.tool_name);
-                w.field_opaque("tool_args", first.tool_args.get())?;
-                decisions(w, first);
-            }
-            w.field_str_k(k!("agent"), agent);
-            if approvals.len() > 1 {
-                w.key_k(k!("tool_approvals"));
-                w.begin_array();
-                for a in approvals {
-                    w.begin_object();
-                    w.field_str_k(k!("tool_name"), &a.tool_name);
-                    w.field_opaque("tool_args", a.tool_args.get())?;
-                    w.field_str_k(k!("tool_call_id"), &a.tool_call_id);
-                    decisions(w, a);
-                    w.end_object();
-                }
-                w.end_array();
-            }
-        }
-        _ => {
-            w.field_str_k(k!("prompt"), ir.prompt.as_deref().unwrap_or_default());
-            w.key_k(k!("fields"));
-            w.begin_array();
-            for f in ir.fields.as_deref().unwrap_or_default() {
-                lce_wire::write_form_field(w, f)?;
-            }
-            w.end_array();
-            w.field_str_k(k!("agent"), agent);
-        }
-    }
-    w.end_object();
-    Ok(())
 }

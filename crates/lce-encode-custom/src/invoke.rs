@@ -256,24 +256,21 @@ impl InvokeAccumulator {
     }
 
     /// What the `custom` stream writes for `event`, reduced to text and
-    /// boundaries. It opens as the encoder's `encode_inner` does, with the
-    /// same `Decision` destructured, on purpose: the accumulator must see
-    /// exactly the starts, events and closes the stream would write.
+    /// boundaries. It goes through the encoder's own decision step
+    /// ([`FrameCore::decide`], as `encode_inner` does), on purpose: the
+    /// accumulator must see exactly the starts, events and closes the
+    /// stream would write.
     fn feed_frames(&mut self, event: &Event) -> Result<(), EncodeError> {
         let seq = event.sequence;
-        let Some(Decision {
-            released,
-            emit,
-            closes,
-        }) = self.core.decide(event)
-        else {
+        let mut boundary = false;
+        let decision = self.core.decide(event, |call| -> Result<(), EncodeError> {
+            check_start(call, seq)?;
+            boundary = true;
+            Ok(())
+        })?;
+        let Some(Decision { emit, closes }) = decision else {
             return Ok(());
         };
-        let mut boundary = false;
-        for call in released {
-            check_start(&call, seq)?;
-            boundary = true;
-        }
         if boundary {
             self.boundary();
         }

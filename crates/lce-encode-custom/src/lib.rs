@@ -66,11 +66,11 @@
 //! ```
 
 use bytes::BytesMut;
-use lce_types::{Event, InterruptRequested, InterruptType, Payload, ToolApproval};
+use lce_types::{Event, InterruptRequested, InterruptType, Payload};
 use lce_wire::hold::{Action, Released, ToolStartHold};
 use lce_wire::{
-    DA_RESULT_DISPLAY_CHARS, JsonWriter, Key, Member, Style, WireError, truncate_display,
-    write_event_frame, write_event_json,
+    AgentPlace, DA_RESULT_DISPLAY_CHARS, JsonWriter, Key, Member, Style, WireError,
+    truncate_display, write_event_frame, write_event_json, write_interrupt_payload,
 };
 
 /// A [`Key`] built at compile time, as a `&'static` reference.
@@ -114,10 +114,9 @@ pub(crate) struct FrameCore {
     state: State,
 }
 
-/// What the `custom` wire writes for one event.
-pub(crate) struct Decision<'a> {
-    /// The held starts whose `tool_start` frames go out first, in order.
-    pub(crate) released: std::vec::Drain<'a, Released>,
+/// What the `custom` wire writes for one event, once the `tool_start`
+/// frames of the starts it released are out.
+pub(crate) struct Decision {
     /// Whether the event's own frame (if its type has one) is written.
     pub(crate) emit: bool,
     /// Whether the stream falls silent once the event's frame is out (a run
@@ -137,17 +136,25 @@ impl FrameCore {
         self.state == State::Closed
     }
 
-    /// The decision for `event`; `None` while the stream is silent (after
-    /// a terminal, and between an interrupt and its terminal).
-    pub(crate) fn decide(&mut self, event: &Event) -> Option<Decision<'_>> {
+    /// The decision for `event`: first each held start it releases goes to
+    /// `start`, in order (the first error stops there and is returned: the
+    /// rest are discarded), then what becomes of the event's own frame.
+    /// `None` while the stream is silent (after a terminal, and between an
+    /// interrupt and its terminal).
+    #[inline]
+    pub(crate) fn decide<E>(
+        &mut self,
+        event: &Event,
+        mut start: impl FnMut(&Released) -> Result<(), E>,
+    ) -> Result<Option<Decision>, E> {
         let terminal = event.event_type().is_terminal();
         match self.state {
-            State::Closed => return None,
+            State::Closed => return Ok(None),
             // The close events the contract allows before `run.interrupted`
             // have no frame once an interrupt was asked for; the terminal
             // decides what the client sees. Nothing was held meanwhile: the
             // interrupt itself released every held start.
-            State::Interrupting if !terminal => return None,
+            State::Interrupting if !terminal => return Ok(None),
             State::Interrupting | State::Open => {}
         }
         if let Payload::InterruptRequested(i) = &event.payload {
@@ -159,11 +166,13 @@ impl FrameCore {
             }
         }
         let step = self.hold.feed(event);
-        Some(Decision {
+        for call in step.released {
+            start(&call)?;
+        }
+        Ok(Some(Decision {
             emit: step.action == Action::Emit,
-            released: step.released,
             closes: terminal,
-        })
+        }))
     }
 
     /// D13a: the held starts that may go out now (none once silent).
@@ -270,17 +279,12 @@ impl CustomSseEncoder {
 
     fn encode_inner(&mut self, event: &Event, dst: &mut BytesMut) -> Result<(), EncodeError> {
         let seq = event.sequence;
-        let Some(Decision {
-            released,
-            emit,
-            closes,
-        }) = self.core.decide(event)
-        else {
+        let decision = self
+            .core
+            .decide(event, |call| write_tool_start(dst, call, seq))?;
+        let Some(Decision { emit, closes }) = decision else {
             return Ok(());
         };
-        for call in released {
-            write_tool_start(dst, &call, seq)?;
-        }
         if !emit {
             return Ok(());
         }
@@ -416,61 +420,17 @@ fn write_tool_start(dst: &mut BytesMut, call: &Released, seq: u64) -> Result<(),
     })
 }
 
-fn decisions(w: &mut JsonWriter<'_>, a: &ToolApproval) {
-    w.key("allowed_decisions");
-    w.begin_array();
-    for d in a.decisions() {
-        w.string(d.as_str());
-    }
-    w.end_array();
-}
-
+/// The `input_required` frame's members: `type` and `interrupt_id`, then
+/// DA's interrupt payload with `agent` first. Only a form or an approval
+/// gets here ([`CustomSseEncoder`] refuses other kinds before the frame).
 fn input_required(
     w: &mut JsonWriter<'_>,
     i: &InterruptRequested,
     agent: &str,
 ) -> Result<(), WireError> {
-    match i.interrupt_type {
-        InterruptType::FormInput => {
-            w.field_str("type", "form_input");
-            w.field_str("interrupt_id", &i.interrupt_id);
-            w.field_str("agent", agent);
-            w.field_str("prompt", i.prompt.as_deref().unwrap_or(""));
-            w.key("fields");
-            w.begin_array();
-            for f in i.fields.as_deref().unwrap_or(&[]) {
-                lce_wire::write_form_field(w, f)?;
-            }
-            w.end_array();
-        }
-        InterruptType::ToolApproval => {
-            w.field_str("type", "tool_approval");
-            w.field_str("interrupt_id", &i.interrupt_id);
-            w.field_str("agent", agent);
-            let approvals = i.tool_approvals.as_deref().unwrap_or(&[]);
-            if let Some(first) = approvals.first() {
-                w.field_str("tool_name", &first.tool_name);
-                w.field_opaque("tool_args", first.tool_args.get())?;
-                decisions(w, first);
-            }
-            if approvals.len() > 1 {
-                w.key("tool_approvals");
-                w.begin_array();
-                for a in approvals {
-                    w.begin_object();
-                    w.field_str("tool_name", &a.tool_name);
-                    w.field_opaque("tool_args", a.tool_args.get())?;
-                    w.field_str("tool_call_id", &a.tool_call_id);
-                    decisions(w, a);
-                    w.end_object();
-                }
-                w.end_array();
-            }
-        }
-        // Kinds this encoder does not know are refused before the frame.
-        _ => {}
-    }
-    Ok(())
+    w.field_str("type", i.interrupt_type.as_str());
+    w.field_str("interrupt_id", &i.interrupt_id);
+    write_interrupt_payload(w, i, agent, AgentPlace::First)
 }
 
 /// What the chain's `encoded` stage drives: [`encode_event`](CustomSseEncoder::encode_event)

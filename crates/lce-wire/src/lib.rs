@@ -17,12 +17,14 @@
 //! - [`json_string_len`]: how long a string is as compact JSON, without
 //!   writing it (the validator's size rule), and [`block`], the padding the
 //!   16-byte text scans here and in `lce-sanitize` share.
-//! - [`hold`]: the D13 tool-start holding shared by both DA encoders (the
-//!   one part of this crate that knows canonical events).
+//! - [`hold`]: the D13 tool-start holding shared by both DA encoders, and
+//!   [`write_interrupt_payload`]: DA's interrupt payload, which both DA
+//!   protocols write (with [`write_form_field`], which `agui-v1` writes
+//!   too). These are the parts of this crate that know canonical events.
 //!
 //! Dependencies: `bytes`, `memchr`, `thiserror` and `lce-types` (for
-//! [`hold`] only); the byte writers themselves know nothing of events, only
-//! of bytes.
+//! [`hold`] and the interrupt writers only); the byte writers themselves
+//! know nothing of events, only of bytes.
 //! Nothing here panics on any input, and there is no `unsafe`.
 
 pub mod block;
@@ -30,6 +32,7 @@ mod error;
 mod escape;
 mod float;
 pub mod hold;
+mod interrupt;
 mod key;
 mod len;
 mod opaque;
@@ -39,13 +42,14 @@ mod writer;
 
 pub use error::{EncodeError, WireError};
 pub use float::{write_compact_float, write_py_float};
+pub use interrupt::{AgentPlace, write_form_field, write_interrupt_payload};
 pub use key::Key;
 pub use len::json_string_len;
 pub use sse::{
     write_comment, write_data_frame, write_data_json, write_event_frame, write_event_json,
 };
 pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
-pub use writer::{JsonWriter, Member, Style, write_form_field};
+pub use writer::{JsonWriter, Member, Style};
 
 /// Deepest nesting [`JsonWriter::opaque`] accepts; deeper input gives
 /// [`WireError::TooDeep`].
