@@ -1000,14 +1000,11 @@ mod tests {
         ("data", r#"{"message_id":"m","delta":"d"}"#),
     ];
 
-    /// One representative `(type, data)` per event type, and a few more for
-    /// the types the fast path scans itself.
-    const PAYLOADS: &[(&str, &str)] = &[
-        ("run.started", r#"{"harness_id":"h","adapter_version":"1"}"#),
-        (
-            "run.finished",
-            r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#,
-        ),
+    include!("../tests/common/payloads.rs");
+
+    /// Odd spellings of the payloads (escapes, member order, white space,
+    /// nulls) and a few more for the types the fast path scans itself.
+    const MORE_PAYLOADS: &[(&str, &str)] = &[
         (
             "run.finished",
             r#"{"outcome":"success","thread_state":{"durability":"pending","durable_revision":3,"head_ref":"h"}}"#,
@@ -1015,18 +1012,6 @@ mod tests {
         (
             "run.finished",
             r#"{"thread_state":{"head_ref":"h","durable_revision":0,"durability":"p\u00e9nding \"x\""},"outcome":"success"}"#,
-        ),
-        (
-            "run.interrupted",
-            r#"{"interrupt_id":"i","reason":"human_input"}"#,
-        ),
-        (
-            "run.cancelled",
-            r#"{"reason":"deadline","side_effect_status":"none"}"#,
-        ),
-        (
-            "run.error",
-            r#"{"code":"c","message":"m","retryable":true,"retry_after_seconds":5,"side_effect_status":"possible"}"#,
         ),
         (
             "run.error",
@@ -1040,12 +1025,10 @@ mod tests {
             "run.error",
             r#"{"code":"c","message":"m","retryable":true,"retry_after_seconds":null,"side_effect_status":"possible"}"#,
         ),
-        ("text.started", r#"{"message_id":"m","role":"assistant"}"#),
         (
             "text.started",
             r#"{ "role" : "assist\u0061nt" , "message_id" : "" }"#,
         ),
-        ("text.delta", r#"{"message_id":"m","delta":"d"}"#),
         (
             "text.delta",
             r#"{"delta":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00 x","message_id":"m\u0000"}"#,
@@ -1053,17 +1036,6 @@ mod tests {
         (
             "text.delta",
             "{\"message_id\":\"m\",\"delta\":\"caf\u{e9} \u{1f44d}\u{1f3fd} \u{6771}\"}",
-        ),
-        ("text.finished", r#"{"message_id":"m"}"#),
-        (
-            "reasoning.started",
-            r#"{"message_id":"m","role":"assistant"}"#,
-        ),
-        ("reasoning.delta", r#"{"message_id":"m","delta":"d"}"#),
-        ("reasoning.finished", r#"{"message_id":"m"}"#),
-        (
-            "tool.started",
-            r#"{"tool_call_id":"t","tool_name":"n","arguments":{"b":1e16,"a":[1.0,-0]},"parent_message_id":"m"}"#,
         ),
         (
             "tool.started",
@@ -1078,24 +1050,8 @@ mod tests {
             r#"{"tool_call_id":"t","tool_name":"n","arguments":{}}"#,
         ),
         (
-            "tool.arguments.delta",
-            r#"{"tool_call_id":"t","delta":"{\"a"}"#,
-        ),
-        (
-            "tool.finished",
-            r#"{"tool_call_id":"t","result":"","result_ref":"ref"}"#,
-        ),
-        (
             "tool.finished",
             r#"{"result":"a\nb \"c\" \u00e9\ud83d\ude00","result_ref":null,"tool_call_id":"t"}"#,
-        ),
-        (
-            "tool.error",
-            r#"{"tool_call_id":"t","code":"tool_rejected","message":"no","retryable":false}"#,
-        ),
-        (
-            "interrupt.requested",
-            r#"{"interrupt_id":"i","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[{"field_name":"f","field_type":"select","field_values":["x",2],"required":true,"default_value":"x"}]}"#,
         ),
         (
             "interrupt.requested",
@@ -1105,33 +1061,17 @@ mod tests {
             "interrupt.requested",
             r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"a","tool_approvals":[]}"#,
         ),
-        (
-            "namespace.entered",
-            r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"t"}"#,
-        ),
-        (
-            "namespace.exited",
-            r#"{"agent_id":"a","parent_tool_call_id":"t","outcome":"interrupted"}"#,
-        ),
-        (
-            "warning",
-            r#"{"code":"w","message":"m","details":{"z":{"y":[true,null]}}}"#,
-        ),
         ("warning", r#"{"details":null,"message":"m","code":"w"}"#),
-        (
-            "usage.updated",
-            r#"{"input_tokens":1,"cost":0.25,"currency":"USD","final":true}"#,
-        ),
         ("usage.updated", r#"{"cost":1e400}"#),
-        (
-            "provider.metadata",
-            r#"{"provider":"p","model":"m","metadata":{"region":"eu"}}"#,
-        ),
         (
             "provider.metadata",
             r#"{"metadata":{"region":"eu","n":-1.5},"model":null,"provider":"p"}"#,
         ),
     ];
+
+    /// `PAYLOADS`, then `MORE_PAYLOADS`.
+    static ALL_PAYLOADS: std::sync::LazyLock<Vec<(&str, &str)>> =
+        std::sync::LazyLock::new(|| PAYLOADS.iter().chain(MORE_PAYLOADS).copied().collect());
 
     /// An envelope with the members in `order` (indexes into `MEMBERS`),
     /// `ws` between tokens, the payload `(ty, data)`.
@@ -1228,7 +1168,7 @@ mod tests {
 
     #[test]
     fn the_usual_shapes_take_the_fast_path() {
-        for (ty, data) in PAYLOADS {
+        for (ty, data) in ALL_PAYLOADS.iter() {
             let l = canonical(ty, data);
             let slow_ok = Event::from_json_serde(&l, &mut SharedIds::default()).is_ok();
             // Every valid line in the usual member order is accepted here.
@@ -1258,7 +1198,7 @@ mod tests {
             "provider.metadata",
         ];
         let mut seen = std::collections::BTreeSet::new();
-        for (ty, data) in PAYLOADS.iter().filter(|(ty, _)| scanned.contains(ty)) {
+        for (ty, data) in ALL_PAYLOADS.iter().filter(|(ty, _)| scanned.contains(ty)) {
             // (Some of the payloads are there to be refused.)
             let Ok(slow) = Event::from_json_serde(&canonical(ty, data), &mut SharedIds::default())
             else {
@@ -1547,9 +1487,9 @@ mod tests {
         fn member_order_and_spacing_agree(
             order in Just((0..8).collect::<Vec<usize>>()).prop_shuffle(),
             ws in prop::sample::select(vec!["", " ", "\n\t ", "\r"]),
-            payload in 0..PAYLOADS.len(),
+            payload in 0..ALL_PAYLOADS.len(),
         ) {
-            let (ty, data) = PAYLOADS[payload];
+            let (ty, data) = ALL_PAYLOADS[payload];
             let l = line(&order, ws, ty, data);
             let fast = agrees(&l)?;
             // Usual order (type before data), valid line: the fast path takes it.
@@ -1608,13 +1548,13 @@ mod tests {
 
         #[test]
         fn mutated_lines_agree(
-            payload in 0..PAYLOADS.len(),
+            payload in 0..ALL_PAYLOADS.len(),
             edits in proptest::collection::vec((any::<usize>(), 0..3u8, prop::sample::select(vec![
                 b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b' ', b'\n', b'0', b'1', b'9', b'-', b'.',
                 b'e', b'u', b'a', b'd', b'n', b't', 0u8, 0x1f, 0x7f,
             ])), 1..4),
         ) {
-            let (ty, data) = PAYLOADS[payload];
+            let (ty, data) = ALL_PAYLOADS[payload];
             let mut bytes = canonical(ty, data).into_bytes();
             crate::test_util::apply_edits(&mut bytes, edits);
             if let Ok(l) = String::from_utf8(bytes) {
@@ -1624,14 +1564,14 @@ mod tests {
 
         #[test]
         fn mutated_lines_agree_after_a_warm_up(
-            payload in 0..PAYLOADS.len(),
+            payload in 0..ALL_PAYLOADS.len(),
             ms_utc in any::<bool>(),
             edits in proptest::collection::vec((any::<usize>(), 0..3u8, prop::sample::select(vec![
                 b'"', b'\\', b'{', b'}', b',', b':', b' ', b'0', b'9', b'-', b'.', b'Z', b'T',
                 b'r', b'c', b'm', b'd', b'u', 0u8, 0x1f, 0x7f,
             ])), 1..4),
         ) {
-            let (ty, data) = PAYLOADS[payload];
+            let (ty, data) = ALL_PAYLOADS[payload];
             let mut base = canonical(ty, data);
             if ms_utc {
                 // The 24-byte timestamp read without a scan.
@@ -1646,7 +1586,7 @@ mod tests {
 
         #[test]
         fn spliced_members_agree(
-            payload in 0..PAYLOADS.len(),
+            payload in 0..ALL_PAYLOADS.len(),
             at in any::<usize>(),
             extra in prop::sample::select(vec![
                 r#""version":1"#, r#""type":"text.delta""#, r#""data":{"message_id":"m","delta":"d"}"#,
@@ -1656,7 +1596,7 @@ mod tests {
         ) {
             // A member added at any comma: duplicates, unknown members, members
             // moved between the envelope and the payload.
-            let (ty, data) = PAYLOADS[payload];
+            let (ty, data) = ALL_PAYLOADS[payload];
             let l = canonical(ty, data);
             let commas: Vec<usize> = l.match_indices(',').map(|(i, _)| i).collect();
             let i = commas[at % commas.len()];
@@ -2003,7 +1943,7 @@ mod tests {
 
         #[test]
         fn bytes_that_are_not_utf8_are_never_taken(
-            payload in 0..PAYLOADS.len(),
+            payload in 0..ALL_PAYLOADS.len(),
             value in arb_json_text(),
             tool in any::<bool>(),
             ty in 0..6usize,
@@ -2019,7 +1959,7 @@ mod tests {
             let line = if tool {
                 opaque_line(ty, &value)
             } else {
-                let (t, data) = PAYLOADS[payload];
+                let (t, data) = ALL_PAYLOADS[payload];
                 canonical(t, data)
             };
             let mut bytes = line.into_bytes();
