@@ -515,46 +515,47 @@ mod tests {
 
     #[test]
     fn recognises_each_kind() {
-        // One written-out case per kind of secret, alike on purpose: the
-        // table reads against the list of kinds above.
-        assert_eq!(r("auth: Bearer abcdef123456789"), "auth: Bearer [REDACTED]");
-        assert_eq!(
-            r("Authorization: Basic dXNlcjpwYXNz\nnext"),
-            "Authorization: [REDACTED]\nnext"
-        );
-        assert_eq!(
-            r("key sk-proj-abcdefghijklmnopqrstuvwx!"),
-            "key [REDACTED]!"
-        );
-        assert_eq!(r("k=sk-ant-api03-abcdefghijklmnopqrstu"), "k=[REDACTED]");
-        assert_eq!(r("id AKIAIOSFODNN7EXAMPLE."), "id [REDACTED].");
-        assert_eq!(
-            r("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
-            "aws_secret_access_key = [REDACTED]"
-        );
-        assert_eq!(r("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), "[REDACTED]");
-        assert_eq!(r("xoxb-1234567890-abcdefghij"), "[REDACTED]");
-        assert_eq!(r("AIzaSyA1234567890abcdefghijklmnopqrstu"), "[REDACTED]");
-        assert_eq!(r("sk_live_abcdefghij1234567890"), "[REDACTED]");
-        assert_eq!(
-            r("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_x end"),
-            "t [REDACTED] end"
-        );
-        assert_eq!(
-            r("https://bob:hunter2@db.example/x"),
-            "https://[REDACTED]@db.example/x"
-        );
-        assert_eq!(
-            r("x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y"),
-            "x [REDACTED] y"
-        );
-        assert_eq!(r("h 0123456789abcdef0123456789abcdef!"), "h [REDACTED]!");
-        assert_eq!(r("password=hunter2&user=x"), "password=[REDACTED]&user=x");
-        assert_eq!(
-            r(r#"{"password": "a b c", "n": 1}"#),
-            r#"{"password": "[REDACTED]", "n": 1}"#
-        );
-        assert_eq!(r("max_tokens=100"), "max_tokens=100");
+        // One written-out case per kind of secret, in the order of the list
+        // of kinds above: (text, text redacted).
+        for (text, redacted) in [
+            ("auth: Bearer abcdef123456789", "auth: Bearer [REDACTED]"),
+            (
+                "Authorization: Basic dXNlcjpwYXNz\nnext",
+                "Authorization: [REDACTED]\nnext",
+            ),
+            ("key sk-proj-abcdefghijklmnopqrstuvwx!", "key [REDACTED]!"),
+            ("k=sk-ant-api03-abcdefghijklmnopqrstu", "k=[REDACTED]"),
+            ("id AKIAIOSFODNN7EXAMPLE.", "id [REDACTED]."),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws_secret_access_key = [REDACTED]",
+            ),
+            ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "[REDACTED]"),
+            ("xoxb-1234567890-abcdefghij", "[REDACTED]"),
+            ("AIzaSyA1234567890abcdefghijklmnopqrstu", "[REDACTED]"),
+            ("sk_live_abcdefghij1234567890", "[REDACTED]"),
+            (
+                "t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_x end",
+                "t [REDACTED] end",
+            ),
+            (
+                "https://bob:hunter2@db.example/x",
+                "https://[REDACTED]@db.example/x",
+            ),
+            (
+                "x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y",
+                "x [REDACTED] y",
+            ),
+            ("h 0123456789abcdef0123456789abcdef!", "h [REDACTED]!"),
+            ("password=hunter2&user=x", "password=[REDACTED]&user=x"),
+            (
+                r#"{"password": "a b c", "n": 1}"#,
+                r#"{"password": "[REDACTED]", "n": 1}"#,
+            ),
+            ("max_tokens=100", "max_tokens=100"),
+        ] {
+            assert_eq!(r(text), redacted, "{text}");
+        }
     }
 
     /// The edges of key/value and JWT redaction: an escaped quote inside a

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use lce_sanitize::{RejectKind, Sanitizer, check_f64, redact, truncate_display};
+use lce_sanitize::{RejectKind, Sanitizer, check_f64, redact};
 use lce_testkit::RunBuilder;
 use lce_types::*;
 use proptest::prelude::*;
@@ -459,21 +459,6 @@ proptest! {
             prop_assert!(again.report.is_clean(), "{:?}", again.report);
             // The canonical line parses back to the same event.
             prop_assert_eq!(Event::from_json(&out.event.to_json()).unwrap(), out.event);
-        }
-    }
-
-    // The promise of `lce-wire`'s `truncate_display` (its own `truncation_promise`
-    // test is the same check over arbitrary strings), checked again through
-    // this crate's re-export, over the hostile text of these tests.
-    #[test]
-    fn display_truncation_keeps_the_promised_code_points(s in text(80), max in 0usize..60) {
-        let t = truncate_display(&s, max);
-        let n = s.chars().count();
-        if n <= max {
-            prop_assert_eq!(t.as_ref(), s.as_str());
-        } else {
-            let kept: String = s.chars().take(max).collect();
-            prop_assert_eq!(t.as_ref(), format!("{kept}...[{} chars]", n - max));
         }
     }
 

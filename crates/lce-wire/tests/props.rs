@@ -137,10 +137,17 @@ proptest! {
         }
     }
 
+    // Over arbitrary text, and over the hostile text of `lce-sanitize`'s
+    // tests (controls, bidi marks, U+FFFD, the characters of its policies),
+    // which re-exports `truncate_display`.
     #[test]
     fn truncation_promise(
-        s in prop_oneof![any::<String>(), "[a-z]{0,50}[é😀a]{0,10}"],
-        max in 0usize..40,
+        s in prop_oneof![
+            any::<String>(),
+            "[a-z]{0,50}[é😀a]{0,10}",
+            "[a-e\\x00\\x1b\t\n\r\\x7f\u{85}\u{9f}\u{202e}\u{2066}\u{200e}\u{fffd}é😀 =:\"\\[\\]]{0,80}",
+        ],
+        max in 0usize..60,
     ) {
         let t = truncate_display(&s, max);
         let n = s.chars().count();
