@@ -29,7 +29,7 @@
 //! - a line that is not a canonical event, where the parser located it:
 //!   `FILE:LINE:COLUMN: message` (the column counts characters from 1),
 //!   then the line's excerpt (at most 80 characters around the column,
-//!   control characters escaped; see `crate::excerpt`) and a caret under the
+//!   control characters escaped; see `lce::types::excerpt`) and a caret under the
 //!   column, each indented by two spaces. A JSON syntax error reads
 //!   `syntax error: DETAIL`; other kinds keep `KIND at PATH: DETAIL`.
 //! - any other malformed line: `FILE:LINE: KIND at PATH: DETAIL`.
@@ -62,8 +62,8 @@ use std::rc::Rc;
 use lce::types::{DEFAULT_MAX_LINE_BYTES, EventLines, ParseError, ParseErrorKind};
 use lce::validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions, Violation};
 
-use crate::excerpt::{Excerpt, excerpt};
 use crate::{UsageError, input};
+use lce::types::excerpt::{Excerpt, excerpt};
 
 /// What `lce check --help` shows after the options.
 const AFTER_HELP: &str = "\

@@ -1,5 +1,6 @@
 //! DA's non-streaming invoke: `lce invoke [--agent-id ID] [--trace-id ID]
-//! [FILE]` and the `POST /api/v1/chat/invoke` route of `lce serve`.
+//! [FILE]` (the `POST /api/v1/chat/invoke` route of the gateway gives the
+//! same answer for a live run).
 //!
 //! Both run the whole pipeline of a live service (strict parsing, the
 //! coordinator: sanitize, validate, commit, the contract's guarantees), feed
@@ -17,31 +18,15 @@
 //! `run.started`; `conversation_id` is the run's; `trace_id` is `--trace-id`,
 //! else `null`. Input from a file or stdin is always ready, so the live
 //! release (D13a) never happens and the answer is deterministic.
-//!
-//! The route takes DA's request body `{message, conversation_id, agent_id}`,
-//! plays the scenario named by `agent_id` under the request's conversation id
-//! (paced like the streaming routes), calls the live release whenever the run
-//! would wait, exactly where the `custom` stream would, and answers with
-//! `Content-Type: application/json` (`trace_id` is `null`: DA's request has
-//! none). Bad bodies and unknown agents get the same JSON 4xx as the
-//! streaming routes.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
-use futures::{FutureExt as _, Stream, StreamExt as _};
-use lce::custom::invoke::{
-    CONTENT_TYPE, InvokeAccumulator, InvokeIds, InvokeOptions, InvokeResponse,
-};
+use lce::custom::invoke::InvokeIds;
 use lce::prelude::*;
 use lce::stream::MemoryAudit;
 
-use crate::serve::{App, bad_request, parse_body};
 use crate::{UsageError, input};
 
 /// What `lce invoke --help` shows after the options.
@@ -129,7 +114,7 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
     // Input read in place is always ready: never a live release (D13a).
-    let acc = runtime.block_on(accumulate(
+    let acc = runtime.block_on(lce::gateway::accumulate(
         lce::stream::source(items).enforced(coordinator),
         false,
     ));
@@ -168,110 +153,4 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         eprintln!("retry-after {secs}");
     }
     Ok(response.status == 200)
-}
-
-/// Drives a coordinated run to its end through an [`InvokeAccumulator`].
-/// `live`: call the D13a release whenever the run would wait, as the
-/// `custom` stream does.
-pub(crate) async fn accumulate<S>(run: S, live: bool) -> InvokeAccumulator
-where
-    S: Stream<Item = Result<Event, LceError>>,
-{
-    let mut run = std::pin::pin!(run);
-    let mut acc = InvokeAccumulator::new(InvokeOptions::default());
-    loop {
-        let next = match run.next().now_or_never() {
-            Some(next) => next,
-            None => {
-                if live {
-                    acc.release_ready();
-                }
-                run.next().await
-            }
-        };
-        match next {
-            None => break,
-            Some(Ok(event)) => {
-                if let Err(e) = acc.feed(&event) {
-                    // Payload-free; the answer becomes the generic failure.
-                    tracing::error!(target: "lce::invoke", error = %e, "the custom encoder would refuse this run");
-                }
-            }
-            Some(Err(e)) => {
-                // The coordinator yields events only; should it not, the run
-                // has no terminal and the answer is the generic failure.
-                tracing::error!(target: "lce::invoke", rule = %e.cause(), "run failed");
-                break;
-            }
-        }
-    }
-    acc
-}
-
-#[derive(serde::Deserialize)]
-struct InvokeRequest {
-    message: String,
-    conversation_id: String,
-    agent_id: String,
-    #[serde(default)]
-    client_context: Option<serde_json::Value>,
-}
-
-/// `POST /api/v1/chat/invoke`: DA's request body, DA's answer.
-///
-/// The run comes from the upstream like a start's, is coordinated like
-/// every run, and is not logged: the answer comes once, at the end.
-pub(crate) async fn http_invoke(
-    State(app): State<Arc<App>>,
-    headers: axum::http::HeaderMap,
-    body: Bytes,
-) -> Response {
-    let req: InvokeRequest = match parse_body(&body) {
-        Ok(r) => r,
-        Err(resp) => return resp,
-    };
-    let run_id = crate::gateway::random_id();
-    let request = crate::upstream::RunRequest {
-        run_id: run_id.clone(),
-        conversation_id: req.conversation_id.clone(),
-        agent_id: req.agent_id.clone(),
-        input: crate::upstream::RunInput::Message(req.message),
-        client_context: req.client_context,
-        forwarded: crate::upstream::Forwarded::from_headers(&headers),
-    };
-    let events = match app.upstream.open(&request).await {
-        Ok(events) => events,
-        Err(e) => return crate::upstream::error_response(&e),
-    };
-    let run = app.enforced(
-        events,
-        &run_id,
-        &req.conversation_id,
-        lce::stream::CancelHandle::new(),
-    );
-    let acc = accumulate(run, true).await;
-    let response = acc.response(&InvokeIds {
-        agent_id: &req.agent_id,
-        conversation_id: &req.conversation_id,
-        trace_id: None,
-    });
-    http_response(response)
-}
-
-fn http_response(r: InvokeResponse) -> Response {
-    let Ok(status) = StatusCode::from_u16(r.status) else {
-        return bad_request(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            lce::types::AGENT_EXECUTION_FAILED,
-        );
-    };
-    let mut response = Response::new(Body::from(r.body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
-    if let Some(secs) = r.retry_after_seconds {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    response
 }

@@ -4,7 +4,7 @@
 //! lce check [OPTIONS] [FILE]...     report malformed lines and broken rules
 //! lce encode --to FORMAT [FILE]     canonical events to SSE on stdout
 //! lce invoke [OPTIONS] [FILE]       DA's non-streaming invoke answer
-//! lce serve [OPTIONS]               play scenarios as live runs over HTTP
+//! lce serve [OPTIONS]               the gateway (lce::gateway) over HTTP
 //! lce token RUN_ID --token-secret-file FILE   a run's read token
 //! lce help [COMMAND]                help (also `--help` on every command)
 //! lce --version
@@ -32,13 +32,10 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod encode;
-mod excerpt;
-mod gateway;
 mod input;
 mod invoke;
-mod listener;
 mod serve;
-mod upstream;
+mod signals;
 
 /// What `lce --help` shows after the list of commands.
 const AFTER_HELP: &str = "\
@@ -69,7 +66,7 @@ enum Command {
     Encode(encode::Args),
     Invoke(invoke::Args),
     Serve(serve::Args),
-    Token(gateway::TokenArgs),
+    Token(serve::TokenArgs),
 }
 
 /// A failure that is not about the input's content: bad usage or I/O.
@@ -115,7 +112,7 @@ fn main() -> ExitCode {
             init_logging();
             serve::run(args).map(accepted)
         }
-        Command::Token(args) => gateway::print_token(&args).map(|()| ExitCode::SUCCESS),
+        Command::Token(args) => serve::print_token(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -962,6 +962,11 @@ impl RunLog for RedisRunLog {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { inner.shared_secret(candidate).await })
     }
+
+    /// `true`: the engine outlives every replica.
+    fn durable(&self) -> bool {
+        true
+    }
 }
 
 impl Inner {

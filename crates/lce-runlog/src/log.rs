@@ -213,4 +213,12 @@ pub trait RunLog: Send + Sync + 'static {
     fn shared_secret(&self, candidate: Vec<u8>) -> LogFuture<Vec<u8>> {
         Box::pin(std::future::ready(Ok(candidate)))
     }
+
+    /// Whether the log outlives this process (an engine other replicas
+    /// share): a replica shutting down then releases its runs for another
+    /// to end, instead of ending them itself. The default (`false`) suits a
+    /// log in this process's memory.
+    fn durable(&self) -> bool {
+        false
+    }
 }

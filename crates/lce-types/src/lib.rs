@@ -28,6 +28,7 @@
 
 mod error;
 mod event;
+pub mod excerpt;
 mod fast;
 mod limits;
 mod lines;

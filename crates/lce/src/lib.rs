@@ -13,6 +13,8 @@
 //! | [`custom`] | `lce-encode-custom` | `encode-custom` |
 //! | [`agui`] | `lce-encode-agui` | `encode-agui` |
 //! | [`stream`] | `lce-stream` | `stream` |
+//! | `runlog` | `lce-runlog`: a gateway's run log, its writer and subscription | `runlog` (not in `full`) |
+//! | `gateway` | `lce-gateway`: the gateway as an axum `Router` to nest | `gateway` (not in `full`) |
 //! | `redis` | `lce-redis`: the run log and thread store on Redis | `redis` (not in `full`) |
 //!
 //! May depend on: the lce crates above, nothing else.
@@ -71,8 +73,12 @@ pub use lce_types as types;
 pub use lce_encode_agui as agui;
 #[cfg(feature = "encode-custom")]
 pub use lce_encode_custom as custom;
+#[cfg(feature = "gateway")]
+pub use lce_gateway as gateway;
 #[cfg(feature = "redis")]
 pub use lce_redis as redis;
+#[cfg(feature = "runlog")]
+pub use lce_runlog as runlog;
 #[cfg(feature = "sanitize")]
 pub use lce_sanitize as sanitize;
 #[cfg(feature = "stream")]

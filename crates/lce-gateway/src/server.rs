@@ -1,5 +1,7 @@
-//! `lce serve`'s accept loop: the limits that keep a server alive on an open
-//! network, and a shutdown that ends every run properly.
+//! The hardened accept loop `lce serve` runs the gateway's router on (a
+//! host that has its own server nests [`Gateway::router`](crate::Gateway::router)
+//! instead): the limits that keep a server alive on an open network, and a
+//! shutdown that ends every run properly.
 //!
 //! - A request header must arrive whole within `--header-timeout`, counted
 //!   from when the connection opens and, on a kept-alive connection, from
@@ -12,7 +14,7 @@
 //! - At most `--max-connections` connections are served at once: a permit is
 //!   taken before `accept`, so beyond the limit new connections wait in the
 //!   kernel's listen backlog until a served one closes.
-//! - On SIGTERM or SIGINT (Ctrl-C) the listener is closed at once, idle
+//! - On a shutdown signal (`lce serve`: SIGTERM or SIGINT) the listener is closed at once, idle
 //!   connections are closed, in-flight responses may finish for
 //!   `--shutdown-grace`; then the shutdown hook is called (in `lce serve` it
 //!   cancels every run, which the coordinator ends as
@@ -36,80 +38,55 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse as _, Response};
+use futures::{Stream, StreamExt as _};
 use hyper::body::{Frame, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use crate::error::ApiError;
+
 /// The most a request body may hold: 16 MiB. A larger body is answered 413.
-pub(crate) const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
+pub const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How long, after the shutdown hook, the connections may take to write
 /// their runs' terminals before the server returns anyway.
-pub(crate) const DRAIN: Duration = Duration::from_secs(5);
-
-/// The longest any of the time limits may be set to: a day.
-const MAX_SECS: f64 = 86_400.0;
+pub const DRAIN: Duration = Duration::from_secs(5);
 
 /// Where logs go.
 const TARGET: &str = "lce::serve";
 
-/// Limits on what a client may hold open, and how the server stops.
-#[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = "Server limits and shutdown")]
-pub(crate) struct ServerLimits {
-    /// Seconds a client has to send a whole request header.
-    ///
-    /// Counted from when the connection opens and, on a kept-alive
-    /// connection, from the end of the previous response (so it also closes
-    /// idle connections). When it runs out the connection is closed without
-    /// an answer. More than 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_timeout)]
-    pub(crate) header_timeout: Duration,
-    /// Seconds a request body may stop arriving before it is cut.
-    ///
-    /// The request is answered 408 with a JSON error (code `body_timeout`)
-    /// and the connection is closed. A body of more than 16 MiB is answered
-    /// 413 (code `body_too_large`). More than 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
-    pub(crate) body_idle_timeout: Duration,
-    /// Connections served at once.
-    ///
-    /// Beyond N, new connections are not accepted: they wait in the kernel's
-    /// listen backlog until a served connection closes. At least 1.
-    #[arg(long, value_name = "N", default_value_t = 1024,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) max_connections: u32,
-    /// Seconds in-flight responses may take to finish after SIGTERM/Ctrl-C.
-    ///
-    /// On the signal the server stops accepting at once and closes
-    /// kept-alive connections between requests. Then the runs still going
-    /// are ended: with the in-memory run log (the default) as
-    /// `run.cancelled` (reason `shutdown`, audited): `agui-v1` streams end
-    /// with `RUN_FINISHED` (outcome `cancelled`), `custom` and `agui`
-    /// streams after their last whole frame. The server exits 0 as soon as
-    /// the connections have closed, at most 5 s after the grace. A second
-    /// signal ends the grace period at once. At least 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "20", value_parser = parse_grace)]
-    pub(crate) shutdown_grace: Duration,
+/// Limits on what a client may hold open, and how the server stops
+/// (`lce serve`'s "Server limits and shutdown" options).
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// Time a client has to send a whole request header, counted from when
+    /// the connection opens and, on a kept-alive connection, from the end
+    /// of the previous response (so it also closes idle connections).
+    pub header_timeout: Duration,
+    /// Time a request body may stop arriving before it is cut (408).
+    pub body_idle_timeout: Duration,
+    /// Connections served at once; beyond it new connections wait in the
+    /// kernel's listen backlog.
+    pub max_connections: u32,
+    /// Time in-flight responses may take to finish after the signal.
+    pub shutdown_grace: Duration,
 }
 
-fn parse_secs(s: &str, zero_ok: bool) -> Option<Duration> {
-    let secs = s.parse::<f64>().ok()?;
-    let ok = secs.is_finite() && secs <= MAX_SECS && (secs > 0.0 || (zero_ok && secs == 0.0));
-    ok.then(|| Duration::try_from_secs_f64(secs).ok()).flatten()
-}
-
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    parse_secs(s, false).ok_or_else(|| "must be a number of seconds > 0 and <= 86400".to_owned())
-}
-
-fn parse_grace(s: &str) -> Result<Duration, String> {
-    parse_secs(s, true).ok_or_else(|| "must be a number of seconds >= 0 and <= 86400".to_owned())
+impl Default for ServerLimits {
+    /// 10 s, 30 s, 1024 connections, 20 s (`lce serve`'s defaults).
+    fn default() -> Self {
+        ServerLimits {
+            header_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            shutdown_grace: Duration::from_secs(20),
+        }
+    }
 }
 
 /// Where the server is in its life; every connection task watches it.
@@ -127,21 +104,26 @@ enum Phase {
 /// One served connection.
 type Conn = hyper::server::conn::http1::Connection<TokioIo<TcpStream>, TowerToHyperService<Router>>;
 
-/// Serves `router` on `listener` until SIGTERM or SIGINT, with `limits`.
+/// Serves `router` on `listener` until `signals` yields (a signal's name),
+/// with `limits`.
 ///
 /// HTTP/1.1 only. On the signal: stop accepting, let in-flight responses
-/// finish for `limits.shutdown_grace`, then call `on_grace_expired` (which
+/// finish for `limits.shutdown_grace` (a second signal ends it at once),
+/// then call `on_grace_expired` (which
 /// must end the remaining responses, e.g. cancel their runs), then wait at
 /// most [`DRAIN`] for the connections to finish and return `Ok`. Errors only
 /// when the connection loop cannot run; accept errors are logged
 /// and retried.
-pub(crate) async fn serve_http(
+pub async fn serve_http<S>(
     listener: TcpListener,
     router: Router,
     limits: &ServerLimits,
-    mut signals: Signals,
+    mut signals: S,
     on_grace_expired: impl FnOnce() + Send + 'static,
-) -> io::Result<()> {
+) -> io::Result<()>
+where
+    S: Stream<Item = &'static str> + Unpin,
+{
     let router = router
         .layer(axum::middleware::from_fn_with_state(
             limits.body_idle_timeout,
@@ -165,7 +147,7 @@ pub(crate) async fn serve_http(
         // kernel's backlog, not in this process.
         let permit = tokio::select! {
             biased;
-            s = signals.recv() => break s,
+            s = next_signal(&mut signals) => break s,
             p = slots.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => return Err(io::Error::other("the connection limit was closed")),
@@ -173,7 +155,7 @@ pub(crate) async fn serve_http(
         };
         let (stream, peer) = tokio::select! {
             biased;
-            s = signals.recv() => break s,
+            s = next_signal(&mut signals) => break s,
             r = listener.accept() => match r {
                 Ok(accepted) => accepted,
                 Err(e) if is_connection_error(&e) => continue,
@@ -182,7 +164,7 @@ pub(crate) async fn serve_http(
                     tracing::error!(target: TARGET, error = %e, open = open(&slots), "cannot accept a connection; retrying in 1 s");
                     drop(permit);
                     tokio::select! {
-                        s = signals.recv() => break s,
+                        s = next_signal(&mut signals) => break s,
                         () = tokio::time::sleep(Duration::from_secs(1)) => continue,
                     }
                 }
@@ -200,7 +182,7 @@ pub(crate) async fn serve_http(
     let finished = tokio::select! {
         () = &mut all_closed => true,
         () = tokio::time::sleep(limits.shutdown_grace) => false,
-        s = signals.recv() => {
+        s = next_signal(&mut signals) => {
             tracing::info!(target: TARGET, signal = s, "second signal: ending the grace period");
             false
         }
@@ -271,50 +253,11 @@ fn is_connection_error(e: &io::Error) -> bool {
     )
 }
 
-/// SIGTERM and SIGINT (Ctrl-C), installed up front: before the server
-/// says it listens, so that no signal finds the default action.
-pub(crate) struct Signals {
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    /// Installs the handlers (fails only if the OS refuses).
-    pub(crate) fn new() -> io::Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(Signals {
-                term: signal(SignalKind::terminate())?,
-                int: signal(SignalKind::interrupt())?,
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Signals {})
-        }
-    }
-
-    /// The next signal's name.
-    async fn recv(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                Some(()) = self.term.recv() => "SIGTERM",
-                Some(()) = self.int.recv() => "SIGINT",
-                // Both streams ended (the runtime is going away): no signal.
-                else => std::future::pending().await,
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            match tokio::signal::ctrl_c().await {
-                Ok(()) => "Ctrl-C",
-                Err(_) => std::future::pending().await,
-            }
-        }
+/// The next signal's name; none once `signals` ends.
+async fn next_signal<S: Stream<Item = &'static str> + Unpin>(signals: &mut S) -> &'static str {
+    match signals.next().await {
+        Some(name) => name,
+        None => std::future::pending().await,
     }
 }
 
@@ -342,25 +285,13 @@ async fn guard_body(State(idle): State<Duration>, req: Request, next: Next) -> R
 /// The JSON answer to a cut body; the connection is closed after it (the
 /// rest of the body is never read).
 fn cut_response(why: u8, idle: Duration) -> Response {
-    let mut response = if why == CUT_IDLE {
+    if why == CUT_IDLE {
         tracing::info!(target: TARGET, idle_secs = idle.as_secs_f64(), "request body stopped arriving: 408");
-        crate::serve::bad_request(
-            StatusCode::REQUEST_TIMEOUT,
-            "body_timeout",
-            "The request body stopped arriving.",
-        )
+        ApiError::BodyTimeout.into_response()
     } else {
         tracing::info!(target: TARGET, max_bytes = MAX_BODY_BYTES, "request body too large: 413");
-        crate::serve::bad_request(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            "The request body is larger than 16 MiB.",
-        )
-    };
-    response
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
+        ApiError::BodyTooLarge.into_response()
+    }
 }
 
 pin_project_lite::pin_project! {

@@ -2,8 +2,9 @@
 //! characters) of a byte offset, and a short excerpt of the line with a caret
 //! under that column.
 //!
-//! Only `lce check` shows excerpts, and only of the input the user gave it:
-//! the library's errors (and the server's logs) stay payload-free.
+//! An excerpt shows the input: only a tool that shows a user their own input
+//! (`lce check` does) should print one. The library's errors, and every
+//! server log, stay payload-free.
 //!
 //! The excerpt is at most [`EXCERPT_CHARS`] characters, centred on the
 //! column, with `...` where the line was cut; it is cut between characters,
@@ -17,26 +18,26 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// The longest excerpt, in characters, markers included.
-pub(crate) const EXCERPT_CHARS: usize = 80;
+pub const EXCERPT_CHARS: usize = 80;
 
 const CUT: &str = "...";
 
 /// A located error's excerpt: where it is and what is there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Excerpt {
+pub struct Excerpt {
     /// 1-based column, in characters of the line.
-    pub(crate) column: usize,
+    pub column: usize,
     /// At most [`EXCERPT_CHARS`] characters of the line, escaped.
-    pub(crate) text: String,
+    pub text: String,
     /// Spaces, then `^` under the column's character in `text`.
-    pub(crate) caret: String,
+    pub caret: String,
 }
 
 /// The excerpt of `line` (without its line ending) around byte `offset`.
 ///
 /// An offset inside a character points at that character; an offset at or
 /// past the end points just after the last character.
-pub(crate) fn excerpt(line: &[u8], offset: usize) -> Excerpt {
+pub fn excerpt(line: &[u8], offset: usize) -> Excerpt {
     let offset = offset.min(line.len());
     let (text, before): (Cow<'_, str>, usize) = match std::str::from_utf8(line) {
         Ok(s) => {

@@ -1,0 +1,278 @@
+//! [`GatewayBuilder`]: what a gateway is made of, checked once at
+//! [`GatewayBuilder::build`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lce_core::{AuditSink, ThreadStore};
+use lce_runlog::{LogError, MemoryRunLog, RunLog};
+use lce_stream::{MemoryStore, TracingAudit};
+use lce_types::Limits;
+
+use crate::gateway::{Gateway, Ingest, Settings};
+use crate::tokens::{NoRandomness, ReadTokens, random_id};
+use crate::upstream::{ScenarioError, ScenarioPlayer, Upstream};
+
+/// The shortest token secret and ingest token taken, in bytes.
+pub const MIN_SECRET_BYTES: usize = 16;
+
+/// Builds a [`Gateway`]. Every option has a default but the upstream:
+/// give [`upstream`](GatewayBuilder::upstream) or
+/// [`scenarios`](GatewayBuilder::scenarios).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), lce_gateway::BuildError> {
+/// let gateway = lce_gateway::GatewayBuilder::new()
+///     .scenarios("fixtures/scenarios")
+///     .token_secret(b"a secret of 16 bytes or more".to_vec())
+///     .build()
+///     .await?;
+/// let app: axum::Router = axum::Router::new().nest("/agents", gateway.router());
+/// # let _ = app;
+/// # Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until built"]
+pub struct GatewayBuilder {
+    log: Option<Arc<dyn RunLog>>,
+    store: Option<Arc<dyn ThreadStore>>,
+    upstream: Option<Arc<dyn Upstream>>,
+    scenarios: Option<PathBuf>,
+    speed: f64,
+    token_secret: Option<Vec<u8>>,
+    ingest_token: Option<String>,
+    anonymous_ingest: bool,
+    audit: Option<Arc<dyn AuditSink>>,
+    settings: Settings,
+}
+
+impl std::fmt::Debug for GatewayBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayBuilder")
+            .field("scenarios", &self.scenarios)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for GatewayBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Why a gateway could not be built.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Neither an upstream nor a scenarios folder was given.
+    #[error("no upstream: give an upstream or a scenarios folder")]
+    NoUpstream,
+    /// The scenarios folder cannot be played.
+    #[error("the scenarios cannot be played")]
+    Scenarios(#[source] ScenarioError),
+    /// The token secret is shorter than [`MIN_SECRET_BYTES`].
+    #[error("the token secret must hold at least {MIN_SECRET_BYTES} bytes")]
+    TokenSecretTooShort,
+    /// The ingest token is shorter than [`MIN_SECRET_BYTES`].
+    #[error("the ingest token must hold at least {MIN_SECRET_BYTES} bytes")]
+    IngestTokenTooShort,
+    /// The log could not give the shared token secret.
+    #[error("cannot get the token secret from the run log")]
+    Log(#[source] LogError),
+    /// The OS's random source failed.
+    #[error("cannot make the replica's id")]
+    NoRandomness(#[source] NoRandomness),
+}
+
+impl GatewayBuilder {
+    /// A builder with the defaults: the memory log and thread store, audit
+    /// records to `tracing`, runs taken over 10 s after their owner stops
+    /// renewing, logs kept a day after their terminal, no push ingest, no
+    /// `id:` lines on the POST routes.
+    pub fn new() -> Self {
+        GatewayBuilder {
+            log: None,
+            store: None,
+            upstream: None,
+            scenarios: None,
+            speed: 1.0,
+            token_secret: None,
+            ingest_token: None,
+            anonymous_ingest: false,
+            audit: None,
+            settings: Settings::default(),
+        }
+    }
+
+    /// The run log (default: a [`MemoryRunLog`] keeping runs for
+    /// [`retention`](GatewayBuilder::retention)). A log shared by replicas
+    /// (`lce_redis::RedisRunLog`) makes runs resumable on any of them.
+    pub fn log(mut self, log: Arc<dyn RunLog>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// The thread store the coordinator commits to (rules 13-15; default:
+    /// in memory).
+    pub fn store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Where runs come from: an [`HttpUpstream`](crate::HttpUpstream), a
+    /// [`ScenarioPlayer`], or a harness of your own running in-process.
+    pub fn upstream(mut self, upstream: impl Upstream) -> Self {
+        self.upstream = Some(Arc::new(upstream));
+        self
+    }
+
+    /// The built-in player of the recorded runs in `dir` as the upstream
+    /// (when no [`upstream`](GatewayBuilder::upstream) is given), paced at
+    /// [`speed`](GatewayBuilder::speed).
+    pub fn scenarios(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.scenarios = Some(dir.into());
+        self
+    }
+
+    /// The scenario player's pacing: recorded gaps divided by `speed`
+    /// (0 = no pauses; default 1).
+    pub fn speed(mut self, speed: f64) -> Self {
+        self.speed = speed;
+        self
+    }
+
+    /// The secret read tokens are signed with (at least
+    /// [`MIN_SECRET_BYTES`]); every replica must share it. Default: the one
+    /// the log keeps (the memory log: one made at build).
+    pub fn token_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.token_secret = Some(secret.into());
+        self
+    }
+
+    /// The bearer token `POST /api/v1/runs` requires (at least
+    /// [`MIN_SECRET_BYTES`]). Without it push ingest is off (404) unless
+    /// [`anonymous_ingest`](GatewayBuilder::anonymous_ingest).
+    pub fn ingest_token(mut self, token: impl Into<String>) -> Self {
+        self.ingest_token = Some(token.into());
+        self
+    }
+
+    /// Accept pushed runs without a token (a local demo only).
+    pub fn anonymous_ingest(mut self, on: bool) -> Self {
+        self.anonymous_ingest = on;
+        self
+    }
+
+    /// The agent name in the stream, where the format has one.
+    pub fn agent_name(mut self, name: impl Into<String>) -> Self {
+        self.settings.agent_name = Some(name.into());
+        self
+    }
+
+    /// The agent of AG-UI requests that name none in
+    /// `forwardedProps.agentId`.
+    pub fn default_agent(mut self, agent: impl Into<String>) -> Self {
+        self.settings.default_agent = Some(agent.into());
+        self
+    }
+
+    /// The per-run bounds the coordinator enforces (D19; default
+    /// [`Limits::default`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.settings.limits = limits;
+        self
+    }
+
+    /// Where every run's audit record goes (default: `tracing`).
+    pub fn audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// How long after its owner stops renewing a run is ended by another
+    /// replica (rule 12, D9); also the owner's lease. Default 10 s.
+    pub fn takeover_after(mut self, lease: Duration) -> Self {
+        self.settings.lease = lease.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long the default memory log keeps a run after its terminal
+    /// (default a day; a log given to [`log`](GatewayBuilder::log) has its
+    /// own).
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.settings.retention = retention;
+        self
+    }
+
+    /// `id:` lines on the DA and AG-UI POST routes too (default off: their
+    /// bytes stay exactly DA's). `GET /api/v1/runs/{id}/stream` always has
+    /// them.
+    pub fn sse_ids(mut self, on: bool) -> Self {
+        self.settings.sse_ids = on;
+        self
+    }
+
+    /// A client that disconnects cancels its run (D11's
+    /// `run.cancelled{disconnect}`; default off: the run goes on into the
+    /// log).
+    pub fn cancel_on_disconnect(mut self, on: bool) -> Self {
+        self.settings.cancel_on_disconnect = on;
+        self
+    }
+
+    /// Idle time before an `agui-v1` keep-alive comment (default 15 s).
+    pub fn keepalive(mut self, every: Duration) -> Self {
+        self.settings.keepalive = every;
+        self
+    }
+
+    /// Builds the gateway: loads the scenarios, gets the token secret, and
+    /// starts the sweeper that ends orphaned runs (inside the current tokio
+    /// runtime).
+    pub async fn build(self) -> Result<Gateway, BuildError> {
+        let upstream: Arc<dyn Upstream> = match (self.upstream, &self.scenarios) {
+            (Some(upstream), _) => upstream,
+            (None, Some(dir)) => {
+                Arc::new(ScenarioPlayer::load(dir, self.speed).map_err(BuildError::Scenarios)?)
+            }
+            (None, None) => return Err(BuildError::NoUpstream),
+        };
+        let log = self
+            .log
+            .unwrap_or_else(|| Arc::new(MemoryRunLog::with_retention(self.settings.retention)));
+        let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let secret = match self.token_secret {
+            Some(secret) if secret.len() < MIN_SECRET_BYTES => {
+                return Err(BuildError::TokenSecretTooShort);
+            }
+            Some(secret) => secret,
+            None => {
+                let candidate = random_id().map_err(BuildError::NoRandomness)?;
+                log.shared_secret(candidate.into_bytes())
+                    .await
+                    .map_err(BuildError::Log)?
+            }
+        };
+        let ingest = match (self.ingest_token, self.anonymous_ingest) {
+            (Some(token), _) if token.len() < MIN_SECRET_BYTES => {
+                return Err(BuildError::IngestTokenTooShort);
+            }
+            (Some(token), _) => Ingest::Bearer(token),
+            (None, true) => Ingest::Anonymous,
+            (None, false) => Ingest::Off,
+        };
+        let replica = random_id().map_err(BuildError::NoRandomness)?;
+        let audit = self.audit.unwrap_or_else(|| Arc::new(TracingAudit));
+        Ok(Gateway::start(
+            log,
+            store,
+            upstream,
+            audit,
+            ReadTokens::new(secret),
+            ingest,
+            replica,
+            self.settings,
+        ))
+    }
+}

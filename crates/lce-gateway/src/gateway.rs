@@ -1,0 +1,362 @@
+//! [`Gateway`]: the state every route shares, the runs this replica owns,
+//! and what ends them (cancel, shutdown, the sweeper of orphaned runs).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use axum::Router;
+use lce_core::{AuditSink, ThreadStore};
+use lce_runlog::{LogError, LogWriter, RunInfo, RunLog, Takeover};
+use lce_stream::{
+    CancelHandle, Coordinator, CoordinatorOptions, Enforced, LceError, LifecycleStreamExt, Source,
+};
+use lce_types::{CancelReason, Event, Limits};
+
+use crate::tokens::ReadTokens;
+use crate::upstream::{Forwarded, Upstream};
+
+/// How long an owner lets the upstream end a cancelled run with its own
+/// terminal before the coordinator ends it (`run.cancelled{client_request}`).
+pub(crate) const UPSTREAM_CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// The options of a gateway that need no checking (see [`GatewayBuilder`](crate::GatewayBuilder)).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) agent_name: Option<String>,
+    pub(crate) default_agent: Option<String>,
+    pub(crate) limits: Limits,
+    pub(crate) lease: Duration,
+    pub(crate) retention: Duration,
+    pub(crate) sse_ids: bool,
+    pub(crate) cancel_on_disconnect: bool,
+    pub(crate) keepalive: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            agent_name: None,
+            default_agent: None,
+            limits: Limits::default(),
+            lease: Duration::from_secs(10),
+            retention: lce_runlog::DEFAULT_RETENTION,
+            sse_ids: false,
+            cancel_on_disconnect: false,
+            keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Who may push runs.
+#[derive(Debug)]
+pub(crate) enum Ingest {
+    Off,
+    Anonymous,
+    Bearer(String),
+}
+
+/// lce's gateway: durable, resumable runs behind DA's and AG-UI's routes
+/// (`gateway.md`). Built by [`GatewayBuilder`](crate::GatewayBuilder);
+/// cheap to clone (every clone is the same gateway).
+///
+/// [`Gateway::router`] gives its routes to nest in a host's own server;
+/// [`Gateway::shutdown`] ends (memory log) or releases (a durable log) the
+/// runs it owns.
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("replica", &self.shared.replica)
+            .field("durable", &self.shared.durable)
+            .field("settings", &self.shared.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every clone of a gateway shares.
+pub(crate) struct Shared {
+    pub(crate) log: Arc<dyn RunLog>,
+    pub(crate) store: Arc<dyn ThreadStore>,
+    pub(crate) upstream: Arc<dyn Upstream>,
+    pub(crate) audit: Arc<dyn AuditSink>,
+    pub(crate) tokens: ReadTokens,
+    pub(crate) ingest: Ingest,
+    /// This replica's id (random per gateway).
+    pub(crate) replica: String,
+    pub(crate) settings: Settings,
+    /// The log outlives this process: on shutdown, release runs instead of
+    /// ending them.
+    pub(crate) durable: bool,
+    pub(crate) releasing: AtomicBool,
+    pub(crate) release: tokio::sync::Notify,
+    /// The runs this replica drives, by run id: their cancel handles.
+    running: Mutex<HashMap<String, CancelHandle>>,
+    shutting_down: AtomicBool,
+    sweeper: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Gateway {
+    /// The gateway the builder checked; starts the sweeper.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        log: Arc<dyn RunLog>,
+        store: Arc<dyn ThreadStore>,
+        upstream: Arc<dyn Upstream>,
+        audit: Arc<dyn AuditSink>,
+        tokens: ReadTokens,
+        ingest: Ingest,
+        replica: String,
+        settings: Settings,
+    ) -> Gateway {
+        let durable = log.durable();
+        let gateway = Gateway {
+            shared: Arc::new(Shared {
+                log,
+                store,
+                upstream,
+                audit,
+                tokens,
+                ingest,
+                replica,
+                settings,
+                durable,
+                releasing: AtomicBool::new(false),
+                release: tokio::sync::Notify::new(),
+                running: Mutex::new(HashMap::new()),
+                shutting_down: AtomicBool::new(false),
+                sweeper: Mutex::new(None),
+            }),
+        };
+        let sweeper = tokio::spawn(sweep(Arc::downgrade(&gateway.shared)));
+        if let Ok(mut slot) = gateway.shared.sweeper.lock() {
+            *slot = Some(sweeper.abort_handle());
+        }
+        gateway
+    }
+
+    /// Every route of `gateway.md`, to serve as is or to nest under any
+    /// prefix next to a host's own routes and layers:
+    /// `Router::new().nest("/agents", gateway.router())`. See the crate
+    /// documentation for the list.
+    pub fn router<S>(&self) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        crate::routes::router(self.clone())
+    }
+
+    /// This replica's id (it owns the runs it starts under this id).
+    pub fn replica_id(&self) -> &str {
+        &self.shared.replica
+    }
+
+    /// The read token of `run_id`, for a host that hands tokens out itself
+    /// (what the start answers carry in `X-Run-Token`).
+    pub fn read_token(&self, run_id: &str) -> String {
+        self.shared.tokens.token(run_id)
+    }
+
+    /// The run log.
+    pub fn log(&self) -> &Arc<dyn RunLog> {
+        &self.shared.log
+    }
+
+    /// How many runs this gateway is driving now.
+    pub fn running(&self) -> usize {
+        self.shared.running.lock().map_or(0, |r| r.len())
+    }
+
+    /// Ends or releases every run this gateway drives, at once, without
+    /// waiting: with a durable log every run releases its lease (another
+    /// replica ends it, and its subscribers reconnect elsewhere); with the
+    /// memory log each ends as `run.cancelled{shutdown}` (D11). Runs
+    /// started afterwards are ended (or released) as they start.
+    pub fn stop_runs(&self) {
+        let shared = &self.shared;
+        shared.shutting_down.store(true, Ordering::SeqCst);
+        if shared.durable {
+            shared.releasing.store(true, Ordering::SeqCst);
+            shared.release.notify_waiters();
+        } else if let Ok(running) = shared.running.lock() {
+            for handle in running.values() {
+                handle.cancel(CancelReason::Shutdown);
+            }
+        }
+    }
+
+    /// Shuts the gateway down as SIGTERM does `lce serve` past its grace:
+    /// [`stop_runs`](Gateway::stop_runs), then waits (at most
+    /// [`DRAIN`](crate::server::DRAIN)) until it drives no run, their
+    /// terminals logged and audited, and stops the sweeper. The router
+    /// still answers; a host stops serving it first.
+    pub async fn shutdown(&self) {
+        self.stop_runs();
+        self.wait_for_runs(crate::server::DRAIN).await;
+        if let Some(sweeper) = self.shared.sweeper.lock().ok().and_then(|mut s| s.take()) {
+            sweeper.abort();
+        }
+    }
+
+    /// Waits, at most `bound`, until this gateway drives no run.
+    pub async fn wait_for_runs(&self, bound: Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
+        while self.running() > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(target: "lce::gateway", running = self.running(), "runs still going at shutdown");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A fresh cancel handle for a run this replica drives, registered so
+    /// that shutdown and a cancel reach it.
+    pub(crate) fn register(&self, run_id: &str) -> CancelHandle {
+        let handle = CancelHandle::new();
+        if let Ok(mut running) = self.shared.running.lock() {
+            running.insert(run_id.to_owned(), handle.clone());
+        }
+        if self.shared.shutting_down.load(Ordering::SeqCst) && !self.shared.durable {
+            handle.cancel(CancelReason::Shutdown);
+        }
+        handle
+    }
+
+    /// The run ended (or was released).
+    pub(crate) fn unregister(&self, run_id: &str) {
+        if let Ok(mut running) = self.shared.running.lock() {
+            running.remove(run_id);
+        }
+    }
+
+    /// Cancels `run_id` (`client_request`) after [`UPSTREAM_CANCEL_GRACE`]
+    /// if this replica drives it (unless it has ended by then); `false`
+    /// when it does not.
+    pub(crate) fn cancel_after_grace(&self, run_id: &str) -> bool {
+        let handle = self
+            .shared
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(run_id).cloned());
+        let Some(handle) = handle else {
+            return false;
+        };
+        tokio::spawn(async move {
+            tokio::time::sleep(UPSTREAM_CANCEL_GRACE).await;
+            handle.cancel(CancelReason::ClientRequest);
+        });
+        true
+    }
+
+    /// Creates `run_id`'s log, owned by this replica.
+    pub(crate) async fn create(
+        &self,
+        run_id: &str,
+        conversation_id: &str,
+    ) -> Result<LogWriter, LogError> {
+        let info = RunInfo {
+            run_id: run_id.to_owned(),
+            conversation_id: conversation_id.to_owned(),
+            owner: self.shared.replica.clone(),
+        };
+        LogWriter::create(self.shared.log.clone(), info, self.shared.settings.lease).await
+    }
+
+    /// The takeover this replica does for orphaned runs it finds.
+    pub(crate) fn takeover(&self) -> Takeover {
+        takeover(&self.shared)
+    }
+
+    /// The chain lce builds for a run this replica drives:
+    /// `source.enforced(coordinator)`, with the thread store, the audit,
+    /// the limits and `cancel`.
+    pub(crate) fn enforced<S>(
+        &self,
+        source: S,
+        run_id: &str,
+        conversation_id: &str,
+        cancel: CancelHandle,
+    ) -> Enforced<Source<S>>
+    where
+        S: futures::Stream<Item = Result<Event, LceError>> + Send + 'static,
+    {
+        let options = CoordinatorOptions::new(run_id, conversation_id)
+            .limits(self.shared.settings.limits.clone());
+        let coordinator = Coordinator::new(options)
+            .store(self.shared.store.clone())
+            .audit(self.shared.audit.clone())
+            .cancel_handle(cancel);
+        lce_stream::source(source).enforced(coordinator)
+    }
+
+    /// `POST /api/v1/chat/stream/cancel` on any replica: finds the
+    /// conversation's running run, asks the upstream to cancel it, and once
+    /// the upstream accepts, records the request for the run's owner (which
+    /// ends it with `run.cancelled{client_request}` unless the upstream's
+    /// own terminal comes first). A run this replica drives is cancelled
+    /// here at once, without waiting for the owner's next look at the log.
+    /// `Ok(true)` once the upstream accepted, even when its own terminal
+    /// sealed the run before the request was recorded. `Ok(false)`:
+    /// nothing runs, or the upstream refused.
+    pub(crate) async fn cancel_conversation(
+        &self,
+        conversation_id: &str,
+        forwarded: &Forwarded,
+    ) -> Result<bool, LogError> {
+        let log = &self.shared.log;
+        let Some(run_id) = log.running_run(conversation_id).await? else {
+            return Ok(false);
+        };
+        if !self.shared.upstream.cancel(&run_id, forwarded).await {
+            return Ok(false);
+        }
+        match log.request_cancel(&run_id).await {
+            // `false`: the run is sealed already, as when the harness
+            // answered the cancel with its own terminal before this line:
+            // the cancel was delivered all the same.
+            Ok(true | false) => {}
+            Err(LogError::NotFound) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let local = self.cancel_after_grace(&run_id);
+        tracing::info!(target: "lce::gateway", run_id, local, "cancel requested");
+        Ok(true)
+    }
+}
+
+fn takeover(shared: &Shared) -> Takeover {
+    Takeover {
+        claimant: shared.replica.clone(),
+        lease: shared.settings.lease,
+    }
+}
+
+/// Ends orphaned runs every half lease, for runs nobody is reading; stops
+/// when the gateway is gone.
+async fn sweep(shared: Weak<Shared>) {
+    let lease = match shared.upgrade() {
+        Some(s) => s.settings.lease,
+        None => return,
+    };
+    let mut every = tokio::time::interval(lease / 2);
+    loop {
+        every.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let Ok(orphans) = shared.log.orphans().await else {
+            continue;
+        };
+        let takeover = takeover(&shared);
+        for run_id in orphans {
+            let _ = lce_runlog::end_orphan(&shared.log, &run_id, &takeover).await;
+        }
+    }
+}

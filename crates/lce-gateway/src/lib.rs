@@ -1,0 +1,114 @@
+//! `lce-gateway`: lce's gateway as a library (`gateway.md`): durable,
+//! resumable runs behind DA's and AG-UI's routes, as an axum `Router` a
+//! platform nests in its own server, next to its own routes and layers.
+//!
+//! ```text
+//! client ──HTTP──▶ Gateway::router() ──▶ Upstream::open ──▶ coordinator ──▶ RunLog
+//!                        ▲                                                   │
+//!                        └──────────── Subscription (encoded, SSE ids) ◀─────┘
+//! ```
+//!
+//! - [`GatewayBuilder`] → [`Gateway`] (cheap to clone):
+//!   [`Gateway::router`] holds every route, [`Gateway::shutdown`] ends or
+//!   releases the runs it drives.
+//! - [`Upstream`]: where runs come from. [`HttpUpstream`] (a harness over
+//!   HTTP, `docs/upstream.md`), [`ScenarioPlayer`] (recorded runs), or a
+//!   harness in Rust running in-process with no HTTP hop.
+//! - [`ApiError`]: every error answer (a JSON body with a fixed message and
+//!   code).
+//! - [`server`]: the hardened accept loop `lce serve` runs the router on
+//!   (header and body timeouts, a connection limit, a graceful shutdown);
+//!   [`FileAudit`] writes audit records to a file off the async path.
+//!
+//! Routes (each answers a JSON [`ApiError`] before any stream starts):
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /api/v1/chat/stream/start` | DA's start: SSE of a new run (`custom`, `agui`, `agui-v1`), `X-Run-Id`, `X-Run-Token` |
+//! | `POST /api/v1/chat/stream/resume` | DA's resume: SSE of the run that continues an interrupted one |
+//! | `POST /api/v1/chat/stream/cancel` | cancels the conversation's running run, on any replica |
+//! | `POST /api/v1/chat/invoke` | DA's non-streaming answer |
+//! | `POST /api/v1/agui` | AG-UI's `RunAgentInput` in, `agui-v1` SSE out |
+//! | `GET /api/v1/runs/{run_id}/stream` | a run from the log, after `Last-Event-ID`, with `id:` lines (read token required) |
+//! | `POST /api/v1/runs` | push ingest: a harness's canonical JSON Lines (ingest token required) |
+//!
+//! Every run is written to the run log before a client sees a byte of it,
+//! and every client reads its run back from the log, so a client that
+//! reconnects to any replica sharing the log resumes where it stopped.
+//! Nothing here logs a token, a secret, an `Authorization` value or a
+//! payload: only run ids, positions, counts and kinds.
+//!
+//! May depend on: the lce layers below (`lce-types`, `lce-core`,
+//! `lce-wire`, `lce-stream`, `lce-runlog`, `lce-encode-custom` for the
+//! invoke answer), `axum`, `hyper` and `hyper-util` (the routes, the
+//! upstream client, the accept loop), `tokio`, `tokio-util`, `futures`,
+//! `bytes`, `serde`, `serde_json`, `hmac`, `sha2`, `getrandom`, `memchr`,
+//! `pin-project-lite`, `thiserror`, `tracing`. No engine client: a Redis
+//! log comes in through [`GatewayBuilder::log`].
+
+mod audit;
+mod builder;
+mod error;
+mod gateway;
+mod owner;
+mod routes;
+pub mod server;
+mod sse;
+mod tokens;
+mod upstream;
+
+pub use audit::{AUDIT_QUEUE, FileAudit, audit_json};
+pub use builder::{BuildError, GatewayBuilder, MIN_SECRET_BYTES};
+pub use error::{ApiError, UpstreamErrorKind};
+pub use gateway::Gateway;
+pub use tokens::{NoRandomness, ReadTokens, random_id};
+pub use upstream::http::InvalidUpstreamUrl;
+pub use upstream::{
+    EventStream, Forwarded, HttpUpstream, RunInput, RunRequest, ScenarioError, ScenarioPlayer,
+    Upstream, UpstreamError,
+};
+
+use futures::{FutureExt as _, Stream, StreamExt as _};
+use lce_encode_custom::invoke::{InvokeAccumulator, InvokeOptions};
+use lce_stream::LceError;
+use lce_types::Event;
+
+/// Drives a coordinated run to its end through an [`InvokeAccumulator`]
+/// (DA's non-streaming answer: `lce invoke` and `POST /api/v1/chat/invoke`).
+/// `live`: call the D13a release whenever the run would wait, as the
+/// `custom` stream does; input read in place (a file) is always ready, so
+/// `lce invoke` passes `false`.
+pub async fn accumulate<S>(run: S, live: bool) -> InvokeAccumulator
+where
+    S: Stream<Item = Result<Event, LceError>>,
+{
+    let mut run = std::pin::pin!(run);
+    let mut acc = InvokeAccumulator::new(InvokeOptions::default());
+    loop {
+        let next = match run.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                if live {
+                    acc.release_ready();
+                }
+                run.next().await
+            }
+        };
+        match next {
+            None => break,
+            Some(Ok(event)) => {
+                if let Err(e) = acc.feed(&event) {
+                    // Payload-free; the answer becomes the generic failure.
+                    tracing::error!(target: "lce::invoke", error = %e, "the custom encoder would refuse this run");
+                }
+            }
+            Some(Err(e)) => {
+                // The coordinator yields events only; should it not, the run
+                // has no terminal and the answer is the generic failure.
+                tracing::error!(target: "lce::invoke", rule = %e.cause(), "run failed");
+                break;
+            }
+        }
+    }
+    acc
+}

@@ -1,0 +1,119 @@
+//! `GET /api/v1/runs/{run_id}/stream` (a run from the log, resumable by
+//! `Last-Event-ID`) and push ingest `POST /api/v1/runs`.
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use futures::StreamExt as _;
+use lce_runlog::FrameId;
+
+use super::{answer, log_error, protocol, subscribe_error};
+use crate::error::{ApiError, json_response};
+use crate::gateway::{Gateway, Ingest};
+use crate::owner::spawn_owner;
+use crate::sse::insert_run_headers;
+use crate::tokens::constant_time_eq;
+
+/// `?protocol=` and `?token=` of `GET /api/v1/runs/{run_id}/stream`.
+#[derive(serde::Deserialize)]
+pub(super) struct StreamQuery {
+    #[serde(default)]
+    protocol: Option<String>,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// The run from its start or after `Last-Event-ID`, then live until its
+/// terminal, with `id:` lines. A missing or wrong token looks exactly like
+/// an unknown run.
+pub(super) async fn stream(
+    State(gw): State<Gateway>,
+    Path(run_id): Path<String>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Response {
+    answer(read_run(&gw, &run_id, &query, &headers).await)
+}
+
+async fn read_run(
+    gw: &Gateway,
+    run_id: &str,
+    query: &StreamQuery,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let token = headers
+        .get("x-run-token")
+        .and_then(|v| v.to_str().ok())
+        .or(query.token.as_deref());
+    if !token.is_some_and(|t| gw.shared.tokens.verify(run_id, t)) {
+        return Err(ApiError::UnknownRun);
+    }
+    let format = protocol(query.protocol.as_deref())?;
+    let after = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.parse::<FrameId>().ok())
+                .ok_or(ApiError::BadLastEventId)?,
+        ),
+    };
+    gw.subscribe(run_id, format, after, true, None)
+        .await
+        .map_err(|e| subscribe_error(&e))
+}
+
+/// A harness pushes a run as canonical JSON Lines; the answer, once the run
+/// has its terminal, is a JSON summary with the run's `X-Run-Token` (the
+/// harness holds the ingest token: it hands the read token to its clients).
+pub(super) async fn push(State(gw): State<Gateway>, headers: HeaderMap, body: Body) -> Response {
+    answer(push_run(&gw, &headers, body).await)
+}
+
+async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    match &gw.shared.ingest {
+        Ingest::Off => return Err(ApiError::IngestOff),
+        Ingest::Anonymous => {}
+        Ingest::Bearer(want) => {
+            let given = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), want.as_bytes())) {
+                return Err(ApiError::Unauthorized);
+            }
+        }
+    }
+    let reader = tokio_util::io::StreamReader::new(
+        body.into_data_stream()
+            .map(|r| r.map_err(std::io::Error::other)),
+    );
+    let mut lines = Box::pin(lce_stream::codec::read_event_lines(reader).peekable());
+    let Some(Ok(first)) = lines.as_mut().peek().await else {
+        return Err(ApiError::BadRun);
+    };
+    let (run_id, conversation_id) = (first.run_id.to_string(), first.conversation_id.to_string());
+    let writer = gw
+        .create(&run_id, &conversation_id)
+        .await
+        .map_err(log_error)?;
+    let cancel = gw.register(&run_id);
+    let run = gw.enforced(lines, &run_id, &conversation_id, cancel);
+    let summary = spawn_owner(gw.clone(), writer, run)
+        .await
+        .map_err(|_| ApiError::LogUnavailable)?;
+    let body = serde_json::json!({
+        "run_id": run_id,
+        "terminal": summary.terminal.map(|t| t.as_str()),
+        "events_in": summary.events_in,
+        "dropped": summary.dropped,
+        "violations": summary.violation.iter().map(|(rule, position)| {
+            serde_json::json!({"rule": rule, "position": position})
+        }).collect::<Vec<_>>(),
+        "outcome": summary.outcome.as_str(),
+    });
+    let mut response = json_response(StatusCode::OK, &body);
+    insert_run_headers(response.headers_mut(), &run_id, &gw.shared.tokens);
+    Ok(response)
+}

@@ -1,0 +1,282 @@
+//! [`HttpUpstream`]: a harness over plain HTTP/1.1 (`docs/upstream.md`).
+//!
+//! A start or resume is `POST URL/runs` with `{run_id, conversation_id,
+//! agent_id, message | resume_data, client_context}`; the answer's body is
+//! read as canonical JSON Lines (`application/x-ndjson`) or as SSE whose
+//! `data:` lines are canonical events (`text/event-stream`), as it arrives.
+//! Cancel is `POST URL/runs/{run_id}/cancel`. Plain `http://` only.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, Uri, header};
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+use hyper_util::rt::TokioIo;
+use lce_stream::LceError;
+use lce_types::Event;
+
+use super::{EventStream, Forwarded, RunInput, RunRequest, Upstream, UpstreamError};
+
+/// A harness over plain HTTP/1.1.
+#[derive(Debug, Clone)]
+pub struct HttpUpstream {
+    /// `host:port`.
+    authority: String,
+    /// The URL's path, without a trailing `/` (`""` for the root).
+    base_path: String,
+    /// Bound on connecting and on receiving the answer's header.
+    timeout: Duration,
+}
+
+/// An upstream URL that is not `http://HOST:PORT[/PATH]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the upstream must be http://HOST:PORT[/PATH] (no user, no query)")]
+pub struct InvalidUpstreamUrl;
+
+impl HttpUpstream {
+    /// The harness at `http://HOST:PORT[/PATH]`; `timeout` bounds connecting
+    /// and receiving an answer's header.
+    pub fn new(url: &str, timeout: Duration) -> Result<HttpUpstream, InvalidUpstreamUrl> {
+        let uri: Uri = url.parse().map_err(|_| InvalidUpstreamUrl)?;
+        if uri.scheme_str() != Some("http") || uri.query().is_some() {
+            return Err(InvalidUpstreamUrl);
+        }
+        let authority = uri.authority().ok_or(InvalidUpstreamUrl)?;
+        if authority.as_str().contains('@') {
+            return Err(InvalidUpstreamUrl);
+        }
+        let port = authority.port_u16().unwrap_or(80);
+        Ok(HttpUpstream {
+            authority: format!("{}:{port}", authority.host()),
+            base_path: uri.path().trim_end_matches('/').to_owned(),
+            timeout,
+        })
+    }
+
+    /// Sends one request and returns the answer's head and body.
+    async fn send(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        forwarded: &Forwarded,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, UpstreamError> {
+        let exchange = async {
+            let tcp = tokio::net::TcpStream::connect(&self.authority)
+                .await
+                .map_err(|_| UpstreamError::Unreachable)?;
+            let _ = tcp.set_nodelay(true);
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake::<_, Body>(TokioIo::new(tcp))
+                    .await
+                    .map_err(|_| UpstreamError::Unreachable)?;
+            // The connection drives the exchange; it ends with the body.
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let mut request = Request::builder()
+                .method(Method::POST)
+                .uri(format!("{}{path}", self.base_path))
+                .header(header::HOST, &self.authority)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/x-ndjson, text/event-stream")
+                .body(Body::from(body))
+                .map_err(|_| UpstreamError::Unreachable)?;
+            forwarded.apply(request.headers_mut());
+            sender
+                .send_request(request)
+                .await
+                .map_err(|_| UpstreamError::Unreachable)
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| UpstreamError::TimedOut)?
+    }
+
+    async fn open_run(&self, request: RunRequest) -> Result<EventStream, UpstreamError> {
+        let mut body = serde_json::json!({
+            "run_id": request.run_id,
+            "conversation_id": request.conversation_id,
+            "agent_id": request.agent_id,
+            "client_context": request.client_context,
+        });
+        match request.input {
+            RunInput::Message(m) => body["message"] = m.into(),
+            RunInput::Resume(r) => body["resume_data"] = r.into(),
+        }
+        let response = self
+            .send("/runs", body.to_string().into_bytes(), &request.forwarded)
+            .await?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(UpstreamError::Status(status.as_u16()));
+        }
+        let encoded = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if encoded {
+            // lce sends no Accept-Encoding: a compressed body is refused.
+            return Err(UpstreamError::ContentType);
+        }
+        let media = media_type(response.headers());
+        let data = whole_lines(Body::new(response.into_body()).into_data_stream());
+        let reader = tokio_util::io::StreamReader::new(data);
+        match media.as_str() {
+            "application/x-ndjson" | "application/jsonl" | "application/json-lines" => {
+                Ok(Box::pin(lce_stream::codec::read_event_lines(reader)))
+            }
+            "text/event-stream" => Ok(Box::pin(sse_events(reader))),
+            _ => Err(UpstreamError::ContentType),
+        }
+    }
+
+    async fn cancel_run(&self, run_id: &str, forwarded: &Forwarded) -> bool {
+        let mut path = String::from("/runs/");
+        // A run id is lce's hex or the AG-UI client's: percent-encode what a
+        // path segment cannot hold.
+        for b in run_id.bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                path.push(char::from(b));
+            } else {
+                path.push_str(&format!("%{b:02X}"));
+            }
+        }
+        path.push_str("/cancel");
+        match self.send(&path, b"{}".to_vec(), forwarded).await {
+            Ok(response) => response.status().is_success(),
+            Err(e) => {
+                tracing::warn!(target: "lce::upstream", run_id, error = %e, "cancel not accepted");
+                false
+            }
+        }
+    }
+}
+
+impl Upstream for HttpUpstream {
+    fn open(&self, request: RunRequest) -> BoxFuture<'_, Result<EventStream, UpstreamError>> {
+        Box::pin(self.open_run(request))
+    }
+
+    fn cancel<'a>(&'a self, run_id: &'a str, forwarded: &'a Forwarded) -> BoxFuture<'a, bool> {
+        Box::pin(self.cancel_run(run_id, forwarded))
+    }
+}
+
+/// The media type of a `Content-Type`, lowercase, without parameters.
+fn media_type(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// The body's bytes up to its last newline while it arrives, the rest at
+/// its clean end. A body that breaks (a reset, a cut chunked body) ends at
+/// its last whole line, without an error: the run then ends as any adapter
+/// that closes without a terminal (rule 12, D9), not as a bad line. Only
+/// each new chunk is searched for a newline (linear in the bytes read).
+fn whole_lines<S, E>(body: S) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    futures::stream::unfold(
+        (Box::pin(body), bytes::BytesMut::new(), false),
+        |(mut body, mut held, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                match body.next().await {
+                    Some(Ok(chunk)) => {
+                        let before = held.len();
+                        held.extend_from_slice(&chunk);
+                        if let Some(end) = memchr::memrchr(b'\n', &chunk) {
+                            let lines = held.split_to(before + end + 1).freeze();
+                            return Some((Ok(lines), (body, held, false)));
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(target: "lce::upstream", held = held.len(), error = %e, "the upstream's body broke");
+                        return None;
+                    }
+                    None if held.is_empty() => return None,
+                    None => return Some((Ok(held.split().freeze()), (body, held, true))),
+                }
+            }
+        },
+    )
+}
+
+/// The canonical events in the `data:` of an SSE body (frames with only
+/// comments are skipped; `event:` and `id:` are ignored; a frame the end
+/// cuts before its blank line is discarded).
+fn sse_events<R>(reader: R) -> impl Stream<Item = Result<Event, LceError>> + Send + 'static
+where
+    R: tokio::io::AsyncRead + Send + 'static,
+{
+    tokio_util::codec::FramedRead::new(reader, lce_stream::SseDecoder::new()).filter_map(
+        |frame| async move {
+            match frame {
+                Ok(frame) if frame.comment_only || frame.data.is_empty() => None,
+                Ok(frame) => Some(Event::from_json(&frame.data).map_err(LceError::Parse)),
+                // The body's bytes never fail (`whole_lines`): this is the
+                // decoder's end with a frame cut before its blank line,
+                // which SSE discards.
+                Err(lce_stream::SseDecodeError::Io(_)) => None,
+                Err(_) => Some(Err(LceError::Io(std::io::Error::other(
+                    "the upstream's SSE is malformed",
+                )))),
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_http_urls_are_taken() {
+        let ok = HttpUpstream::new("http://127.0.0.1:9000/base/", Duration::from_secs(1)).unwrap();
+        assert_eq!(ok.authority, "127.0.0.1:9000");
+        assert_eq!(ok.base_path, "/base");
+        let default_port = HttpUpstream::new("http://harness", Duration::from_secs(1)).unwrap();
+        assert_eq!(default_port.authority, "harness:80");
+        assert_eq!(default_port.base_path, "");
+        for bad in [
+            "https://h:1",
+            "http://u:p@h:1",
+            "http://h:1/?q=1",
+            "h:1",
+            "not a url",
+        ] {
+            assert_eq!(
+                HttpUpstream::new(bad, Duration::from_secs(1)).unwrap_err(),
+                InvalidUpstreamUrl,
+                "{bad}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn whole_lines_are_released_as_each_newline_arrives() {
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = ["a", "b\nc", "d", "\n", "tail"]
+            .into_iter()
+            .map(|s| Ok(bytes::Bytes::from(s)))
+            .collect();
+        let out: Vec<_> = whole_lines(futures::stream::iter(chunks))
+            .map(|r| String::from_utf8(r.unwrap().to_vec()).unwrap())
+            .collect()
+            .await;
+        assert_eq!(out, ["ab\n", "cd\n", "tail"]);
+    }
+}
