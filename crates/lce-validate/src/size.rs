@@ -1,15 +1,19 @@
 //! The canonical JSON size of an event, without building the JSON.
 //!
-//! One function per payload, alike on purpose: each destructures its payload
-//! (a field added to a payload fails to compile here until it is counted) and
-//! lists the members in the order serde writes them, so each reads against
-//! its type in `lce-types`; the tests compare every size with `to_json`.
+//! One [`JsonLen`] impl per payload, written by `object_len!` from the list
+//! of its members in the order serde writes them, so each reads against its
+//! type in `lce-types`; each destructures its payload (a field added to a
+//! payload fails to compile here until it is counted), and each member's
+//! value is measured by its type. The tests compare every size with
+//! `to_json`.
 
 use lce_types::{
-    Event, FormField, InterruptRequested, NamespaceEntered, NamespaceExited, Payload,
-    ProviderMetadata, RunCancelled, RunError, RunFinished, RunInterrupted, RunStarted, SpanDelta,
-    SpanFinished, SpanStarted, ThreadState, ToolApproval, ToolArgumentsDelta, ToolError,
-    ToolFinished, ToolStarted, UsageUpdated, Warning,
+    CancelReason, Decision, Durability, Event, FormField, InterruptReason, InterruptRequested,
+    InterruptType, JsonObject, NamespaceEntered, NamespaceExited, NamespaceOutcome, OpaqueJson,
+    Outcome, Payload, ProviderMetadata, RetryAfter, Role, RunCancelled, RunError, RunFinished,
+    RunInterrupted, RunStarted, SideEffectStatus, SpanDelta, SpanFinished, SpanStarted,
+    ThreadState, ToolApproval, ToolArgumentsDelta, ToolError, ToolFinished, ToolStarted,
+    UsageUpdated, Warning,
 };
 use lce_wire::json_string_len;
 
@@ -54,8 +58,8 @@ pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
 /// serializes it (serde derive: members in declaration order, `None`
 /// members skipped); `None` for a payload type this function does not know.
 ///
-/// The common span payloads are counted here; each other payload by its own
-/// function below. Every payload is destructured whole: a member added to
+/// The common span payloads are counted here; each other payload by its
+/// [`JsonLen`] impl below. Every payload is destructured whole: a member added to
 /// one of them stops the build instead of making the count wrong.
 #[inline]
 fn data_size(payload: &Payload) -> Option<u64> {
@@ -89,263 +93,219 @@ fn data_size(payload: &Payload) -> Option<u64> {
         | Payload::ReasoningFinished(SpanFinished { message_id }) => {
             MESSAGE_ID + json_string_len(message_id) + 1
         }
-        Payload::ToolStarted(p) => tool_started_len(p),
-        Payload::ToolFinished(p) => tool_finished_len(p),
-        Payload::ToolError(p) => tool_error_len(p),
-        Payload::NamespaceEntered(p) => namespace_entered_len(p),
-        Payload::NamespaceExited(p) => namespace_exited_len(p),
-        Payload::RunStarted(p) => run_started_len(p),
-        Payload::RunFinished(p) => run_finished_len(p),
-        Payload::RunInterrupted(p) => run_interrupted_len(p),
-        Payload::RunCancelled(p) => run_cancelled_len(p),
-        Payload::RunError(p) => run_error_len(p),
-        Payload::InterruptRequested(p) => interrupt_len(p),
-        Payload::Warning(p) => warning_len(p),
-        Payload::UsageUpdated(p) => usage_len(p),
-        Payload::ProviderMetadata(p) => metadata_len(p),
+        Payload::ToolStarted(p) => p.json_len(),
+        Payload::ToolFinished(p) => p.json_len(),
+        Payload::ToolError(p) => p.json_len(),
+        Payload::NamespaceEntered(p) => p.json_len(),
+        Payload::NamespaceExited(p) => p.json_len(),
+        Payload::RunStarted(p) => p.json_len(),
+        Payload::RunFinished(p) => p.json_len(),
+        Payload::RunInterrupted(p) => p.json_len(),
+        Payload::RunCancelled(p) => p.json_len(),
+        Payload::RunError(p) => p.json_len(),
+        Payload::InterruptRequested(p) => p.json_len(),
+        Payload::Warning(p) => p.json_len(),
+        Payload::UsageUpdated(p) => p.json_len(),
+        Payload::ProviderMetadata(p) => p.json_len(),
         _ => return None,
     })
 }
 
-/// `tool.started`.
-#[inline]
-fn tool_started_len(p: &ToolStarted) -> u64 {
-    let ToolStarted {
-        tool_call_id,
-        tool_name,
-        arguments,
-        parent_message_id,
-    } = p;
-    Obj::new()
-        .member("tool_call_id", json_string_len(tool_call_id))
-        .member("tool_name", json_string_len(tool_name))
-        .member("arguments", raw_len(arguments.get()))
-        .opt("parent_message_id", opt_str_len(parent_message_id))
-        .end()
+/// A value's size as `serde_json` writes it inside a payload.
+trait JsonLen {
+    /// The value's length in compact JSON.
+    fn json_len(&self) -> u64;
 }
 
-/// `tool.finished`.
-#[inline]
-fn tool_finished_len(p: &ToolFinished) -> u64 {
-    let ToolFinished {
-        tool_call_id,
-        result,
-        result_ref,
-    } = p;
-    Obj::new()
-        .member("tool_call_id", json_string_len(tool_call_id))
-        .member("result", json_string_len(result))
-        .opt("result_ref", opt_str_len(result_ref))
-        .end()
+/// A member's value size, `None` when `serde` skips the member (an absent
+/// `Option`, `skip_serializing_if = "Option::is_none"`).
+trait MemberLen {
+    /// The member value's length in compact JSON, if it is written.
+    fn member_len(&self) -> Option<u64>;
 }
 
-/// `tool.error`.
-#[inline]
-fn tool_error_len(p: &ToolError) -> u64 {
-    let ToolError {
-        tool_call_id,
-        code,
-        message,
-        retryable,
-    } = p;
-    Obj::new()
-        .member("tool_call_id", json_string_len(tool_call_id))
-        .member("code", json_string_len(code))
-        .member("message", json_string_len(message))
-        .member("retryable", bool_len(*retryable))
-        .end()
+impl<T: JsonLen> MemberLen for T {
+    #[inline]
+    fn member_len(&self) -> Option<u64> {
+        Some(self.json_len())
+    }
 }
 
-/// `namespace.entered`.
-#[inline]
-fn namespace_entered_len(p: &NamespaceEntered) -> u64 {
-    let NamespaceEntered {
-        agent_id,
-        agent_name,
-        parent_tool_call_id,
-    } = p;
-    Obj::new()
-        .member("agent_id", json_string_len(agent_id))
-        .member("agent_name", json_string_len(agent_name))
-        .member("parent_tool_call_id", json_string_len(parent_tool_call_id))
-        .end()
+impl<T: JsonLen> MemberLen for Option<T> {
+    #[inline]
+    fn member_len(&self) -> Option<u64> {
+        self.as_ref().map(T::json_len)
+    }
 }
 
-/// `namespace.exited`.
-#[inline]
-fn namespace_exited_len(p: &NamespaceExited) -> u64 {
-    let NamespaceExited {
-        agent_id,
-        parent_tool_call_id,
-        outcome,
-    } = p;
-    Obj::new()
-        .member("agent_id", json_string_len(agent_id))
-        .member("parent_tool_call_id", json_string_len(parent_tool_call_id))
-        .member("outcome", name_len(outcome.as_str()))
-        .end()
+impl JsonLen for String {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        json_string_len(self)
+    }
 }
 
-/// `run.started`.
-#[inline]
-fn run_started_len(p: &RunStarted) -> u64 {
-    let RunStarted {
-        message_id,
-        harness_id,
-        adapter_version,
-        provider_run_id,
-    } = p;
-    Obj::new()
-        .opt("message_id", opt_str_len(message_id))
-        .member("harness_id", json_string_len(harness_id))
-        .member("adapter_version", json_string_len(adapter_version))
-        .opt("provider_run_id", opt_str_len(provider_run_id))
-        .end()
+impl JsonLen for bool {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        bool_len(*self)
+    }
 }
 
-/// `run.finished`, with its thread state.
-#[inline]
-fn run_finished_len(p: &RunFinished) -> u64 {
-    let RunFinished {
-        outcome,
-        stop_reason,
-        thread_state,
-    } = p;
-    Obj::new()
-        .member("outcome", name_len(outcome.as_str()))
-        .opt("stop_reason", opt_str_len(stop_reason))
-        .opt("thread_state", thread_state.as_ref().map(thread_state_len))
-        .end()
+impl JsonLen for u64 {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        digits(*self)
+    }
 }
 
-/// `run.interrupted`.
-#[inline]
-fn run_interrupted_len(p: &RunInterrupted) -> u64 {
-    let RunInterrupted {
-        interrupt_id,
-        reason,
-    } = p;
-    Obj::new()
-        .member("interrupt_id", json_string_len(interrupt_id))
-        .member("reason", name_len(reason.as_str()))
-        .end()
+impl JsonLen for f64 {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        f64_len(*self)
+    }
 }
 
-/// `run.cancelled`.
-#[inline]
-fn run_cancelled_len(p: &RunCancelled) -> u64 {
-    let RunCancelled {
-        reason,
-        side_effect_status,
-    } = p;
-    Obj::new()
-        .member("reason", name_len(reason.as_str()))
-        .member("side_effect_status", name_len(side_effect_status.as_str()))
-        .end()
+impl JsonLen for JsonObject {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        raw_len(self.get())
+    }
 }
 
-/// `run.error`.
-#[inline]
-fn run_error_len(p: &RunError) -> u64 {
-    let RunError {
-        code,
-        message,
-        retryable,
-        retry_after_seconds,
-        side_effect_status,
-    } = p;
-    Obj::new()
-        .member("code", json_string_len(code))
-        .member("message", json_string_len(message))
-        .member("retryable", bool_len(*retryable))
-        // The exact number text, written as it arrived.
-        .opt(
-            "retry_after_seconds",
-            retry_after_seconds.as_ref().map(|r| raw_len(r.as_str())),
-        )
-        .member("side_effect_status", name_len(side_effect_status.as_str()))
-        .end()
+impl JsonLen for OpaqueJson {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        raw_len(self.get())
+    }
 }
 
-/// `warning`.
-#[inline]
-fn warning_len(p: &Warning) -> u64 {
-    let Warning {
-        code,
-        message,
-        details,
-    } = p;
-    Obj::new()
-        .member("code", json_string_len(code))
-        .member("message", json_string_len(message))
-        .opt("details", details.as_ref().map(|d| raw_len(d.get())))
-        .end()
+/// `run.error.retry_after_seconds`: the exact number text, written as it
+/// arrived.
+impl JsonLen for RetryAfter {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        raw_len(self.as_str())
+    }
 }
 
-/// `usage.updated`.
-#[inline]
-fn usage_len(p: &UsageUpdated) -> u64 {
-    let UsageUpdated {
+/// `thread_state.durability`: a named value or any bounded code (D19),
+/// which may hold a `"` or a `\`.
+impl JsonLen for Durability {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        json_string_len(self.as_str())
+    }
+}
+
+impl<T: JsonLen> JsonLen for Vec<T> {
+    #[inline]
+    fn json_len(&self) -> u64 {
+        array_len(self, T::json_len)
+    }
+}
+
+/// `impl JsonLen` for the payloads' string enumerations: their `as_str`,
+/// never escaped.
+macro_rules! enum_len {
+    ($($ty:ident),* $(,)?) => {$(
+        impl JsonLen for $ty {
+            #[inline]
+            fn json_len(&self) -> u64 {
+                name_len(self.as_str())
+            }
+        }
+    )*};
+}
+
+enum_len!(
+    Role,
+    Outcome,
+    InterruptReason,
+    InterruptType,
+    CancelReason,
+    SideEffectStatus,
+    NamespaceOutcome,
+    Decision,
+);
+
+/// `impl JsonLen` for payload structs, each the object serde derive writes
+/// for it: `Type { field, field as "json name", ... }` lists its members in
+/// declaration order (the order serde writes them), each named as its field
+/// unless renamed; attributes go on the `json_len` method. Each struct is
+/// destructured whole: a member added to one stops the build here instead
+/// of making the count wrong.
+macro_rules! object_len {
+    (@name $field:ident $json:literal) => {
+        $json
+    };
+    (@name $field:ident) => {
+        stringify!($field)
+    };
+    ($($(#[$attr:meta])* $ty:ident { $($field:ident $(as $json:literal)?),* $(,)? })*) => {$(
+        impl JsonLen for $ty {
+            $(#[$attr])*
+            fn json_len(&self) -> u64 {
+                let $ty { $($field),* } = self;
+                Obj::new()
+                    $(.member_of(object_len!(@name $field $($json)?), $field))*
+                    .end()
+            }
+        }
+    )*};
+}
+
+object_len! {
+    /// `tool.started`.
+    #[inline]
+    ToolStarted { tool_call_id, tool_name, arguments, parent_message_id }
+    /// `tool.finished`.
+    #[inline]
+    ToolFinished { tool_call_id, result, result_ref }
+    /// `tool.error`.
+    #[inline]
+    ToolError { tool_call_id, code, message, retryable }
+    /// `namespace.entered`.
+    #[inline]
+    NamespaceEntered { agent_id, agent_name, parent_tool_call_id }
+    /// `namespace.exited`.
+    #[inline]
+    NamespaceExited { agent_id, parent_tool_call_id, outcome }
+    /// `run.started`.
+    #[inline]
+    RunStarted { message_id, harness_id, adapter_version, provider_run_id }
+    /// `run.finished`, with its thread state.
+    #[inline]
+    RunFinished { outcome, stop_reason, thread_state }
+    /// `run.interrupted`.
+    #[inline]
+    RunInterrupted { interrupt_id, reason }
+    /// `run.cancelled`.
+    #[inline]
+    RunCancelled { reason, side_effect_status }
+    /// `run.error`.
+    #[inline]
+    RunError { code, message, retryable, retry_after_seconds, side_effect_status }
+    /// `warning`.
+    #[inline]
+    Warning { code, message, details }
+    /// `usage.updated`.
+    #[inline]
+    UsageUpdated {
         input_tokens,
         output_tokens,
         cached_input_tokens,
         cost,
         currency,
-        is_final,
-    } = p;
-    Obj::new()
-        .opt("input_tokens", input_tokens.map(digits))
-        .opt("output_tokens", output_tokens.map(digits))
-        .opt("cached_input_tokens", cached_input_tokens.map(digits))
-        .opt("cost", cost.map(f64_len))
-        .opt("currency", opt_str_len(currency))
-        .opt("final", is_final.map(bool_len))
-        .end()
-}
-
-/// `provider.metadata`.
-#[inline]
-fn metadata_len(p: &ProviderMetadata) -> u64 {
-    let ProviderMetadata {
-        provider,
-        model,
-        metadata,
-    } = p;
-    Obj::new()
-        .member("provider", json_string_len(provider))
-        .opt("model", opt_str_len(model))
-        .member("metadata", raw_len(metadata.get()))
-        .end()
-}
-
-/// `interrupt.requested`, with its form fields or tool approvals.
-fn interrupt_len(p: &InterruptRequested) -> u64 {
-    let InterruptRequested {
-        interrupt_id,
-        interrupt_type,
-        agent_id,
-        prompt,
-        fields,
-        tool_approvals,
-    } = p;
-    Obj::new()
-        .member("interrupt_id", json_string_len(interrupt_id))
-        .member("interrupt_type", name_len(interrupt_type.as_str()))
-        .member("agent_id", json_string_len(agent_id))
-        .opt("prompt", opt_str_len(prompt))
-        .opt("fields", fields.as_deref().map(|f| array_len(f, field_len)))
-        .opt(
-            "tool_approvals",
-            tool_approvals
-                .as_deref()
-                .map(|a| array_len(a, approval_len)),
-        )
-        .end()
-}
-
-/// One field of a form-input interrupt.
-fn field_len(f: &FormField) -> u64 {
-    let FormField {
+        is_final as "final",
+    }
+    /// `provider.metadata`.
+    #[inline]
+    ProviderMetadata { provider, model, metadata }
+    /// `interrupt.requested`, with its form fields or tool approvals.
+    InterruptRequested { interrupt_id, interrupt_type, agent_id, prompt, fields, tool_approvals }
+    /// One field of a form-input interrupt.
+    FormField {
         field_name,
         field_label,
         field_description,
@@ -354,59 +314,11 @@ fn field_len(f: &FormField) -> u64 {
         required,
         default_value,
         placeholder,
-    } = f;
-    Obj::new()
-        .member("field_name", json_string_len(field_name))
-        .opt("field_label", opt_str_len(field_label))
-        .opt("field_description", opt_str_len(field_description))
-        .member("field_type", json_string_len(field_type))
-        .opt(
-            "field_values",
-            field_values.as_ref().map(|v| raw_len(v.get())),
-        )
-        .opt("required", required.map(bool_len))
-        .opt(
-            "default_value",
-            default_value.as_ref().map(|v| raw_len(v.get())),
-        )
-        .opt("placeholder", opt_str_len(placeholder))
-        .end()
-}
-
-/// One tool call awaiting approval.
-fn approval_len(a: &ToolApproval) -> u64 {
-    let ToolApproval {
-        tool_call_id,
-        tool_name,
-        tool_args,
-        allowed_decisions,
-    } = a;
-    Obj::new()
-        .member("tool_call_id", json_string_len(tool_call_id))
-        .member("tool_name", json_string_len(tool_name))
-        .member("tool_args", raw_len(tool_args.get()))
-        .opt(
-            "allowed_decisions",
-            allowed_decisions
-                .as_deref()
-                .map(|d| array_len(d, |d| name_len(d.as_str()))),
-        )
-        .end()
-}
-
-/// `run.finished.thread_state`.
-fn thread_state_len(t: &ThreadState) -> u64 {
-    let ThreadState {
-        durability,
-        durable_revision,
-        head_ref,
-    } = t;
-    Obj::new()
-        // Any bounded code (D19), which may hold a `"` or a `\`.
-        .member("durability", json_string_len(durability.as_str()))
-        .member("durable_revision", digits(*durable_revision))
-        .member("head_ref", json_string_len(head_ref))
-        .end()
+    }
+    /// One tool call awaiting approval.
+    ToolApproval { tool_call_id, tool_name, tool_args, allowed_decisions }
+    /// `run.finished.thread_state`.
+    ThreadState { durability, durable_revision, head_ref }
 }
 
 /// The size of a JSON object as `serde_json` writes a struct, member by
@@ -439,6 +351,12 @@ impl Obj {
         }
     }
 
+    /// A member of any value [`MemberLen`] measures (skipped when absent).
+    #[inline]
+    fn member_of(self, name: &'static str, value: &impl MemberLen) -> Obj {
+        self.opt(name, value.member_len())
+    }
+
     /// The object's size: `{}` when no member was written.
     #[inline]
     fn end(self) -> u64 {
@@ -450,12 +368,6 @@ impl Obj {
 fn array_len<T>(items: &[T], len: impl Fn(&T) -> u64) -> u64 {
     let sum: u64 = items.iter().map(len).sum();
     2 + sum + (items.len() as u64).saturating_sub(1)
-}
-
-/// An optional string member's value size.
-#[inline]
-fn opt_str_len(s: &Option<String>) -> Option<u64> {
-    s.as_deref().map(json_string_len)
 }
 
 /// A value of one of the payloads' string enumerations (`as_str`): plain
@@ -535,10 +447,6 @@ fn digits(v: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lce_types::{
-        CancelReason, Decision, Durability, InterruptReason, InterruptType, JsonObject,
-        NamespaceOutcome, OpaqueJson, Outcome, Role, SideEffectStatus,
-    };
     use proptest::prelude::*;
 
     fn delta(ty: &str, id: &str, text: &str, seq: u64, ns: &[String]) -> Event {
@@ -717,57 +625,49 @@ mod tests {
         prop::sample::select(all).boxed()
     }
 
+    /// `strategy!(Type { field: strategy, ... })`: a strategy for a `Type`
+    /// each of whose fields (all of them, as a struct literal needs) is drawn
+    /// from its own strategy.
+    macro_rules! strategy {
+        ($ty:ident { $($field:ident: $strategy:expr),* $(,)? }) => {
+            ($($strategy,)*).prop_map(|($($field,)*)| $ty { $($field),* })
+        };
+    }
+
     fn form_field() -> BoxedStrategy<FormField> {
-        (
-            text(),
-            opt_text(),
-            opt_text(),
-            text(),
-            proptest::option::of(opaque()),
-            proptest::option::of(any::<bool>()),
-            proptest::option::of(opaque()),
-            opt_text(),
-        )
-            .prop_map(
-                |(
-                    field_name,
-                    field_label,
-                    field_description,
-                    field_type,
-                    field_values,
-                    required,
-                    default_value,
-                    placeholder,
-                )| FormField {
-                    field_name,
-                    field_label,
-                    field_description,
-                    field_type,
-                    field_values,
-                    required,
-                    default_value,
-                    placeholder,
-                },
-            )
-            .boxed()
+        strategy!(FormField {
+            field_name: text(),
+            field_label: opt_text(),
+            field_description: opt_text(),
+            field_type: text(),
+            field_values: proptest::option::of(opaque()),
+            required: proptest::option::of(any::<bool>()),
+            default_value: proptest::option::of(opaque()),
+            placeholder: opt_text(),
+        })
+        .boxed()
     }
 
     fn tool_approval() -> BoxedStrategy<ToolApproval> {
-        (
-            text(),
-            text(),
-            json_object(),
-            proptest::option::of(proptest::collection::vec(one_of(Decision::ALL), 0..4)),
-        )
-            .prop_map(
-                |(tool_call_id, tool_name, tool_args, allowed_decisions)| ToolApproval {
-                    tool_call_id,
-                    tool_name,
-                    tool_args,
-                    allowed_decisions,
-                },
-            )
-            .boxed()
+        strategy!(ToolApproval {
+            tool_call_id: text(),
+            tool_name: text(),
+            tool_args: json_object(),
+            allowed_decisions: proptest::option::of(proptest::collection::vec(
+                one_of(Decision::ALL),
+                0..4
+            )),
+        })
+        .boxed()
+    }
+
+    fn thread_state() -> BoxedStrategy<ThreadState> {
+        strategy!(ThreadState {
+            durability: durability(),
+            durable_revision: any::<u64>(),
+            head_ref: text(),
+        })
+        .boxed()
     }
 
     /// Every payload type, with arbitrary member values (each type as
@@ -785,81 +685,53 @@ mod tests {
     /// The five run payloads.
     fn run_payload() -> BoxedStrategy<Payload> {
         prop_oneof![
-            (opt_text(), text(), text(), opt_text()).prop_map(
-                |(message_id, harness_id, adapter_version, provider_run_id)| {
-                    Payload::RunStarted(RunStarted {
-                        message_id,
-                        harness_id,
-                        adapter_version,
-                        provider_run_id,
-                    })
-                }
-            ),
-            (
-                one_of(Outcome::ALL),
-                opt_text(),
-                proptest::option::of((durability(), any::<u64>(), text()))
-            )
-                .prop_map(|(outcome, stop_reason, state)| {
-                    Payload::RunFinished(RunFinished {
-                        outcome,
-                        stop_reason,
-                        thread_state: state.map(|(durability, durable_revision, head_ref)| {
-                            ThreadState {
-                                durability,
-                                durable_revision,
-                                head_ref,
-                            }
-                        }),
-                    })
-                }),
-            (text(), one_of(InterruptReason::ALL)).prop_map(|(interrupt_id, reason)| {
-                Payload::RunInterrupted(RunInterrupted {
-                    interrupt_id,
-                    reason,
-                })
-            }),
-            (one_of(CancelReason::ALL), one_of(SideEffectStatus::ALL)).prop_map(
-                |(reason, side_effect_status)| Payload::RunCancelled(RunCancelled {
-                    reason,
-                    side_effect_status,
-                })
-            ),
-            (
-                text(),
-                text(),
-                any::<bool>(),
-                proptest::option::of(retry_after()),
-                one_of(SideEffectStatus::ALL)
-            )
-                .prop_map(
-                    |(code, message, retryable, retry_after_seconds, side_effect_status)| {
-                        Payload::RunError(RunError {
-                            code,
-                            message,
-                            retryable,
-                            retry_after_seconds,
-                            side_effect_status,
-                        })
-                    }
-                ),
+            strategy!(RunStarted {
+                message_id: opt_text(),
+                harness_id: text(),
+                adapter_version: text(),
+                provider_run_id: opt_text(),
+            })
+            .prop_map(Payload::RunStarted),
+            strategy!(RunFinished {
+                outcome: one_of(Outcome::ALL),
+                stop_reason: opt_text(),
+                thread_state: proptest::option::of(thread_state()),
+            })
+            .prop_map(Payload::RunFinished),
+            strategy!(RunInterrupted {
+                interrupt_id: text(),
+                reason: one_of(InterruptReason::ALL),
+            })
+            .prop_map(Payload::RunInterrupted),
+            strategy!(RunCancelled {
+                reason: one_of(CancelReason::ALL),
+                side_effect_status: one_of(SideEffectStatus::ALL),
+            })
+            .prop_map(Payload::RunCancelled),
+            strategy!(RunError {
+                code: text(),
+                message: text(),
+                retryable: any::<bool>(),
+                retry_after_seconds: proptest::option::of(retry_after()),
+                side_effect_status: one_of(SideEffectStatus::ALL),
+            })
+            .prop_map(Payload::RunError),
         ]
         .boxed()
     }
 
     /// The six text and reasoning span payloads.
     fn span_payload() -> BoxedStrategy<Payload> {
-        let span_started = (text(), one_of(Role::ALL)).prop_map(|(message_id, role)| SpanStarted {
-            message_id: message_id.into(),
-            role,
+        let id = || text().prop_map(std::sync::Arc::<str>::from);
+        let span_started = strategy!(SpanStarted {
+            message_id: id(),
+            role: one_of(Role::ALL),
         });
-        let span_delta = (text(), text()).prop_map(|(message_id, delta)| SpanDelta {
-            message_id: message_id.into(),
-            delta,
+        let span_delta = strategy!(SpanDelta {
+            message_id: id(),
+            delta: text(),
         });
-        let span_finished = text().prop_map(|message_id| SpanFinished {
-            message_id: message_id.into(),
-        });
+        let span_finished = strategy!(SpanFinished { message_id: id() });
         prop_oneof![
             span_started.clone().prop_map(Payload::TextStarted),
             span_delta.clone().prop_map(Payload::TextDelta),
@@ -874,37 +746,31 @@ mod tests {
     /// The four tool call payloads.
     fn tool_payload() -> BoxedStrategy<Payload> {
         prop_oneof![
-            (text(), text(), json_object(), opt_text()).prop_map(
-                |(tool_call_id, tool_name, arguments, parent_message_id)| {
-                    Payload::ToolStarted(ToolStarted {
-                        tool_call_id,
-                        tool_name,
-                        arguments,
-                        parent_message_id,
-                    })
-                }
-            ),
-            (text(), text()).prop_map(|(tool_call_id, delta)| {
-                Payload::ToolArgumentsDelta(ToolArgumentsDelta {
-                    tool_call_id,
-                    delta,
-                })
-            }),
-            (text(), text(), opt_text()).prop_map(|(tool_call_id, result, result_ref)| {
-                Payload::ToolFinished(ToolFinished {
-                    tool_call_id,
-                    result,
-                    result_ref,
-                })
-            }),
-            (text(), text(), text(), any::<bool>()).prop_map(
-                |(tool_call_id, code, message, retryable)| Payload::ToolError(ToolError {
-                    tool_call_id,
-                    code,
-                    message,
-                    retryable,
-                })
-            ),
+            strategy!(ToolStarted {
+                tool_call_id: text(),
+                tool_name: text(),
+                arguments: json_object(),
+                parent_message_id: opt_text(),
+            })
+            .prop_map(Payload::ToolStarted),
+            strategy!(ToolArgumentsDelta {
+                tool_call_id: text(),
+                delta: text(),
+            })
+            .prop_map(Payload::ToolArgumentsDelta),
+            strategy!(ToolFinished {
+                tool_call_id: text(),
+                result: text(),
+                result_ref: opt_text(),
+            })
+            .prop_map(Payload::ToolFinished),
+            strategy!(ToolError {
+                tool_call_id: text(),
+                code: text(),
+                message: text(),
+                retryable: any::<bool>(),
+            })
+            .prop_map(Payload::ToolError),
         ]
         .boxed()
     }
@@ -912,83 +778,51 @@ mod tests {
     /// Interrupts, namespaces, warnings, usage and provider metadata.
     fn other_payload() -> BoxedStrategy<Payload> {
         prop_oneof![
-            (
-                text(),
-                one_of(InterruptType::ALL),
-                text(),
-                opt_text(),
-                proptest::option::of(proptest::collection::vec(form_field(), 0..3)),
-                proptest::option::of(proptest::collection::vec(tool_approval(), 0..3))
-            )
-                .prop_map(
-                    |(interrupt_id, interrupt_type, agent_id, prompt, fields, tool_approvals)| {
-                        Payload::InterruptRequested(InterruptRequested {
-                            interrupt_id,
-                            interrupt_type,
-                            agent_id,
-                            prompt,
-                            fields,
-                            tool_approvals,
-                        })
-                    }
-                ),
-            (text(), text(), text()).prop_map(|(agent_id, agent_name, parent_tool_call_id)| {
-                Payload::NamespaceEntered(NamespaceEntered {
-                    agent_id,
-                    agent_name,
-                    parent_tool_call_id,
-                })
-            }),
-            (text(), text(), one_of(NamespaceOutcome::ALL)).prop_map(
-                |(agent_id, parent_tool_call_id, outcome)| {
-                    Payload::NamespaceExited(NamespaceExited {
-                        agent_id,
-                        parent_tool_call_id,
-                        outcome,
-                    })
-                }
-            ),
-            (text(), text(), proptest::option::of(json_object())).prop_map(
-                |(code, message, details)| Payload::Warning(Warning {
-                    code,
-                    message,
-                    details,
-                })
-            ),
-            (
-                proptest::option::of(any::<u64>()),
-                proptest::option::of(any::<u64>()),
-                proptest::option::of(any::<u64>()),
-                proptest::option::of(prop_oneof![any::<f64>(), -1e6f64..1e6]),
-                opt_text(),
-                proptest::option::of(any::<bool>())
-            )
-                .prop_map(
-                    |(
-                        input_tokens,
-                        output_tokens,
-                        cached_input_tokens,
-                        cost,
-                        currency,
-                        is_final,
-                    )| {
-                        Payload::UsageUpdated(UsageUpdated {
-                            input_tokens,
-                            output_tokens,
-                            cached_input_tokens,
-                            cost,
-                            currency,
-                            is_final,
-                        })
-                    }
-                ),
-            (text(), opt_text(), json_object()).prop_map(|(provider, model, metadata)| {
-                Payload::ProviderMetadata(ProviderMetadata {
-                    provider,
-                    model,
-                    metadata,
-                })
-            }),
+            strategy!(InterruptRequested {
+                interrupt_id: text(),
+                interrupt_type: one_of(InterruptType::ALL),
+                agent_id: text(),
+                prompt: opt_text(),
+                fields: proptest::option::of(proptest::collection::vec(form_field(), 0..3)),
+                tool_approvals: proptest::option::of(proptest::collection::vec(
+                    tool_approval(),
+                    0..3
+                )),
+            })
+            .prop_map(Payload::InterruptRequested),
+            strategy!(NamespaceEntered {
+                agent_id: text(),
+                agent_name: text(),
+                parent_tool_call_id: text(),
+            })
+            .prop_map(Payload::NamespaceEntered),
+            strategy!(NamespaceExited {
+                agent_id: text(),
+                parent_tool_call_id: text(),
+                outcome: one_of(NamespaceOutcome::ALL),
+            })
+            .prop_map(Payload::NamespaceExited),
+            strategy!(Warning {
+                code: text(),
+                message: text(),
+                details: proptest::option::of(json_object()),
+            })
+            .prop_map(Payload::Warning),
+            strategy!(UsageUpdated {
+                input_tokens: proptest::option::of(any::<u64>()),
+                output_tokens: proptest::option::of(any::<u64>()),
+                cached_input_tokens: proptest::option::of(any::<u64>()),
+                cost: proptest::option::of(prop_oneof![any::<f64>(), -1e6f64..1e6]),
+                currency: opt_text(),
+                is_final: proptest::option::of(any::<bool>()),
+            })
+            .prop_map(Payload::UsageUpdated),
+            strategy!(ProviderMetadata {
+                provider: text(),
+                model: opt_text(),
+                metadata: json_object(),
+            })
+            .prop_map(Payload::ProviderMetadata),
         ]
         .boxed()
     }
@@ -998,16 +832,14 @@ mod tests {
         fn nested_members_are_exact(
             field in form_field(),
             approval in tool_approval(),
-            state in (durability(), any::<u64>(), text()),
+            state in thread_state(),
         ) {
             let json = serde_json::to_string(&field).unwrap_or_default();
-            prop_assert_eq!(field_len(&field), json.len() as u64);
+            prop_assert_eq!(field.json_len(), json.len() as u64);
             let json = serde_json::to_string(&approval).unwrap_or_default();
-            prop_assert_eq!(approval_len(&approval), json.len() as u64);
-            let (durability, durable_revision, head_ref) = state;
-            let state = ThreadState { durability, durable_revision, head_ref };
+            prop_assert_eq!(approval.json_len(), json.len() as u64);
             let json = serde_json::to_string(&state).unwrap_or_default();
-            prop_assert_eq!(thread_state_len(&state), json.len() as u64);
+            prop_assert_eq!(state.json_len(), json.len() as u64);
         }
     }
 
