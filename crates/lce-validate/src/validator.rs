@@ -18,6 +18,18 @@ use crate::rule::{Rule, Violation, safe_code, safe_id};
 use crate::size::{canonical_size, identity_size, span_delta_size};
 use lce_wire::json_string_len;
 
+/// A violation's message about one id: `{event} {what} {id} {rest}`, as in
+/// "tool.error for call `t` that already finished", the id as [`safe_id`]
+/// shows it (`what` names the id: "for call", "in namespace", ...).
+fn about(
+    event: impl std::fmt::Display,
+    what: &str,
+    id: &str,
+    rest: impl std::fmt::Display,
+) -> String {
+    format!("{event} {what} {} {rest}", safe_id(id))
+}
+
 /// A namespace's number, unique in the run (never reused, so a closed span
 /// or call never matches a later namespace); 0 is root.
 type NsId = u32;
@@ -427,19 +439,15 @@ impl RunValidator {
             }
         };
         // 5, 10: the span.
-        let spans = if text {
-            &mut self.texts
-        } else {
-            &mut self.reasonings
-        };
-        let Some(span) = spans.get(&d.message_id) else {
+        let Some(span) = self.spans_mut(text).get(&d.message_id) else {
             return false;
         };
         if !span.open || span.ns != ns {
             return false;
         }
+        let id_size = span.id_size;
         // 11: bytes.
-        let size = span_delta_size(e, self.identity_size, span.id_size, &d.delta);
+        let size = span_delta_size(e, self.identity_size, id_size, &d.delta);
         let bytes = self.bytes.saturating_add(size);
         if bytes > self.opts.limits.bytes_per_run {
             return false;
@@ -739,11 +747,7 @@ impl RunValidator {
             }
             Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
                 // The hot path: one look-up by &str, no allocation.
-                let spans = if ty == EventType::TextDelta {
-                    &mut self.texts
-                } else {
-                    &mut self.reasonings
-                };
+                let spans = self.spans_mut(ty == EventType::TextDelta);
                 let forgot = spans.forgot();
                 let span = spans.get(&d.message_id);
                 Self::span_event(span, forgot, &d.message_id, ns, ty, seq)
@@ -824,25 +828,38 @@ impl RunValidator {
         Ok(())
     }
 
+    /// The text spans (`text`) or the reasoning spans.
+    #[inline]
+    fn spans_mut(&mut self, text: bool) -> &mut Registry<Span> {
+        if text {
+            &mut self.texts
+        } else {
+            &mut self.reasonings
+        }
+    }
+
+    /// How many text spans (`text`) or reasoning spans are open.
+    #[inline]
+    fn open_spans_mut(&mut self, text: bool) -> &mut usize {
+        if text {
+            &mut self.open_texts
+        } else {
+            &mut self.open_reasonings
+        }
+    }
+
     /// `text.started` / `reasoning.started`: rule 5 (a new span), then
     /// opens it in the event's namespace.
     #[inline]
     fn span_started(&mut self, s: &SpanStarted, ns: NsId, ty: EventType, seq: u64) -> Step {
         let text = ty == EventType::TextStarted;
-        let spans = if text {
-            &mut self.texts
-        } else {
-            &mut self.reasonings
-        };
+        let spans = self.spans_mut(text);
         if spans.contains(&s.message_id) {
             return Err(Violation::new(
                 Rule::TextSpan,
                 seq,
                 Some(ty),
-                format!(
-                    "{ty} for message {} that was already started",
-                    safe_id(&s.message_id)
-                ),
+                about(ty, "for message", &s.message_id, "that was already started"),
             ));
         }
         spans.insert(
@@ -853,11 +870,7 @@ impl RunValidator {
                 id_size: json_string_len(&s.message_id),
             },
         );
-        if text {
-            self.open_texts += 1;
-        } else {
-            self.open_reasonings += 1;
-        }
+        *self.open_spans_mut(text) += 1;
         Ok(())
     }
 
@@ -866,11 +879,7 @@ impl RunValidator {
     #[inline]
     fn span_finished(&mut self, s: &SpanFinished, ns: NsId, ty: EventType, seq: u64) -> Step {
         let text = ty == EventType::TextFinished;
-        let spans = if text {
-            &mut self.texts
-        } else {
-            &mut self.reasonings
-        };
+        let spans = self.spans_mut(text);
         let forgot = spans.forgot();
         let span = spans.get_mut(&s.message_id);
         Self::span_event(span.as_deref(), forgot, &s.message_id, ns, ty, seq)?;
@@ -878,11 +887,8 @@ impl RunValidator {
             span.open = false;
         }
         spans.closed(&s.message_id);
-        if text {
-            self.open_texts = self.open_texts.saturating_sub(1);
-        } else {
-            self.open_reasonings = self.open_reasonings.saturating_sub(1);
-        }
+        let open = self.open_spans_mut(text);
+        *open = open.saturating_sub(1);
         Ok(())
     }
 
@@ -895,9 +901,11 @@ impl RunValidator {
         if self.tools.contains(t.tool_call_id.as_str()) {
             return fail(
                 Rule::ToolCall,
-                format!(
-                    "tool.started for call {} that was already started",
-                    safe_id(&t.tool_call_id)
+                about(
+                    "tool.started",
+                    "for call",
+                    &t.tool_call_id,
+                    "that was already started",
                 ),
             );
         }
@@ -955,19 +963,25 @@ impl RunValidator {
         let Some(tool) = self.tools.get(id) else {
             return fail(
                 Rule::ToolCall,
-                format!(
-                    "tool.arguments.delta for call {} that was {}",
-                    safe_id(id),
-                    never(self.tools.forgot(), "started", "ended")
+                about(
+                    "tool.arguments.delta",
+                    "for call",
+                    id,
+                    format_args!(
+                        "that was {}",
+                        never(self.tools.forgot(), "started", "ended")
+                    ),
                 ),
             );
         };
         if tool.ns != ns {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "tool.arguments.delta for call {} outside the namespace it started in",
-                    safe_id(id)
+                about(
+                    "tool.arguments.delta",
+                    "for call",
+                    id,
+                    "outside the namespace it started in",
                 ),
             );
         }
@@ -989,9 +1003,11 @@ impl RunValidator {
         if total > max {
             return fail(
                 Rule::Limits,
-                format!(
-                    "tool arguments of call {} reach {total} bytes (limit {max})",
-                    safe_id(id)
+                about(
+                    "tool arguments",
+                    "of call",
+                    id,
+                    format_args!("reach {total} bytes (limit {max})"),
                 ),
             );
         }
@@ -1003,9 +1019,11 @@ impl RunValidator {
         if was_complete && a.scan.is_broken() {
             return fail(
                 Rule::D6Arguments,
-                format!(
-                    "tool.arguments.delta for call {} continues arguments that already form one JSON object",
-                    safe_id(id)
+                about(
+                    "tool.arguments.delta",
+                    "for call",
+                    id,
+                    "continues arguments that already form one JSON object",
                 ),
             );
         }
@@ -1033,10 +1051,11 @@ impl RunValidator {
         let Some(tool) = self.tools.get_mut(id) else {
             return fail(
                 Rule::ToolCall,
-                format!(
-                    "{ty} for call {} that was {}",
-                    safe_id(id),
-                    never(forgot, "started", "ended")
+                about(
+                    ty,
+                    "for call",
+                    id,
+                    format_args!("that was {}", never(forgot, "started", "ended")),
                 ),
             );
         };
@@ -1051,34 +1070,30 @@ impl RunValidator {
             (ToolEnd::Finished, false) => {
                 return fail(
                     Rule::ToolOutcome,
-                    format!("tool.error for call {} that already finished", safe_id(id)),
+                    about("tool.error", "for call", id, "that already finished"),
                 );
             }
             (ToolEnd::Errored, true) => {
                 return fail(
                     Rule::ToolOutcome,
-                    format!(
-                        "tool.finished for call {} that already errored",
-                        safe_id(id)
-                    ),
+                    about("tool.finished", "for call", id, "that already errored"),
                 );
             }
         }
         if tool.ns != ns {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "{ty} for call {} outside the namespace it started in",
-                    safe_id(id)
-                ),
+                about(ty, "for call", id, "outside the namespace it started in"),
             );
         }
         if tool.child == Child::Active {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "{ty} for delegation call {} while its namespace is active (exit first, D2)",
-                    safe_id(id)
+                about(
+                    ty,
+                    "for delegation call",
+                    id,
+                    "while its namespace is active (exit first, D2)",
                 ),
             );
         }
@@ -1114,23 +1129,26 @@ impl RunValidator {
         };
         let fail = |msg: String| Err(Violation::new(Rule::NamespaceActive, seq, Some(ty), msg));
         let Some(ns) = self.namespaces.get(last.as_str()) else {
-            return fail(format!(
-                "{ty} in namespace {} that was {}",
-                safe_id(last),
-                never(self.namespaces.forgot(), "entered", "exited")
+            return fail(about(
+                ty,
+                "in namespace",
+                last,
+                format_args!(
+                    "that was {}",
+                    never(self.namespaces.forgot(), "entered", "exited")
+                ),
             ));
         };
         if ns.path.as_slice() != path {
-            return fail(format!(
-                "{ty} in namespace {} with a path that is not the one it was entered with",
-                safe_id(last)
+            return fail(about(
+                ty,
+                "in namespace",
+                last,
+                "with a path that is not the one it was entered with",
             ));
         }
         if !ns.active {
-            return fail(format!(
-                "{ty} in namespace {} that has exited",
-                safe_id(last)
-            ));
+            return fail(about(ty, "in namespace", last, "that has exited"));
         }
         Ok(ns.id)
     }
@@ -1163,26 +1181,24 @@ impl RunValidator {
         let Some(span) = span else {
             return fail(
                 Rule::TextSpan,
-                format!(
-                    "{ty} for message {} that was {}",
-                    safe_id(id),
-                    never(forgot, "started", "finished")
+                about(
+                    ty,
+                    "for message",
+                    id,
+                    format_args!("that was {}", never(forgot, "started", "finished")),
                 ),
             );
         };
         if !span.open {
             return fail(
                 Rule::TextSpan,
-                format!("{ty} for message {} that already finished", safe_id(id)),
+                about(ty, "for message", id, "that already finished"),
             );
         }
         if span.ns != ns {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "{ty} for message {} outside the namespace it started in",
-                    safe_id(id)
-                ),
+                about(ty, "for message", id, "outside the namespace it started in"),
             );
         }
         Ok(())
@@ -1272,28 +1288,36 @@ impl RunValidator {
         let Some(tool) = self.tools.get(id) else {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "namespace.entered for delegation call {} that was {}",
-                    safe_id(id),
-                    never(self.tools.forgot(), "started", "ended")
+                about(
+                    "namespace.entered",
+                    "for delegation call",
+                    id,
+                    format_args!(
+                        "that was {}",
+                        never(self.tools.forgot(), "started", "ended")
+                    ),
                 ),
             );
         };
         if tool.end != ToolEnd::Open {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "namespace.entered for delegation call {} that already ended",
-                    safe_id(id)
+                about(
+                    "namespace.entered",
+                    "for delegation call",
+                    id,
+                    "that already ended",
                 ),
             );
         }
         if tool.ns != parent {
             return fail(
                 Rule::NamespaceActive,
-                format!(
-                    "namespace.entered for delegation call {} started in another namespace",
-                    safe_id(id)
+                about(
+                    "namespace.entered",
+                    "for delegation call",
+                    id,
+                    "started in another namespace",
                 ),
             );
         }
@@ -1347,10 +1371,14 @@ impl RunValidator {
         let fail = |msg: String| Err(Violation::new(Rule::NamespaceBalance, seq, Some(ty), msg));
         let id = n.parent_tool_call_id.as_str();
         let Some(ns) = self.namespaces.get(id) else {
-            return fail(format!(
-                "namespace.exited for namespace {} that was {}",
-                safe_id(id),
-                never(self.namespaces.forgot(), "entered", "exited")
+            return fail(about(
+                "namespace.exited",
+                "for namespace",
+                id,
+                format_args!(
+                    "that was {}",
+                    never(self.namespaces.forgot(), "entered", "exited")
+                ),
             ));
         };
         if !ns.active {

@@ -48,85 +48,44 @@ fn broken(specs: &[Spec<'_>], rule: Rule, seq: u64) -> Violation {
     v
 }
 
+/// [`broken`] for each of `cases`, `(specs, seq)`: each breaks `rule`
+/// first at `seq`.
+#[track_caller]
+fn broken_each(rule: Rule, cases: &[(&[Spec<'_>], u64)]) {
+    for (specs, seq) in cases {
+        broken(specs, rule, *seq);
+    }
+}
+
+/// `root_events! { NAME = "type", data; ... }`: one `Spec` constant each,
+/// in the root namespace.
+macro_rules! root_events {
+    ($($name:ident = $ty:literal, $data:literal;)*) => {
+        $(const $name: Spec<'static> = ($ty, &[], $data);)*
+    };
+}
+
 // The events the tests combine, one constant each: a table, alike by
 // design (each differs in its data, which is the point).
-const STARTED: Spec<'static> = (
-    "run.started",
-    &[],
-    r#"{"harness_id":"h","adapter_version":"1"}"#,
-);
-const FINISHED: Spec<'static> = (
-    "run.finished",
-    &[],
-    r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#,
-);
-const CANCELLED: Spec<'static> = (
-    "run.cancelled",
-    &[],
-    r#"{"reason":"client_request","side_effect_status":"none"}"#,
-);
-const ERROR: Spec<'static> = (
-    "run.error",
-    &[],
-    r#"{"code":"internal","message":"m","retryable":false,"side_effect_status":"none"}"#,
-);
-const UNCERTAIN: Spec<'static> = (
-    "run.error",
-    &[],
-    r#"{"code":"thread_durability_uncertain","message":"m","retryable":false,"side_effect_status":"possible"}"#,
-);
-const T_START: Spec<'static> = (
-    "text.started",
-    &[],
-    r#"{"message_id":"m","role":"assistant"}"#,
-);
-const T_DELTA: Spec<'static> = (
-    "text.delta",
-    &[],
-    r#"{"message_id":"m","delta":"secret words"}"#,
-);
-const T_END: Spec<'static> = ("text.finished", &[], r#"{"message_id":"m"}"#);
-const FORM: Spec<'static> = (
-    "interrupt.requested",
-    &[],
-    r#"{"interrupt_id":"i1","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[]}"#,
-);
-const INTERRUPTED: Spec<'static> = (
-    "run.interrupted",
-    &[],
-    r#"{"interrupt_id":"i1","reason":"human_input"}"#,
-);
-const TOOL: Spec<'static> = (
-    "tool.started",
-    &[],
-    r#"{"tool_call_id":"t","tool_name":"search","arguments":{"q":"x"}}"#,
-);
-const TOOL_STREAMED: Spec<'static> = (
-    "tool.started",
-    &[],
-    r#"{"tool_call_id":"t","tool_name":"search","arguments":{}}"#,
-);
-const TOOL_DONE: Spec<'static> = (
-    "tool.finished",
-    &[],
-    r#"{"tool_call_id":"t","result":"ok"}"#,
-);
-const TOOL_ERR: Spec<'static> = (
-    "tool.error",
-    &[],
-    r#"{"tool_call_id":"t","code":"tool_error","message":"m","retryable":false}"#,
-);
-const ENTER: Spec<'static> = (
-    "namespace.entered",
-    &[],
-    r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"t"}"#,
-);
-const EXIT: Spec<'static> = (
-    "namespace.exited",
-    &[],
-    r#"{"agent_id":"a","parent_tool_call_id":"t","outcome":"success"}"#,
-);
-const WARN: Spec<'static> = ("warning", &[], r#"{"code":"w","message":"m"}"#);
+root_events! {
+    STARTED = "run.started", r#"{"harness_id":"h","adapter_version":"1"}"#;
+    FINISHED = "run.finished", r#"{"outcome":"success","thread_state":{"durability":"committed","durable_revision":3,"head_ref":"h"}}"#;
+    CANCELLED = "run.cancelled", r#"{"reason":"client_request","side_effect_status":"none"}"#;
+    ERROR = "run.error", r#"{"code":"internal","message":"m","retryable":false,"side_effect_status":"none"}"#;
+    UNCERTAIN = "run.error", r#"{"code":"thread_durability_uncertain","message":"m","retryable":false,"side_effect_status":"possible"}"#;
+    T_START = "text.started", r#"{"message_id":"m","role":"assistant"}"#;
+    T_DELTA = "text.delta", r#"{"message_id":"m","delta":"secret words"}"#;
+    T_END = "text.finished", r#"{"message_id":"m"}"#;
+    FORM = "interrupt.requested", r#"{"interrupt_id":"i1","interrupt_type":"form_input","agent_id":"a","prompt":"p","fields":[]}"#;
+    INTERRUPTED = "run.interrupted", r#"{"interrupt_id":"i1","reason":"human_input"}"#;
+    TOOL = "tool.started", r#"{"tool_call_id":"t","tool_name":"search","arguments":{"q":"x"}}"#;
+    TOOL_STREAMED = "tool.started", r#"{"tool_call_id":"t","tool_name":"search","arguments":{}}"#;
+    TOOL_DONE = "tool.finished", r#"{"tool_call_id":"t","result":"ok"}"#;
+    TOOL_ERR = "tool.error", r#"{"tool_call_id":"t","code":"tool_error","message":"m","retryable":false}"#;
+    ENTER = "namespace.entered", r#"{"agent_id":"a","agent_name":"A","parent_tool_call_id":"t"}"#;
+    EXIT = "namespace.exited", r#"{"agent_id":"a","parent_tool_call_id":"t","outcome":"success"}"#;
+    WARN = "warning", r#"{"code":"w","message":"m"}"#;
+}
 
 fn delta(d: &str) -> String {
     format!(
@@ -274,28 +233,24 @@ fn rules_3_4_terminals() {
 
 #[test]
 fn rule_5_text_and_reasoning_spans() {
-    broken(&[STARTED, T_DELTA, FINISHED], Rule::TextSpan, 1);
-    broken(&[STARTED, T_START, T_START, FINISHED], Rule::TextSpan, 2);
-    broken(
-        &[STARTED, T_START, T_END, T_END, FINISHED],
+    broken_each(
         Rule::TextSpan,
-        3,
-    );
-    broken(
-        &[STARTED, T_START, T_END, T_DELTA, FINISHED],
-        Rule::TextSpan,
-        3,
-    );
-    // Text and reasoning ids are separate.
-    broken(
         &[
-            STARTED,
-            T_START,
-            ("reasoning.delta", &[], r#"{"message_id":"m","delta":"x"}"#),
-            FINISHED,
+            (&[STARTED, T_DELTA, FINISHED], 1),
+            (&[STARTED, T_START, T_START, FINISHED], 2),
+            (&[STARTED, T_START, T_END, T_END, FINISHED], 3),
+            (&[STARTED, T_START, T_END, T_DELTA, FINISHED], 3),
+            // Text and reasoning ids are separate.
+            (
+                &[
+                    STARTED,
+                    T_START,
+                    ("reasoning.delta", &[], r#"{"message_id":"m","delta":"x"}"#),
+                    FINISHED,
+                ],
+                2,
+            ),
         ],
-        Rule::TextSpan,
-        2,
     );
     run(&[
         STARTED,
@@ -349,17 +304,14 @@ fn d7_empty_deltas_are_ignored() {
 
 #[test]
 fn rules_6_7_tool_calls() {
-    broken(&[STARTED, TOOL_DONE, FINISHED], Rule::ToolCall, 1);
-    broken(&[STARTED, TOOL, TOOL, FINISHED], Rule::ToolCall, 2);
-    broken(
-        &[STARTED, TOOL, TOOL_DONE, TOOL_DONE, FINISHED],
+    broken_each(
         Rule::ToolCall,
-        3,
-    );
-    broken(
-        &[STARTED, TOOL, TOOL_ERR, TOOL_ERR, FINISHED],
-        Rule::ToolCall,
-        3,
+        &[
+            (&[STARTED, TOOL_DONE, FINISHED], 1),
+            (&[STARTED, TOOL, TOOL, FINISHED], 2),
+            (&[STARTED, TOOL, TOOL_DONE, TOOL_DONE, FINISHED], 3),
+            (&[STARTED, TOOL, TOOL_ERR, TOOL_ERR, FINISHED], 3),
+        ],
     );
     broken(
         &[STARTED, TOOL, TOOL_DONE, TOOL_ERR, FINISHED],
@@ -457,67 +409,57 @@ fn rule_9_namespace_balance() {
     .unwrap();
     // Exit without entry, other agent, twice, entered twice, inner still
     // active.
-    broken(
-        &[STARTED, TOOL, EXIT, TOOL_DONE, FINISHED],
+    broken_each(
         Rule::NamespaceBalance,
-        2,
-    );
-    broken(
         &[
-            STARTED,
-            TOOL,
-            ENTER,
+            (&[STARTED, TOOL, EXIT, TOOL_DONE, FINISHED], 2),
             (
-                "namespace.exited",
-                &[],
-                r#"{"agent_id":"b","parent_tool_call_id":"t","outcome":"success"}"#,
+                &[
+                    STARTED,
+                    TOOL,
+                    ENTER,
+                    (
+                        "namespace.exited",
+                        &[],
+                        r#"{"agent_id":"b","parent_tool_call_id":"t","outcome":"success"}"#,
+                    ),
+                ],
+                3,
+            ),
+            (&[STARTED, TOOL, ENTER, EXIT, EXIT], 4),
+            (&[STARTED, TOOL, ENTER, ENTER], 3),
+            (&[STARTED, TOOL, ENTER, INNER_TOOL, INNER_ENTER, EXIT], 5),
+            // The exit carries the parent's path (D1).
+            (
+                &[
+                    STARTED,
+                    TOOL,
+                    ENTER,
+                    INNER_TOOL,
+                    INNER_ENTER,
+                    (
+                        "namespace.exited",
+                        &[],
+                        r#"{"agent_id":"b","parent_tool_call_id":"u","outcome":"success"}"#,
+                    ),
+                ],
+                5,
+            ),
+            // A second namespace for the same delegation call.
+            (
+                &[
+                    STARTED,
+                    TOOL,
+                    ENTER,
+                    (
+                        "namespace.entered",
+                        &["t"],
+                        r#"{"agent_id":"b","agent_name":"B","parent_tool_call_id":"t"}"#,
+                    ),
+                ],
+                3,
             ),
         ],
-        Rule::NamespaceBalance,
-        3,
-    );
-    broken(
-        &[STARTED, TOOL, ENTER, EXIT, EXIT],
-        Rule::NamespaceBalance,
-        4,
-    );
-    broken(&[STARTED, TOOL, ENTER, ENTER], Rule::NamespaceBalance, 3);
-    broken(
-        &[STARTED, TOOL, ENTER, INNER_TOOL, INNER_ENTER, EXIT],
-        Rule::NamespaceBalance,
-        5,
-    );
-    // The exit carries the parent's path (D1).
-    broken(
-        &[
-            STARTED,
-            TOOL,
-            ENTER,
-            INNER_TOOL,
-            INNER_ENTER,
-            (
-                "namespace.exited",
-                &[],
-                r#"{"agent_id":"b","parent_tool_call_id":"u","outcome":"success"}"#,
-            ),
-        ],
-        Rule::NamespaceBalance,
-        5,
-    );
-    // A second namespace for the same delegation call.
-    broken(
-        &[
-            STARTED,
-            TOOL,
-            ENTER,
-            (
-                "namespace.entered",
-                &["t"],
-                r#"{"agent_id":"b","agent_name":"B","parent_tool_call_id":"t"}"#,
-            ),
-        ],
-        Rule::NamespaceBalance,
-        3,
     );
 }
 
@@ -568,46 +510,47 @@ fn rule_9_reentry_is_known_from_the_namespace_or_its_call() {
 #[test]
 fn rule_10_namespace_active() {
     // Unknown namespace, wrong path, exited namespace.
-    broken(&[STARTED, TOOL, CHILD_TEXT], Rule::NamespaceActive, 2);
-    broken(
+    broken_each(
+        Rule::NamespaceActive,
         &[
-            STARTED,
-            TOOL,
-            ENTER,
-            INNER_TOOL,
-            INNER_ENTER,
-            ("warning", &["u"], WARN.2),
+            (&[STARTED, TOOL, CHILD_TEXT], 2),
+            (
+                &[
+                    STARTED,
+                    TOOL,
+                    ENTER,
+                    INNER_TOOL,
+                    INNER_ENTER,
+                    ("warning", &["u"], WARN.2),
+                ],
+                5,
+            ),
+            (
+                &[STARTED, TOOL, ENTER, EXIT, ("warning", &["t"], WARN.2)],
+                4,
+            ),
+            // D2: the delegation call is started in the parent namespace, open, and
+            // not finished while its namespace is active.
+            (&[STARTED, ENTER], 1),
+            (&[STARTED, TOOL, TOOL_DONE, ENTER], 3),
+            (&[STARTED, TOOL, ENTER, TOOL_DONE], 3),
+            // Span events stay in the namespace their span started in.
+            (
+                &[
+                    STARTED,
+                    TOOL,
+                    ENTER,
+                    CHILD_TEXT,
+                    ("text.finished", &[], r#"{"message_id":"c"}"#),
+                ],
+                4,
+            ),
+            // Run events are root events.
+            (
+                &[STARTED, TOOL, ENTER, ("run.cancelled", &["t"], CANCELLED.2)],
+                3,
+            ),
         ],
-        Rule::NamespaceActive,
-        5,
-    );
-    broken(
-        &[STARTED, TOOL, ENTER, EXIT, ("warning", &["t"], WARN.2)],
-        Rule::NamespaceActive,
-        4,
-    );
-    // D2: the delegation call is started in the parent namespace, open, and
-    // not finished while its namespace is active.
-    broken(&[STARTED, ENTER], Rule::NamespaceActive, 1);
-    broken(&[STARTED, TOOL, TOOL_DONE, ENTER], Rule::NamespaceActive, 3);
-    broken(&[STARTED, TOOL, ENTER, TOOL_DONE], Rule::NamespaceActive, 3);
-    // Span events stay in the namespace their span started in.
-    broken(
-        &[
-            STARTED,
-            TOOL,
-            ENTER,
-            CHILD_TEXT,
-            ("text.finished", &[], r#"{"message_id":"c"}"#),
-        ],
-        Rule::NamespaceActive,
-        4,
-    );
-    // Run events are root events.
-    broken(
-        &[STARTED, TOOL, ENTER, ("run.cancelled", &["t"], CANCELLED.2)],
-        Rule::NamespaceActive,
-        3,
     );
 }
 
