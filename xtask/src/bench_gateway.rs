@@ -3,14 +3,10 @@
 //! printed as Markdown (`docs/performance.md`, "The gateway: Redis
 //! Streams"). Nothing is asserted: the figures are reported.
 //!
-//! ```text
-//! cargo xtask bench-gateway [--runs N] [--events M] [--concurrency 1,100,1000]
-//!                           [--idle N] [--no-always] [--no-build | --lce PATH]
-//! ```
-//!
 //! Builds the release `lce`, starts `redis-server` on a free loopback port in
-//! a temporary folder (`appendonly yes`, `appendfsync everysec`, no RDB
-//! snapshots, no automatic AOF rewrite) and one replica on it, then:
+//! a temporary folder (`lce-testkit`'s; `appendonly yes`, then `appendfsync
+//! everysec`, no RDB snapshots, no automatic AOF rewrite) and one replica on
+//! it, then:
 //!
 //! 1. **Redis memory**: `INFO memory` `used_memory` before and after pushing
 //!    two loads of runs (many short runs, few long ones), and the per-run and
@@ -33,7 +29,8 @@
 //!    one event per chunk, paced (`text.delta`s carrying a marker); each run
 //!    read by one subscriber that notes when each marker arrives; per event,
 //!    arrival minus the moment the client wrote its chunk. One thread writes
-//!    for every run (a timer heap); one thread per subscriber (small stacks).
+//!    for every run (a timer heap) into each push's body pipe, which a thread
+//!    per push sends; one thread per subscriber (small stacks).
 //! 4. **Replica memory**: a fresh replica's VmRSS, then with `--idle` runs
 //!    open and idle (pushed with a chunked body that sent `run.started` and
 //!    `text.started` and waits), then with one idle subscriber on each.
@@ -42,14 +39,13 @@
 //! A run the gateway does not end with its own terminal (a push answer
 //! other than `outcome: ended`, a subscriber stream cut short) is counted and
 //! flagged in the tables, not fatal. `LCE_BENCH_KEEP=1` keeps the temporary
-//! folder (the replica's and Redis's logs) for a look afterwards.
+//! folder (the replica's and a copy of Redis's logs) for a look afterwards.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::{PipeWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -61,13 +57,13 @@ use lce_testkit::corpus::{self, Mix, Options};
 use lce_testkit::time::{START_MS, rfc3339_ms};
 
 use crate::cluster::{
-    Redis, RedisConn, Replica, Resp, Secrets, build_lce, cpu_secs, http, lce_path, parse_response,
-    random_hex, replica_args, resp_command, rss_kib,
+    HttpResponse, Redis, Replica, Secrets, agent, cpu_secs, http, query, random_hex, read_whole,
+    replica_args, rss_kib,
 };
-use crate::json::Json;
-use crate::util::workspace_root;
-
-const USAGE: &str = "usage: cargo xtask bench-gateway [--runs N] [--events M] [--concurrency 1,100,1000] [--idle N] [--no-always] [--no-build | --lce PATH]";
+use crate::corpus::count;
+use crate::util::{
+    build_lce, cores, cpu_model, create_dir, lce_path, thousands, workspace_root, write,
+};
 
 /// The replica's options beyond the cluster's: room for thousands of
 /// connections, and idle push bodies that may wait.
@@ -96,89 +92,59 @@ const MEMORY_LOADS: [(usize, u64); 2] = [(400, 10), (20, 2000)];
 /// concurrency).
 const MEMORY_PUSHERS: usize = 1;
 
-#[derive(Debug)]
-struct Args {
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Concurrent runs of the throughput measurement (1 to 1000).
+    #[arg(long, value_name = "N", default_value = "16", value_parser = |v: &str| count(v).map(|n| n.clamp(1, 1000) as usize))]
     runs: usize,
+    /// Events per run of the throughput measurement (at least 10).
+    #[arg(long, value_name = "M", default_value = "5000", value_parser = |v: &str| count(v).map(|n| n.max(10)))]
     events: u64,
+    /// The concurrencies of the latency measurement (each 1 to 5000).
+    #[arg(long, value_name = "1,100,1000", value_delimiter = ',', default_value = "1,100,1000",
+          value_parser = |v: &str| count(v).map(|n| n.clamp(1, 5000) as usize))]
     concurrency: Vec<usize>,
+    /// Idle runs and subscribers of the replica memory measurement (1 to 5000).
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = |v: &str| count(v).map(|n| n.clamp(1, 5000) as usize))]
     idle: usize,
-    always: bool,
-    build: bool,
-    /// `--lce PATH`: this binary instead of the release build.
+    /// Skip the throughput round under `appendfsync always`.
+    #[arg(long)]
+    no_always: bool,
+    /// Take the release `lce` already built.
+    #[arg(long, conflicts_with = "lce")]
+    no_build: bool,
+    /// This binary instead of the release build.
+    #[arg(long, value_name = "PATH")]
     lce: Option<PathBuf>,
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut a = Args {
-        runs: 16,
-        events: 5000,
-        concurrency: vec![1, 100, 1000],
-        idle: 1000,
-        always: true,
-        build: true,
-        lce: None,
-    };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
-        };
-        let number = |name: &str, v: &str| {
-            v.replace('_', "")
-                .parse::<u64>()
-                .map_err(|_| format!("{name}: `{v}` is not a count\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--runs" => a.runs = number("--runs", &value("--runs")?)?.clamp(1, 1000) as usize,
-            "--events" => a.events = number("--events", &value("--events")?)?.max(10),
-            "--idle" => a.idle = number("--idle", &value("--idle")?)?.clamp(1, 5000) as usize,
-            "--concurrency" => {
-                let v = value("--concurrency")?;
-                a.concurrency = v
-                    .split(',')
-                    .map(|c| number("--concurrency", c).map(|n| n.clamp(1, 5000) as usize))
-                    .collect::<Result<_, _>>()?;
-            }
-            "--no-always" => a.always = false,
-            "--no-build" => a.build = false,
-            "--lce" => a.lce = Some(PathBuf::from(value("--lce")?)),
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other => {
-                return Err(format!(
-                    "bench-gateway: unknown argument `{other}`\n{USAGE}"
-                ));
-            }
-        }
-    }
-    Ok(a)
-}
-
 /// Runs the task with the arguments after `bench-gateway`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let args = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
     let root = workspace_root();
-    let exe = match (&args.lce, args.build) {
+    let exe = match (&args.lce, args.no_build) {
         (Some(path), _) => path.clone(),
-        (None, true) => build_lce(&root, true)?,
-        (None, false) => lce_path(&root, true),
+        (None, false) => build_lce(&root, true)?,
+        (None, true) => lce_path(&root, true),
     };
     if !exe.exists() {
         return Err(format!("{} is missing (drop --no-build)", exe.display()));
     }
     let dir = std::env::temp_dir().join(format!("lce-bench-gateway-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    create_dir(&dir)?;
+    let mut redis = Redis::start()?;
     let result = (|| -> Result<String, String> {
         let secrets = Secrets::write(&dir)?;
-        let mut redis = Redis::start(&dir, "everysec")?;
-        let result = Bench::new(&root, &exe, &dir, &secrets, &redis).and_then(|b| b.all(&args));
-        let stopped = redis.stop();
-        let report = result?;
-        stopped?;
-        Ok(report)
+        query::<()>(
+            &mut redis.conn()?,
+            &["CONFIG", "SET", "appendfsync", "everysec"],
+        )?;
+        Bench::new(&root, &exe, &dir, &secrets, &redis)?.all(&args)
     })();
+    let _ = fs::copy(redis.dir().join("redis.log"), dir.join("redis.log"));
+    let stopped = redis.stop();
+    let result = result.and_then(|report| stopped.map(|()| report));
     if result.is_err() {
         for name in ["replica.log", "redis.log"] {
             eprintln!("bench-gateway: the end of {name}:");
@@ -205,6 +171,8 @@ struct Bench<'a> {
     scenarios: PathBuf,
     secrets: &'a Secrets,
     redis: &'a Redis,
+    /// The server's process id (`INFO server`), for its CPU time.
+    redis_pid: u32,
     /// A random prefix, so run ids never collide.
     tag: String,
 }
@@ -217,12 +185,14 @@ impl<'a> Bench<'a> {
         secrets: &'a Secrets,
         redis: &'a Redis,
     ) -> Result<Bench<'a>, String> {
+        let server = info(&mut redis.conn()?, "server")?;
         Ok(Bench {
             exe,
             dir,
             scenarios: root.join("fixtures/scenarios"),
             secrets,
             redis,
+            redis_pid: server.get("process_id").ok_or("redis: no process_id")?,
             tag: random_hex(3)?,
         })
     }
@@ -262,7 +232,9 @@ impl<'a> Bench<'a> {
     /// Every phase; returns the report.
     fn all(&self, args: &Args) -> Result<String, String> {
         let mut conn = self.redis.conn()?;
-        let version = info_field(&conn.info("server")?, "redis_version");
+        let version: String = info(&mut conn, "server")?
+            .get("redis_version")
+            .unwrap_or_default();
         let mut report = String::new();
         let _ = writeln!(report, "\n# cargo xtask bench-gateway\n");
         let _ = writeln!(
@@ -279,11 +251,11 @@ impl<'a> Bench<'a> {
         let mut through = vec![self.throughput(&replica, args.runs, args.events, "everysec", 1)?];
         eprintln!("bench-gateway: throughput with the memory log");
         let memory_log = self.throughput_memory(args.runs, args.events)?;
-        if args.always {
+        if !args.no_always {
             eprintln!("bench-gateway: throughput (appendfsync always)");
-            conn.cmd(&["CONFIG", "SET", "appendfsync", "always"])?;
+            query::<()>(&mut conn, &["CONFIG", "SET", "appendfsync", "always"])?;
             let t = self.throughput(&replica, args.runs, args.events, "always", 2);
-            conn.cmd(&["CONFIG", "SET", "appendfsync", "everysec"])?;
+            query::<()>(&mut conn, &["CONFIG", "SET", "appendfsync", "everysec"])?;
             through.push(t?);
         }
         let mut latencies = Vec::new();
@@ -309,7 +281,11 @@ impl<'a> Bench<'a> {
 
     // ------------------------------------------------------------ memory
 
-    fn memory(&self, replica: &Replica, conn: &mut RedisConn) -> Result<Vec<MemoryLoad>, String> {
+    fn memory(
+        &self,
+        replica: &Replica,
+        conn: &mut redis::Connection,
+    ) -> Result<Vec<MemoryLoad>, String> {
         let mut out = Vec::new();
         for (l, &(runs, events)) in MEMORY_LOADS.iter().enumerate() {
             let bodies: Vec<(String, Vec<u8>)> = (0..runs)
@@ -317,10 +293,10 @@ impl<'a> Bench<'a> {
                 .collect::<Result<_, _>>()?;
             let payload: usize = bodies.iter().map(|(_, b)| b.len()).sum();
             thread::sleep(Duration::from_millis(300));
-            let before = used_memory(conn)?;
+            let before = info_number(conn, "memory", "used_memory")?;
             let failed = push_all(&replica.addr, &self.auth(), &bodies, MEMORY_PUSHERS)?;
             thread::sleep(Duration::from_millis(300));
-            let after = used_memory(conn)?;
+            let after = info_number(conn, "memory", "used_memory")?;
             out.push(MemoryLoad {
                 runs,
                 events: runs as u64 * events,
@@ -380,9 +356,7 @@ impl<'a> Bench<'a> {
         let mut conn = self.redis.conn()?;
         let mut log_entries = 0;
         for (run_id, _) in &bodies {
-            if let Resp::Int(n) = conn.cmd(&["XLEN", &format!("lce:{{{run_id}}}:log")])? {
-                log_entries += n as u64;
-            }
+            log_entries += query::<u64>(&mut conn, &["XLEN", &format!("lce:{{{run_id}}}:log")])?;
         }
         let pipe = self.reference_pipe(&bodies, round)?;
         let mean = concurrent.bytes / concurrent.entries.max(1);
@@ -406,11 +380,11 @@ impl<'a> Bench<'a> {
         bodies: &[(String, Vec<u8>)],
     ) -> Result<Measured, String> {
         let mut conn = self.redis.conn()?;
-        conn.cmd(&["CONFIG", "RESETSTAT"])?;
-        let redis0 = cpu_secs(self.redis.pid())?;
+        query::<()>(&mut conn, &["CONFIG", "RESETSTAT"])?;
+        let redis0 = cpu_secs(self.redis_pid)?;
         let mut m = self.load(replica, bodies)?;
-        m.redis_cpu = cpu_secs(self.redis.pid())? - redis0;
-        let stats = conn.info("commandstats")?;
+        m.redis_cpu = cpu_secs(self.redis_pid)? - redis0;
+        let stats = info(&mut conn, "commandstats")?;
         m.per_call = ["evalsha", "xadd", "xread", "xrange"]
             .iter()
             .filter_map(|c| command_stat(&stats, c))
@@ -507,29 +481,32 @@ impl<'a> Bench<'a> {
                 .enumerate()
             {
                 let id = format!("{}-0", i + 1);
-                resp.extend(resp_command(
-                    [
-                        b"XADD".as_slice(),
-                        key.as_bytes(),
-                        id.as_bytes(),
-                        b"event",
-                        line,
-                    ]
-                    .into_iter(),
-                ));
+                let xadd = redis::cmd("XADD")
+                    .arg(&key)
+                    .arg(id)
+                    .arg("event")
+                    .arg(line)
+                    .clone();
+                resp.extend(xadd.get_packed_command());
                 entries += 1;
                 bytes += line.len() as u64 + 1;
             }
         }
-        fs::write(&path, &resp).map_err(|e| format!("{}: {e}", path.display()))?;
+        write(&path, &resp)?;
         drop(resp);
         let mut conn = self.redis.conn()?;
-        conn.cmd(&["CONFIG", "RESETSTAT"])?;
-        let redis0 = cpu_secs(self.redis.pid())?;
+        query::<()>(&mut conn, &["CONFIG", "RESETSTAT"])?;
+        let redis0 = cpu_secs(self.redis_pid)?;
         let input = fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let start = Instant::now();
         let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &port(&self.redis.addr()), "--pipe"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.redis.port().to_string(),
+                "--pipe",
+            ])
             .stdin(input)
             .output()
             .map_err(|e| format!("redis-cli --pipe: {e}"))?;
@@ -538,9 +515,9 @@ impl<'a> Bench<'a> {
         if !out.status.success() || !text.contains("errors: 0,") {
             return Err(format!("redis-cli --pipe: {}", text.trim()));
         }
-        let redis_cpu = cpu_secs(self.redis.pid())? - redis0;
+        let redis_cpu = cpu_secs(self.redis_pid)? - redis0;
         let _ = fs::remove_file(&path);
-        let stats = conn.info("commandstats")?;
+        let stats = info(&mut conn, "commandstats")?;
         Ok(Measured {
             entries,
             bytes,
@@ -558,16 +535,16 @@ impl<'a> Bench<'a> {
     fn reference_benchmark(&self, entries: u64, mean: u64) -> Result<Measured, String> {
         let payload = "x".repeat(usize::try_from(mean).unwrap_or(256).max(1));
         let mut conn = self.redis.conn()?;
-        conn.cmd(&["CONFIG", "RESETSTAT"])?;
-        let redis0 = cpu_secs(self.redis.pid())?;
+        query::<()>(&mut conn, &["CONFIG", "RESETSTAT"])?;
+        let redis0 = cpu_secs(self.redis_pid)?;
         let out = Command::new("redis-benchmark")
-            .args(["-h", "127.0.0.1", "-p", &port(&self.redis.addr())])
+            .args(["-h", "127.0.0.1", "-p", &self.redis.port().to_string()])
             .args(["-P", "32", "-c", "1", "-n", &entries.to_string(), "--csv"])
             .args(["XADD", "benchref", "*", "event", &payload])
             .stderr(Stdio::null())
             .output()
             .map_err(|e| format!("redis-benchmark: {e}"))?;
-        let redis_cpu = cpu_secs(self.redis.pid())? - redis0;
+        let redis_cpu = cpu_secs(self.redis_pid)? - redis0;
         let text = String::from_utf8_lossy(&out.stdout);
         let rps: f64 = text
             .lines()
@@ -575,8 +552,8 @@ impl<'a> Bench<'a> {
             .and_then(|l| l.split("\",\"").nth(1))
             .and_then(|v| v.trim_matches('"').parse().ok())
             .ok_or_else(|| format!("redis-benchmark: unexpected output {:?}", text.trim()))?;
-        conn.cmd(&["DEL", "benchref"])?;
-        let stats = conn.info("commandstats")?;
+        query::<()>(&mut conn, &["DEL", "benchref"])?;
+        let stats = info(&mut conn, "commandstats")?;
         Ok(Measured {
             entries,
             bytes: entries * (mean + 1),
@@ -648,24 +625,18 @@ impl<'a> Bench<'a> {
             }
             let j = sent[i].len();
             let line = event_line(&ids[i], 2 + j as u64, "text.delta", &delta_data(j));
-            let chunk = chunk(&line);
             sent[i].push(Instant::now());
-            pushes[i]
-                .write_all(&chunk)
-                .map_err(|e| format!("{}: send: {e}", ids[i]))?;
+            pushes[i].write(&ids[i], &line)?;
             if j + 1 < deltas {
                 heap.push(Reverse((at + interval, i)));
             } else {
-                finish_push(&mut pushes[i], &ids[i], 2 + deltas as u64)?;
+                pushes[i].finish(&ids[i], 2 + deltas as u64)?;
             }
         }
         let load_secs = started.elapsed().as_secs_f64();
         let mut oks = Vec::with_capacity(c);
-        for (push, id) in pushes.iter_mut().zip(&ids) {
-            let mut raw = Vec::new();
-            push.read_to_end(&mut raw)
-                .map_err(|e| format!("{id}: reading the push answer: {e}"))?;
-            oks.push(ended(&parse_response(&raw)?, id)?);
+        for (push, id) in pushes.into_iter().zip(&ids) {
+            oks.push(ended(&push.answer()?, id)?);
         }
         let mut latencies = Vec::with_capacity(c * deltas);
         let mut missing = 0;
@@ -700,25 +671,22 @@ impl<'a> Bench<'a> {
 
     // ------------------------------------------------- idle subscribers
 
-    fn idle(&self, n: usize, conn: &mut RedisConn) -> Result<Idle, String> {
+    fn idle(&self, n: usize, conn: &mut redis::Connection) -> Result<Idle, String> {
         let mut replica = self.replica()?;
         let auth = self.auth();
         // Warm-up: one run pushed and read, so the baseline includes what
         // the server allocates once.
         let warm = format!("idle-{}-warm", self.tag);
         let mut push = open_push(&replica.addr, &auth, &warm)?;
-        finish_push(&mut push, &warm, 2)?;
-        let mut raw = Vec::new();
-        push.read_to_end(&mut raw)
-            .map_err(|e| format!("warm-up: {e}"))?;
-        if !ended(&parse_response(&raw)?, &warm)? {
+        push.finish(&warm, 2)?;
+        if !ended(&push.answer()?, &warm)? {
             return Err("the warm-up run did not end".to_owned());
         }
         let warm_token = self.tokens(std::slice::from_ref(&warm))?;
         read_stream(&replica.addr, &warm, &warm_token[0])?;
         thread::sleep(Duration::from_millis(500));
         let rss0 = rss_kib(replica.pid())?;
-        let clients0 = clients(conn)?;
+        let clients0 = info_number(conn, "clients", "connected_clients")?;
 
         let ids: Vec<String> = (0..n).map(|i| format!("idle-{}-{i}", self.tag)).collect();
         let tokens = self.tokens(&ids)?;
@@ -736,28 +704,20 @@ impl<'a> Bench<'a> {
         }
         thread::sleep(Duration::from_secs(1));
         let rss2 = rss_kib(replica.pid())?;
-        let clients2 = clients(conn)?;
+        let clients2 = info_number(conn, "clients", "connected_clients")?;
 
         // End every run properly, and read every stream to its end.
         for (push, id) in pushes.iter_mut().zip(&ids) {
-            finish_push(push, id, 2)?;
+            push.finish(id, 2)?;
         }
         let mut oks = Vec::with_capacity(n);
-        for (push, id) in pushes.iter_mut().zip(&ids) {
-            let mut raw = Vec::new();
-            push.read_to_end(&mut raw)
-                .map_err(|e| format!("{id}: reading the push answer: {e}"))?;
-            oks.push(ended(&parse_response(&raw)?, id)?);
+        for (push, id) in pushes.into_iter().zip(&ids) {
+            oks.push(ended(&push.answer()?, id)?);
         }
         let mut broken = 0;
-        for (mut s, id) in subscribers.into_iter().zip(&ids) {
-            let mut rest = Vec::new();
-            s.stream
-                .read_to_end(&mut rest)
-                .map_err(|e| format!("{id}: reading the stream: {e}"))?;
-            let mut body = s.pending;
-            body.extend_from_slice(&rest);
-            if let Err(e) = crate::cluster::dechunk(&body) {
+        for (s, id) in subscribers.into_iter().zip(&ids) {
+            // An error: the stream ended without its last chunk.
+            if let Err(e) = read_whole(s) {
                 eprintln!("bench-gateway: {id}: the stream: {e}");
                 broken += 1;
             }
@@ -779,7 +739,7 @@ impl<'a> Bench<'a> {
 // ------------------------------------------------------------- HTTP pieces
 
 /// `POST /api/v1/runs` with the whole body.
-fn push_whole(addr: &str, auth: &str, body: &[u8]) -> Result<crate::cluster::HttpResponse, String> {
+fn push_whole(addr: &str, auth: &str, body: &[u8]) -> Result<HttpResponse, String> {
     http(
         addr,
         "POST",
@@ -796,14 +756,15 @@ fn push_whole(addr: &str, auth: &str, body: &[u8]) -> Result<crate::cluster::Htt
 /// `run.finished` (`outcome: ended`). A run the gateway could not log
 /// (`log_failed`, ...) is `false`, counted and reported; an answer that is
 /// not a 200 summary is an error.
-fn ended(resp: &crate::cluster::HttpResponse, run_id: &str) -> Result<bool, String> {
+fn ended(resp: &HttpResponse, run_id: &str) -> Result<bool, String> {
     let body = String::from_utf8_lossy(&resp.body);
     if resp.status != 200 {
         return Err(format!("push {run_id}: status {}: {body}", resp.status));
     }
-    let j = Json::parse(&body).map_err(|e| format!("push {run_id}: {e}: {body}"))?;
-    let outcome = j.get("outcome").and_then(Json::as_str);
-    let terminal = j.get("terminal").and_then(Json::as_str);
+    let j: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("push {run_id}: {e}: {body}"))?;
+    let outcome = j["outcome"].as_str();
+    let terminal = j["terminal"].as_str();
     let ok = outcome == Some("ended") && terminal == Some("run.finished");
     if !ok {
         eprintln!("bench-gateway: push {run_id}: {body}");
@@ -849,67 +810,29 @@ fn push_all(
 /// `GET /api/v1/runs/{id}/stream` to its end (retrying while the run does
 /// not exist yet); returns the body's length.
 fn read_stream(addr: &str, run_id: &str, token: &str) -> Result<usize, String> {
-    let path = format!("/api/v1/runs/{run_id}/stream?protocol=custom");
-    let start = Instant::now();
-    loop {
-        let resp = http(addr, "GET", &path, &[("X-Run-Token", token)], b"")?;
-        match resp.status {
-            200 => return Ok(resp.body.len()),
-            404 if start.elapsed() < Duration::from_secs(30) => {
-                thread::sleep(Duration::from_millis(1));
-            }
-            s => return Err(format!("GET {run_id}: status {s}")),
-        }
-    }
+    let stream = open_stream(addr, run_id, token)?;
+    let whole = read_whole(stream).map_err(|e| format!("GET {run_id}: {e}"))?;
+    Ok(whole.body.len())
 }
 
-/// A GET stream whose head was read: the socket and the body bytes that
-/// came with the head.
-struct OpenStream {
-    stream: TcpStream,
-    pending: Vec<u8>,
-}
+/// A GET stream whose head was read.
+type OpenStream = ureq::http::Response<ureq::Body>;
 
 /// Opens `GET /api/v1/runs/{id}/stream` and reads its head (retrying while
 /// the run does not exist yet).
 fn open_stream(addr: &str, run_id: &str, token: &str) -> Result<OpenStream, String> {
+    let url = format!("http://{addr}/api/v1/runs/{run_id}/stream?protocol=custom");
     let start = Instant::now();
     loop {
-        let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-        let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
-        let req = format!(
-            "GET /api/v1/runs/{run_id}/stream?protocol=custom HTTP/1.1\r\nHost: {addr}\r\nX-Run-Token: {token}\r\nConnection: close\r\n\r\n"
-        );
-        s.write_all(req.as_bytes())
-            .map_err(|e| format!("{run_id}: send: {e}"))?;
-        let mut raw = Vec::new();
-        let mut buf = [0u8; 4096];
-        let split = loop {
-            if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-                break p;
-            }
-            let n = s
-                .read(&mut buf)
-                .map_err(|e| format!("{run_id}: reading the stream's head: {e}"))?;
-            if n == 0 {
-                return Err(format!("{run_id}: the stream closed before its head"));
-            }
-            raw.extend_from_slice(&buf[..n]);
-        };
-        let status = String::from_utf8_lossy(&raw[..split])
-            .split(' ')
-            .nth(1)
-            .and_then(|v| v.parse::<u16>().ok())
-            .unwrap_or(0);
-        match status {
-            200 => {
-                return Ok(OpenStream {
-                    stream: s,
-                    pending: raw[split + 4..].to_vec(),
-                });
-            }
+        let answer = agent()
+            .get(&url)
+            .header("X-Run-Token", token)
+            .call()
+            .map_err(|e| format!("GET {run_id}: {e}"))?;
+        match answer.status().as_u16() {
+            200 => return Ok(answer),
             404 if start.elapsed() < Duration::from_secs(30) => {
-                thread::sleep(Duration::from_millis(5));
+                thread::sleep(Duration::from_millis(1));
             }
             s => return Err(format!("GET {run_id}: status {s}")),
         }
@@ -930,9 +853,9 @@ fn subscribe_markers(
     // Counted even when it failed, so the writer does not wait forever.
     ready.fetch_add(1, Ordering::SeqCst);
     let open = open.as_mut().map_err(|e| e.clone())?;
+    let mut stream = open.body_mut().as_reader();
     let mut arrived = vec![None; deltas];
-    let mut window = std::mem::take(&mut open.pending);
-    let mut tail = [0u8; 5];
+    let mut window = Vec::new();
     let mut buf = vec![0u8; 16 * 1024];
     let mut now = Instant::now();
     loop {
@@ -957,77 +880,110 @@ fn subscribe_markers(
         }
         let keep = window.len().saturating_sub(9).max(from.min(window.len()));
         window.drain(..keep.min(window.len()));
-        let n = open
-            .stream
-            .read(&mut buf)
-            .map_err(|e| format!("{run_id}: reading the stream: {e}"))?;
+        // An error: the stream ended without its last chunk.
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("bench-gateway: {run_id}: the stream ended early: {e}");
+                return Ok((arrived, false));
+            }
+        };
         now = Instant::now();
         if n == 0 {
             break;
         }
         window.extend_from_slice(&buf[..n]);
-        // The last five bytes seen, for the end-of-body check.
-        for &b in &buf[..n] {
-            tail.rotate_left(1);
-            tail[4] = b;
-        }
     }
-    let complete = &tail == b"0\r\n\r\n";
-    if !complete {
-        eprintln!("bench-gateway: {run_id}: the stream ended without its last chunk");
-    }
-    Ok((arrived, complete))
+    Ok((arrived, true))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Opens a chunked `POST /api/v1/runs` and sends `run.started` and
-/// `text.started`; the run then waits for more.
-fn open_push(addr: &str, auth: &str, run_id: &str) -> Result<TcpStream, String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
-    let _ = s.set_nodelay(true);
-    let mut out = format!(
-        "POST /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-    )
-    .into_bytes();
-    out.extend(chunk(&event_line(
-        run_id,
-        0,
-        "run.started",
-        r#"{"harness_id":"bench","adapter_version":"1.0.0","provider_run_id":"bench"}"#,
-    )));
-    out.extend(chunk(&event_line(
-        run_id,
-        1,
-        "text.started",
-        r#"{"message_id":"msg-1","role":"assistant"}"#,
-    )));
-    s.write_all(&out)
-        .map_err(|e| format!("{run_id}: send: {e}"))?;
-    Ok(s)
+/// A push whose body is still being written: the writing end of the body's
+/// pipe, and the thread that sends the body as it comes (chunked, one chunk
+/// per write) and returns the answer.
+struct OpenPush {
+    body: Option<PipeWriter>,
+    answer: thread::JoinHandle<Result<HttpResponse, String>>,
 }
 
-/// Sends `text.finished` at `sequence`, `run.finished` and the end of the
-/// chunked body.
-fn finish_push(s: &mut TcpStream, run_id: &str, sequence: u64) -> Result<(), String> {
-    let mut out = chunk(&event_line(
+impl OpenPush {
+    /// Writes `data` into the body.
+    fn write(&mut self, run_id: &str, data: &[u8]) -> Result<(), String> {
+        let body = self.body.as_mut().ok_or("the body has ended")?;
+        body.write_all(data)
+            .map_err(|e| format!("{run_id}: send: {e}"))
+    }
+
+    /// Sends `text.finished` at `sequence`, `run.finished` and the end of
+    /// the body.
+    fn finish(&mut self, run_id: &str, sequence: u64) -> Result<(), String> {
+        let mut out = event_line(
+            run_id,
+            sequence,
+            "text.finished",
+            r#"{"message_id":"msg-1"}"#,
+        );
+        out.extend(event_line(
+            run_id,
+            sequence + 1,
+            "run.finished",
+            r#"{"outcome":"success","stop_reason":"end_turn","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"head-1"}}"#,
+        ));
+        self.write(run_id, &out)?;
+        self.body = None;
+        Ok(())
+    }
+
+    /// The push's answer (once the body has ended).
+    fn answer(self) -> Result<HttpResponse, String> {
+        drop(self.body);
+        self.answer.join().map_err(|_| "a push thread panicked")?
+    }
+}
+
+/// Opens a chunked `POST /api/v1/runs` and sends `run.started` and
+/// `text.started`; the run then waits for more.
+fn open_push(addr: &str, auth: &str, run_id: &str) -> Result<OpenPush, String> {
+    let (reader, body) = std::io::pipe().map_err(|e| format!("{run_id}: pipe: {e}"))?;
+    let (url, auth) = (format!("http://{addr}/api/v1/runs"), auth.to_owned());
+    let answer = thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let answer = agent()
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/x-ndjson")
+                .send(ureq::SendBody::from_owned_reader(reader))
+                .map_err(|e| format!("POST {url}: {e}"))?;
+            read_whole(answer)
+        })
+        .map_err(|e| format!("cannot start a push thread: {e}"))?;
+    let mut push = OpenPush {
+        body: Some(body),
+        answer,
+    };
+    push.write(
         run_id,
-        sequence,
-        "text.finished",
-        r#"{"message_id":"msg-1"}"#,
-    ));
-    out.extend(chunk(&event_line(
+        &event_line(
+            run_id,
+            0,
+            "run.started",
+            r#"{"harness_id":"bench","adapter_version":"1.0.0","provider_run_id":"bench"}"#,
+        ),
+    )?;
+    push.write(
         run_id,
-        sequence + 1,
-        "run.finished",
-        r#"{"outcome":"success","stop_reason":"end_turn","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"head-1"}}"#,
-    )));
-    out.extend_from_slice(b"0\r\n\r\n");
-    s.write_all(&out)
-        .map_err(|e| format!("{run_id}: send: {e}"))
+        &event_line(
+            run_id,
+            1,
+            "text.started",
+            r#"{"message_id":"msg-1","role":"assistant"}"#,
+        ),
+    )?;
+    Ok(push)
 }
 
 /// The `data` of latency delta `j`: its marker.
@@ -1047,42 +1003,22 @@ fn event_line(run_id: &str, sequence: u64, ty: &str, data: &str) -> Vec<u8> {
     .collect()
 }
 
-/// `data` as one HTTP chunk.
-fn chunk(data: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
-    out.extend_from_slice(data);
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
 // ------------------------------------------------------------ Redis pieces
 
-fn port(addr: &str) -> String {
-    addr.rsplit(':').next().unwrap_or_default().to_owned()
+/// `INFO section`.
+fn info(conn: &mut redis::Connection, section: &str) -> Result<redis::InfoDict, String> {
+    query(conn, &["INFO", section])
 }
 
-fn info_field(info: &[(String, String)], key: &str) -> String {
-    info.iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
-}
-
-fn used_memory(conn: &mut RedisConn) -> Result<u64, String> {
-    info_field(&conn.info("memory")?, "used_memory")
-        .parse()
-        .map_err(|_| "redis: no used_memory".to_owned())
-}
-
-fn clients(conn: &mut RedisConn) -> Result<u64, String> {
-    info_field(&conn.info("clients")?, "connected_clients")
-        .parse()
-        .map_err(|_| "redis: no connected_clients".to_owned())
+/// One number of `INFO section`.
+fn info_number(conn: &mut redis::Connection, section: &str, key: &str) -> Result<u64, String> {
+    let info = info(conn, section)?;
+    info.get(key).ok_or_else(|| format!("redis: no {key}"))
 }
 
 /// `cmdstat_<name>` of `INFO commandstats`: (name, calls, µs per call).
-fn command_stat(stats: &[(String, String)], name: &str) -> Option<(String, u64, f64)> {
-    let v = info_field(stats, &format!("cmdstat_{name}"));
+fn command_stat(stats: &redis::InfoDict, name: &str) -> Option<(String, u64, f64)> {
+    let v: String = stats.get(&format!("cmdstat_{name}"))?;
     let field = |f: &str| {
         v.split(',')
             .find_map(|kv| kv.strip_prefix(&format!("{f}=")))
@@ -1364,31 +1300,4 @@ fn failed_note(failed: usize, of: usize) -> String {
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 && c != '-' {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn cpu_model() -> String {
-    fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned())
 }

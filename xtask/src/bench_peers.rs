@@ -1,10 +1,6 @@
 //! `cargo xtask bench-peers`: lce beside other implementations, same corpus,
 //! same machine, one run (issue 7).
 //!
-//! ```text
-//! cargo xtask bench-peers [--events N] [--mix M] [--seconds S]
-//! ```
-//!
 //! One generated run (default 100000 `mixed` events, seed 1) under
 //! `target/peers/`, and its `agui-v1` encoding by lce (the input of the AG-UI
 //! 1.0 peers). Each contender loops over the whole run until `S` seconds
@@ -33,12 +29,17 @@
 
 use std::fmt::Write as _;
 use std::fs;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::memcheck::build_lce;
-use crate::util::{run as run_command, workspace_root};
+use lce_testkit::corpus::{self, Options};
+
+use crate::util::{
+    build_lce, cores, cpu_model, create_dir, fnv1a64, read, run as run_command, thousands,
+    workspace_root,
+};
 
 /// One line of the table.
 struct Row {
@@ -47,18 +48,37 @@ struct Row {
     result: Result<f64, String>,
 }
 
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Events in the generated run (at least 2).
+    #[arg(long, value_name = "N", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(2..))]
+    events: u64,
+    /// The mix of event kinds: text, tools or mixed.
+    #[arg(long, value_name = "M", default_value = "mixed")]
+    mix: String,
+    /// Each contender loops over the run until this many seconds passed.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    seconds: f64,
+}
+
 /// Runs the task with the arguments after `bench-peers`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let (events, mix, seconds) = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let Args {
+        events,
+        mix,
+        seconds,
+    } = args;
     let root = workspace_root();
     let target = root.join("target");
     let work = target.join("peers");
-    fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    create_dir(&work)?;
 
     println!("bench-peers: {events} {mix} events, about {seconds} s per contender");
     println!("machine: {} cores, {}", cores(), cpu_model());
 
-    let lce = build_lce(&root)?;
+    let lce = build_lce(&root, true)?;
     let (corpus, v1_sse) = inputs(&lce, &work, events, &mix)?;
 
     let mut versions = vec![format!("lce {}", env!("CARGO_PKG_VERSION"))];
@@ -91,53 +111,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `--events N --mix M --seconds S`, with their defaults.
-fn parse_args(args: &[String]) -> Result<(u64, String, f64), String> {
-    let mut events: u64 = 100_000;
-    let mut mix = "mixed".to_owned();
-    let mut seconds: f64 = 5.0;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--events" => {
-                let v = value()?;
-                events = v.parse().map_err(|e| format!("--events {v}: {e}"))?;
-            }
-            "--mix" => mix = value()?,
-            "--seconds" => {
-                let v = value()?;
-                seconds = v.parse().map_err(|e| format!("--seconds {v}: {e}"))?;
-            }
-            other => return Err(format!("bench-peers: unknown argument `{other}`")),
-        }
-    }
-    if events < 2 {
-        return Err("--events needs at least 2".to_owned());
-    }
-    Ok((events, mix, seconds))
-}
-
 /// The corpus (generated once per mix and size, seed 1) and lce's `agui-v1`
 /// encoding of it (the AG-UI 1.0 peers' input), under `work`.
 fn inputs(lce: &Path, work: &Path, events: u64, mix: &str) -> Result<(PathBuf, PathBuf), String> {
     let corpus = work.join(format!("corpus-{mix}-{events}.jsonl"));
     if !corpus.is_file() {
-        let me = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
-        run_command(
-            Command::new(me)
-                .args([
-                    "corpus",
-                    "--events",
-                    &events.to_string(),
-                    "--mix",
-                    mix,
-                    "--seed",
-                    "1",
-                    "--out",
-                ])
-                .arg(&corpus),
-        )?;
+        let options = Options {
+            events,
+            mix: crate::corpus::mix(mix)?,
+            seed: 1,
+        };
+        let file = fs::File::create(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+        corpus::write(&options, BufWriter::with_capacity(1 << 16, file))
+            .map_err(|e| format!("{}: {e}", corpus.display()))?;
     }
     let v1_sse = work.join(format!("corpus-{mix}-{events}.agui-v1.sse"));
     let out = fs::File::create(&v1_sse).map_err(|e| format!("{}: {e}", v1_sse.display()))?;
@@ -273,7 +259,7 @@ fn table(rows: &[Row]) -> String {
     for r in rows {
         let (rate, ratio) = match &r.result {
             Ok(rate) => (
-                group_thousands(*rate).to_string(),
+                thousands(*rate).to_string(),
                 lce_rate(r.format).map_or_else(|| "-".to_owned(), |l| format!("{:.1}", l / rate)),
             ),
             Err(e) => (format!("did not run: {e}"), "-".to_owned()),
@@ -281,33 +267,6 @@ fn table(rows: &[Row]) -> String {
         let _ = writeln!(s, "| {} | {} | {rate} | {ratio} |", r.who, r.format);
     }
     s
-}
-
-fn group_thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn cpu_model() -> String {
-    fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned())
 }
 
 /// Runs `lce encode` over the corpus until `seconds` have passed; events/s.
@@ -375,14 +334,11 @@ fn capture(cmd: &mut Command) -> Result<String, String> {
 
 /// FNV-1a over some files: the stamp that says an install is current.
 fn stamp(files: &[PathBuf]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for f in files {
-        for b in fs::read(f).unwrap_or_default() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
+    let bytes: Vec<u8> = files
+        .iter()
+        .flat_map(|f| fs::read(f).unwrap_or_default())
+        .collect();
+    format!("{:016x}", fnv1a64(&bytes))
 }
 
 /// The venv's python, created and filled from requirements.txt when needed.
@@ -430,15 +386,13 @@ fn ensure_node(root: &Path, target: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// The `version` of an installed npm package.
 fn npm_version(dir: &Path, package: &str) -> String {
-    let manifest = fs::read_to_string(dir.join("node_modules").join(package).join("package.json"))
-        .unwrap_or_default();
-    manifest
-        .split("\"version\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').nth(1))
-        .unwrap_or("?")
-        .to_owned()
+    let manifest = read(&dir.join("node_modules").join(package).join("package.json"));
+    let manifest: Option<serde_json::Value> =
+        manifest.ok().and_then(|m| serde_json::from_str(&m).ok());
+    let version = manifest.as_ref().and_then(|m| m["version"].as_str());
+    version.unwrap_or("?").to_owned()
 }
 
 /// Builds the `ag-ui` crate peer; its binary.

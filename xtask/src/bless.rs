@@ -26,8 +26,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::json::write_string;
-use crate::util::{run as run_command, workspace_root};
+use crate::util::{build_lce, create_dir, files_with, stem, target_dir, workspace_root, write};
 
 /// Every kind, in the order they are blessed.
 const KINDS: &[&str] = &["custom", "agui", "agui-v1", "invoke", "hostile"];
@@ -53,21 +52,13 @@ impl Tally {
 }
 
 /// Runs the task with the arguments after `bless`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let kinds = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let kinds = kinds(&args);
     let root = workspace_root();
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target = target_dir(&root);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let lce = if kinds.iter().any(|k| *k != "hostile") {
-        run_command(
-            Command::new(&cargo)
-                .current_dir(&root)
-                .args(["build", "--quiet", "-p", "lce-cli"]),
-        )?;
-        target
-            .join("debug")
-            .join(format!("lce{}", std::env::consts::EXE_SUFFIX))
+        build_lce(&root, false)?
     } else {
         PathBuf::new()
     };
@@ -102,47 +93,34 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The kinds to bless, in [`KINDS`] order: `--only KIND` (repeatable;
-/// `--format F` is the same for an SSE format), every kind by default.
-fn parse_args(args: &[String]) -> Result<Vec<&'static str>, String> {
-    let mut wanted: BTreeSet<&'static str> = BTreeSet::new();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (value, sse_only) = match arg.as_str() {
-            "--only" => (it.next().map(String::as_str), false),
-            "--format" => (it.next().map(String::as_str), true),
-            other => match (
-                other.strip_prefix("--only="),
-                other.strip_prefix("--format="),
-            ) {
-                (Some(v), _) => (Some(v), false),
-                (_, Some(v)) => (Some(v), true),
-                _ => (None, false),
-            },
-        };
-        let Some(value) = value else {
-            return Err(format!(
-                "unexpected argument `{arg}`; usage: bless [--only KIND]... (KIND: {}, sse)",
-                KINDS.join(", ")
-            ));
-        };
-        let allowed = if sse_only { FORMATS } else { KINDS };
-        if value == "sse" {
-            wanted.extend(FORMATS);
-        } else if let Some(kind) = allowed.iter().find(|k| **k == value) {
-            wanted.insert(kind);
-        } else {
-            return Err(format!(
-                "unknown kind `{value}` (one of {}, sse)",
-                allowed.join(", ")
-            ));
-        }
-    }
-    Ok(KINDS
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Only this kind (repeatable): custom, agui, agui-v1, invoke, hostile,
+    /// or sse (the three formats); every kind by default.
+    #[arg(long, value_name = "KIND", value_parser = clap::builder::PossibleValuesParser::new(["custom", "agui", "agui-v1", "invoke", "hostile", "sse"]))]
+    only: Vec<String>,
+    /// The same as `--only` for an SSE format (custom, agui, agui-v1, sse).
+    #[arg(long, value_name = "F", value_parser = clap::builder::PossibleValuesParser::new(["custom", "agui", "agui-v1", "sse"]))]
+    format: Vec<String>,
+}
+
+/// The kinds to bless, in [`KINDS`] order: those asked for, every kind by
+/// default (`sse` names the three formats).
+fn kinds(args: &Args) -> Vec<&'static str> {
+    let asked: Vec<&str> = args
+        .only
+        .iter()
+        .chain(&args.format)
+        .map(String::as_str)
+        .collect();
+    KINDS
         .iter()
         .copied()
-        .filter(|k| wanted.is_empty() || wanted.contains(k))
-        .collect())
+        .filter(|k| {
+            asked.is_empty() || asked.contains(k) || (asked.contains(&"sse") && FORMATS.contains(k))
+        })
+        .collect()
 }
 
 /// `fixtures/golden/<format>/*.sse` from `lce encode --to <format>`.
@@ -211,13 +189,18 @@ fn invoke_golden(status: u16, retry_after: Option<&str>, body: &str) -> String {
     let mut s = format!("{{\n  \"status\": {status},\n");
     if let Some(secs) = retry_after {
         s.push_str("  \"headers\": {\"retry-after\": ");
-        write_string(&mut s, secs);
+        s.push_str(&json_string(secs));
         s.push_str("},\n");
     }
     s.push_str("  \"body\": ");
-    write_string(&mut s, body);
+    s.push_str(&json_string(body));
     s.push_str("\n}\n");
     s
+}
+
+/// `text` as a JSON string, escaped as `serde_json` does.
+fn json_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
 }
 
 /// `fixtures/hostile/*.expect` from the outcomes the hostile test records.
@@ -280,9 +263,9 @@ fn record(root: &Path, rel: &str, new: &[u8], tally: &mut Tally) -> Result<(), S
         return Ok(());
     }
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        create_dir(dir)?;
     }
-    fs::write(&path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write(&path, new)?;
     match old {
         Some(old) => {
             tally.changed += 1;
@@ -322,140 +305,50 @@ fn remove_stray(
     Ok(())
 }
 
-fn stem(p: &Path) -> String {
-    p.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 fn names(files: &[PathBuf]) -> BTreeSet<String> {
     files.iter().map(|f| stem(f)).collect()
 }
 
-/// The `*.ext` files of `dir`, sorted.
-fn files_with(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    v.sort();
-    Ok(v)
-}
-
-/// One line of an edit script.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Keep,
-    Del,
-    Add,
-}
-
-/// Prints a unified diff of `old` and `new` (line-based LCS).
+/// Prints a unified diff of `old` and `new`.
 fn print_diff(name: &str, old: &str, new: &str) {
-    let a: Vec<&str> = old.split('\n').collect();
-    let b: Vec<&str> = new.split('\n').collect();
-    let ops = edit_script(&a, &b);
-    println!("--- a/{name}\n+++ b/{name}");
-    let mut k = 0;
-    while k < ops.len() {
-        if ops[k].0 == Op::Keep {
-            k += 1;
-            continue;
-        }
-        // A hunk: from CONTEXT before this change to CONTEXT after the last
-        // change closer than 2 * CONTEXT.
-        let start = k.saturating_sub(CONTEXT);
-        let mut end = k;
-        let mut last_change = k;
-        while end < ops.len() && end <= last_change + 2 * CONTEXT {
-            if ops[end].0 != Op::Keep {
-                last_change = end;
-            }
-            end += 1;
-        }
-        let end = (last_change + CONTEXT + 1).min(ops.len());
-        let hunk = &ops[start..end];
-        let old_len = hunk.iter().filter(|o| o.0 != Op::Add).count();
-        let new_len = hunk.iter().filter(|o| o.0 != Op::Del).count();
-        let (oi, ni) = (hunk[0].1, hunk[0].2);
-        println!("@@ -{},{old_len} +{},{new_len} @@", oi + 1, ni + 1);
-        for &(op, i, j) in hunk {
-            match op {
-                Op::Keep => println!(" {}", a[i]),
-                Op::Del => println!("-{}", a[i]),
-                Op::Add => println!("+{}", b[j]),
-            }
-        }
-        k = end;
-    }
-}
-
-/// The edit script from `a` to `b` as `(op, index in a, index in b)`, from
-/// a longest common subsequence of lines (the files are short: tens of
-/// lines).
-fn edit_script(a: &[&str], b: &[&str]) -> Vec<(Op, usize, usize)> {
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let mut ops: Vec<(Op, usize, usize)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            ops.push((Op::Keep, i, j));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push((Op::Del, i, j));
-            i += 1;
-        } else {
-            ops.push((Op::Add, i, j));
-            j += 1;
-        }
-    }
-    ops
+    let diff = similar::TextDiff::from_lines(old, new);
+    let (a, b) = (format!("a/{name}"), format!("b/{name}"));
+    print!(
+        "{}",
+        diff.unified_diff().context_radius(CONTEXT).header(&a, &b)
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| (*s).to_owned()).collect()
+    fn parse(v: &[&str]) -> Result<Vec<&'static str>, clap::Error> {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        Cli::try_parse_from(std::iter::once("bless").chain(v.iter().copied()))
+            .map(|c| kinds(&c.args))
     }
 
     #[test]
     fn kinds_are_every_kind_by_default_and_in_order() {
-        assert_eq!(parse_args(&[]).unwrap(), KINDS);
+        assert_eq!(parse(&[]).unwrap(), KINDS);
         assert_eq!(
-            parse_args(&args(&["--only", "hostile", "--only=custom"])).unwrap(),
+            parse(&["--only", "hostile", "--only=custom"]).unwrap(),
             ["custom", "hostile"]
         );
         assert_eq!(
-            parse_args(&args(&["--only", "sse", "--only", "invoke"])).unwrap(),
+            parse(&["--only", "sse", "--only", "invoke"]).unwrap(),
             ["custom", "agui", "agui-v1", "invoke"]
         );
-        assert_eq!(
-            parse_args(&args(&["--format", "agui-v1"])).unwrap(),
-            ["agui-v1"]
-        );
-        assert_eq!(
-            parse_args(&args(&["--format", "invoke"])).unwrap_err(),
-            "unknown kind `invoke` (one of custom, agui, agui-v1, sse)"
-        );
-        assert_eq!(
-            parse_args(&args(&["--only"])).unwrap_err(),
-            "unexpected argument `--only`; usage: bless [--only KIND]... (KIND: custom, agui, agui-v1, invoke, hostile, sse)"
-        );
+        assert_eq!(parse(&["--format", "agui-v1"]).unwrap(), ["agui-v1"]);
+        assert!(parse(&["--format", "invoke"]).is_err(), "not a format");
+        assert!(parse(&["--only"]).is_err(), "no kind");
+        assert!(parse(&["custom"]).is_err(), "not an option");
     }
 
     #[test]
@@ -467,17 +360,6 @@ mod tests {
         assert_eq!(
             invoke_golden(503, Some("30"), "{}"),
             "{\n  \"status\": 503,\n  \"headers\": {\"retry-after\": \"30\"},\n  \"body\": \"{}\"\n}\n"
-        );
-    }
-
-    #[test]
-    fn edit_scripts_keep_common_lines() {
-        let ops = edit_script(&["a", "b", "c"], &["a", "x", "c", "d"]);
-        let kinds: Vec<Op> = ops.iter().map(|o| o.0).collect();
-        assert!(
-            kinds == [Op::Keep, Op::Del, Op::Add, Op::Keep, Op::Add],
-            "{:?}",
-            ops.iter().map(|o| (o.1, o.2)).collect::<Vec<_>>()
         );
     }
 }

@@ -3,11 +3,7 @@
 //! loopback, with the copy-pasteable `curl` commands that push a run to one
 //! replica and read it back from another (`docs/gateway.md`).
 //!
-//! ```text
-//! cargo xtask cluster [--debug] [--no-build] [--replicas N] [--seconds N]
-//! ```
-//!
-//! - Builds `lce` (`cargo build --locked -p lce-cli --bin lce`, release, or
+//! - Builds `lce` (`cargo build -p lce-cli --bin lce`, release, or
 //!   debug with `--debug`; `--no-build` takes the one already built).
 //! - Starts `redis-server` on a free loopback port in a temporary folder
 //!   (`appendonly yes`, `appendfsync always`, no RDB snapshots: the setting
@@ -19,7 +15,7 @@
 //!   replicas (each releases the runs it owns), then to Redis, and removes
 //!   the folder.
 //! - With `--seconds N` it is also a smoke test (CI runs it): it does what
-//!   the printed commands do, in Rust over std's `TcpStream` (no `curl`):
+//!   the printed commands do, in Rust (`ureq`, no `curl`):
 //!   pushes the scenario to replica 1, reads it back from replica 2 and
 //!   checks the bytes equal `fixtures/golden/custom/<scenario>.sse` once the
 //!   `id:` lines are removed, then resumes on replica 3 after the first
@@ -28,31 +24,28 @@
 //!   check is done if that is later.
 //!
 //! Ctrl-C: a terminal's Ctrl-C reaches every process of the foreground
-//! group, and xtask (std only, `unsafe` forbidden) cannot catch it. So the
+//! group, and xtask (`unsafe` forbidden, no signal crate) cannot catch it. So the
 //! command re-runs itself as a *supervisor* in a process group of its own
 //! (the redis-server and the replicas are its children, out of Ctrl-C's
 //! reach too) and holds the write end of a pipe on the supervisor's stdin.
 //! Ctrl-C ends the front process; the pipe closes; the supervisor sees the
 //! end of its stdin and stops the cluster in order.
 //!
-//! The process handling here ([`Redis`], [`Replica`], [`http`], [`RedisConn`])
-//! is shared with `cargo xtask bench-gateway`.
+//! The process handling here ([`Redis`], on `lce-testkit`'s `RedisServer`,
+//! [`Replica`], [`http`]) is shared with `cargo xtask bench-gateway`.
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::json::Json;
-use crate::util::{run as run_cmd, workspace_root};
+use lce_testkit::redis_server::RedisServer;
 
-const USAGE: &str =
-    "usage: cargo xtask cluster [--debug] [--no-build] [--replicas N] [--seconds N]";
+use crate::util::{build_lce, create_dir, lce_path, read, workspace_root, write};
 
 /// The scenario the printed commands and the smoke test push.
 const SCENARIO: &str = "tool-approval-interrupt";
@@ -66,59 +59,35 @@ const REPLICA_STOP: Duration = Duration::from_secs(15);
 const SHUTDOWN_GRACE: &str = "5";
 
 /// What the command line asked for.
-#[derive(Debug, Clone)]
-struct Options {
-    release: bool,
-    build: bool,
-    replicas: usize,
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Build and run the debug `lce` (the one `cargo test` built).
+    #[arg(long)]
+    debug: bool,
+    /// Take the `lce` already built.
+    #[arg(long)]
+    no_build: bool,
+    /// How many replicas (2 to 16).
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u8).range(2..=16))]
+    replicas: u8,
+    /// Stop after N s, and check a pushed run reads back as its golden file.
+    #[arg(long, value_name = "N")]
     seconds: Option<u64>,
     /// Internal: this process is the supervisor (see the module docs).
+    #[arg(long, hide = true)]
     supervise: bool,
 }
 
-fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        release: true,
-        build: true,
-        replicas: 3,
-        seconds: None,
-        supervise: false,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut num = |name: &str| -> Result<u64, String> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or(format!("{name} needs a number\n{USAGE}"))
-        };
-        match a.as_str() {
-            "--debug" => o.release = false,
-            "--no-build" => o.build = false,
-            "--seconds" => o.seconds = Some(num("--seconds")?),
-            "--replicas" => {
-                o.replicas = usize::try_from(num("--replicas")?).unwrap_or(usize::MAX);
-                if !(2..=16).contains(&o.replicas) {
-                    return Err(format!("--replicas must be 2 to 16\n{USAGE}"));
-                }
-            }
-            "--supervise" => o.supervise = true,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other => return Err(format!("cluster: unknown argument `{other}`\n{USAGE}")),
-        }
-    }
-    Ok(o)
-}
-
 /// Runs the task with the arguments after `cluster`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let options = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
     let root = workspace_root();
-    let exe = lce_path(&root, options.release);
-    if options.supervise {
-        return supervise(&options, &root, &exe);
+    let exe = lce_path(&root, !args.debug);
+    if args.supervise {
+        return supervise(&args, &root, &exe);
     }
-    if options.build {
-        build_lce(&root, options.release)?;
+    if !args.no_build {
+        build_lce(&root, !args.debug)?;
     }
     if !exe.exists() {
         return Err(format!(
@@ -126,15 +95,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             exe.display()
         ));
     }
-    front(args)
+    front()
 }
 
 /// The front process: starts the supervisor in a process group of its own
 /// and waits for it, holding its stdin open (see the module docs).
 #[cfg(unix)]
-fn front(args: &[String]) -> Result<(), String> {
+fn front() -> Result<(), String> {
     use std::os::unix::process::CommandExt as _;
     let me = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
+    // This command line after `cluster`, as it was given.
+    let args: Vec<OsString> = std::env::args_os().skip(2).collect();
     let mut child = Command::new(me)
         .arg("cluster")
         .arg("--supervise")
@@ -157,7 +128,7 @@ fn front(args: &[String]) -> Result<(), String> {
 }
 
 #[cfg(not(unix))]
-fn front(_args: &[String]) -> Result<(), String> {
+fn front() -> Result<(), String> {
     Err("cargo xtask cluster needs a Unix (process groups, /proc, SIGTERM)".to_owned())
 }
 
@@ -171,10 +142,10 @@ enum Stop {
 
 /// The supervisor: starts the cluster, prints how to use it, waits, stops
 /// it and removes its folder.
-fn supervise(options: &Options, root: &Path, exe: &Path) -> Result<(), String> {
+fn supervise(options: &Args, root: &Path, exe: &Path) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("lce-cluster-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    create_dir(&dir)?;
     let result = supervise_in(options, root, exe, &dir);
     let _ = fs::remove_dir_all(&dir);
     match &result {
@@ -184,7 +155,7 @@ fn supervise(options: &Options, root: &Path, exe: &Path) -> Result<(), String> {
     result
 }
 
-fn supervise_in(options: &Options, root: &Path, exe: &Path, dir: &Path) -> Result<(), String> {
+fn supervise_in(options: &Args, root: &Path, exe: &Path, dir: &Path) -> Result<(), String> {
     // The stop signal: the end of stdin (the front process is gone).
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     thread::spawn(move || {
@@ -204,8 +175,13 @@ fn supervise_in(options: &Options, root: &Path, exe: &Path, dir: &Path) -> Resul
     };
     let result = run_cluster(options, root, exe, dir, &secrets, &mut cluster, &stop_rx);
     if result.is_err() {
-        cluster.stop_quietly();
+        // Whatever still runs is stopped (killed), the logs shown; the
+        // server is killed, its folder removed, when dropped.
+        cluster.replicas.iter_mut().for_each(Replica::kill);
         print_log_tails(dir);
+        if let Some(redis) = cluster.redis.take() {
+            print_log_tails(redis.dir());
+        }
     }
     result
 }
@@ -213,7 +189,7 @@ fn supervise_in(options: &Options, root: &Path, exe: &Path, dir: &Path) -> Resul
 /// Starts the cluster into `cluster`, prints the commands, (smoke-)tests
 /// it, waits, and stops it.
 fn run_cluster(
-    options: &Options,
+    options: &Args,
     root: &Path,
     exe: &Path,
     dir: &Path,
@@ -221,11 +197,11 @@ fn run_cluster(
     cluster: &mut Cluster,
     stop_rx: &mpsc::Receiver<()>,
 ) -> Result<(), String> {
-    let redis = Redis::start(dir, "always")?;
+    let redis = Redis::start()?;
     let url = redis.url();
     cluster.redis = Some(redis);
     let scenarios = root.join("fixtures/scenarios");
-    for i in 1..=options.replicas {
+    for i in 1..=usize::from(options.replicas) {
         let args = replica_args(&url, &scenarios, secrets, &[]);
         let replica = Replica::start(exe, &args, &dir.join(format!("replica-{i}.log")))?;
         cluster.replicas.push(replica);
@@ -256,7 +232,7 @@ fn run_cluster(
     } else {
         Stop::Asked
     };
-    println!("stopping: SIGTERM to the replicas, then to redis-server");
+    println!("stopping: SIGTERM to the replicas, then SHUTDOWN to redis-server");
     let stopped = cluster.stop();
     checked?;
     if let Stop::Died(what) = stop {
@@ -300,8 +276,8 @@ impl Cluster {
                 return Some(format!("replica {} exited by itself ({status})", i + 1));
             }
         }
-        let status = self.redis.as_mut()?.exited()?;
-        Some(format!("redis-server exited by itself ({status})"))
+        let redis = self.redis.as_ref()?;
+        (!redis.answers()).then(|| "redis-server stopped answering PING".to_owned())
     }
 
     /// SIGTERM to every replica at once, wait for them; then Redis.
@@ -328,28 +304,11 @@ impl Cluster {
             Err(problems.join("; "))
         }
     }
-
-    /// After a failure: whatever still runs is stopped (killed if need be).
-    fn stop_quietly(&mut self) {
-        for r in &mut self.replicas {
-            r.kill();
-        }
-        if let Some(redis) = &mut self.redis {
-            redis.kill();
-        }
-    }
 }
 
 /// Prints the end of every log in `dir` to stderr (after a failure).
 fn print_log_tails(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut logs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    logs.sort();
+    let logs = crate::util::files_with(dir, "log").unwrap_or_default();
     for log in logs {
         let text = fs::read_to_string(&log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
@@ -387,7 +346,7 @@ impl Secrets {
 }
 
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
-    fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    write(path, text)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -413,26 +372,18 @@ pub(crate) fn replica_args(
     secrets: &Secrets,
     extra: &[&str],
 ) -> Vec<OsString> {
-    let mut args: Vec<OsString> = [
-        "serve",
-        "--addr",
-        "127.0.0.1:0",
-        "--speed",
-        "0",
-        "--log",
-        url,
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
-    args.push("--scenarios".into());
-    args.push(scenarios.into());
-    args.push("--token-secret-file".into());
-    args.push(secrets.token_secret.clone().into());
-    args.push("--ingest-token-file".into());
-    args.push(secrets.ingest_token_file.clone().into());
-    args.push("--shutdown-grace".into());
-    args.push(SHUTDOWN_GRACE.into());
+    let mut args: Vec<OsString> = ["serve", "--addr", "127.0.0.1:0", "--speed", "0"]
+        .iter()
+        .chain(&["--log", url, "--shutdown-grace", SHUTDOWN_GRACE])
+        .map(OsString::from)
+        .collect();
+    for (flag, path) in [
+        ("--scenarios", scenarios),
+        ("--token-secret-file", &secrets.token_secret),
+        ("--ingest-token-file", &secrets.ingest_token_file),
+    ] {
+        args.extend([flag.into(), path.into()]);
+    }
     args.extend(extra.iter().map(OsString::from));
     args
 }
@@ -452,12 +403,12 @@ impl Plan {
     fn new(root: &Path, exe: &Path, dir: &Path) -> Result<Plan, String> {
         let scenario = root.join(format!("fixtures/scenarios/{SCENARIO}.jsonl"));
         let golden = root.join(format!("fixtures/golden/custom/{SCENARIO}.sse"));
-        let text =
-            fs::read_to_string(&scenario).map_err(|e| format!("{}: {e}", scenario.display()))?;
+        let text = read(&scenario)?;
         let first = text.lines().next().ok_or("the scenario is empty")?;
-        let run_id = Json::parse(first)?
-            .get("run_id")
-            .and_then(Json::as_str)
+        let first: serde_json::Value =
+            serde_json::from_str(first).map_err(|e| format!("the scenario's first line: {e}"))?;
+        let run_id = first["run_id"]
+            .as_str()
             .ok_or("the scenario's first line has no run_id")?
             .to_owned();
         Ok(Plan {
@@ -481,9 +432,10 @@ impl Plan {
             cluster.replicas.len()
         );
         println!(
-            "  redis-server  {} (--log {}): appendonly yes, appendfsync always, data in {dir}",
-            redis.addr(),
-            redis.url()
+            "  redis-server  127.0.0.1:{} (--log {}): appendonly yes, appendfsync always, data in {}",
+            redis.port(),
+            redis.url(),
+            redis.dir().display()
         );
         for (i, replica) in cluster.replicas.iter().enumerate() {
             println!(
@@ -552,22 +504,13 @@ impl Plan {
                 String::from_utf8_lossy(&pushed.body)
             ));
         }
-        let summary = Json::parse(&String::from_utf8_lossy(&pushed.body))?;
-        let field = |k: &str| {
-            summary
-                .get(k)
-                .and_then(Json::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
-        let events_in = match summary.get("events_in") {
-            Some(Json::Number(n)) => n.clone(),
-            _ => String::new(),
-        };
+        let summary: serde_json::Value = serde_json::from_slice(&pushed.body)
+            .map_err(|e| format!("push to replica 1: the answer: {e}"))?;
+        let field = |k: &str| summary[k].as_str().unwrap_or("").to_owned();
         if field("run_id") != self.run_id
             || field("outcome") != "ended"
             || field("terminal").is_empty()
-            || events_in != self.events.to_string()
+            || summary["events_in"].as_u64() != u64::try_from(self.events).ok()
         {
             return Err(format!(
                 "push to replica 1: unexpected answer {}",
@@ -590,13 +533,12 @@ impl Plan {
         let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
 
         let path = format!("/api/v1/runs/{}/stream?protocol=custom", self.run_id);
-        let read = http(&r2, "GET", &path, &[("X-Run-Token", &token)], b"")?;
-        if read.status != 200 {
-            return Err(format!("read from replica 2: status {}", read.status));
+        let read_back = http(&r2, "GET", &path, &[("X-Run-Token", &token)], b"")?;
+        if read_back.status != 200 {
+            return Err(format!("read from replica 2: status {}", read_back.status));
         }
-        let text = String::from_utf8(read.body).map_err(|_| "the stream is not UTF-8")?;
-        let golden = fs::read_to_string(&self.golden)
-            .map_err(|e| format!("{}: {e}", self.golden.display()))?;
+        let text = String::from_utf8(read_back.body).map_err(|_| "the stream is not UTF-8")?;
+        let golden = read(&self.golden)?;
         let stripped: String = text
             .split_inclusive('\n')
             .filter(|l| !l.starts_with("id: "))
@@ -646,36 +588,6 @@ impl Plan {
 
 // ------------------------------------------------------------ shared pieces
 
-/// Where `cargo build -p lce-cli` puts `lce`.
-pub(crate) fn lce_path(root: &Path, release: bool) -> PathBuf {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
-    target.join(if release { "release/lce" } else { "debug/lce" })
-}
-
-/// `cargo build --locked -p lce-cli --bin lce` (`--release` if asked);
-/// returns the binary's path.
-pub(crate) fn build_lce(root: &Path, release: bool) -> Result<PathBuf, String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root).arg("build");
-    if release {
-        cmd.arg("--release");
-    }
-    run_cmd(cmd.args(["--locked", "-p", "lce-cli", "--bin", "lce"]))?;
-    Ok(lce_path(root, release))
-}
-
-/// A free loopback TCP port (free when asked: bound, then released).
-fn free_port() -> Result<u16, String> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free loopback port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("no free loopback port: {e}"))
-}
-
 /// Sends SIGTERM to `pid` (with `kill`: xtask has no libc).
 fn sigterm(pid: u32) {
     let _ = Command::new("kill")
@@ -704,13 +616,7 @@ fn wait_or_kill(child: &mut Child, bound: Duration) -> Result<ExitStatus, String
 
 /// VmRSS of process `pid`, in KiB.
 pub(crate) fn rss_kib(pid: u32) -> Result<u64, String> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| "no VmRSS".to_owned())
+    crate::util::proc_status_kib(pid, "VmRSS")
 }
 
 /// CPU time (user + system) of process `pid` so far, in seconds.
@@ -734,110 +640,85 @@ pub(crate) fn cpu_secs(pid: u32) -> Result<f64, String> {
     Ok((ticks(11) + ticks(12)) as f64 / 100.0)
 }
 
-/// A `redis-server` started for this task, in a folder of its own.
+/// The `redis-server` of a task: `lce-testkit`'s throwaway one (a free
+/// loopback port, a folder of its own, `appendonly yes`, `appendfsync
+/// always`, no RDB snapshots), without automatic AOF rewrites.
 pub(crate) struct Redis {
-    child: Child,
-    port: u16,
+    server: RedisServer,
+    client: redis::Client,
 }
 
 impl Redis {
-    /// Starts `redis-server` on a free loopback port with its data in `dir`:
-    /// `appendonly yes`, `appendfsync` as given, no RDB snapshots, no
-    /// automatic AOF rewrite (`auto-aof-rewrite-percentage 0`); its log is
-    /// `dir/redis.log`. Waits until it answers `PING`.
-    pub(crate) fn start(dir: &Path, appendfsync: &str) -> Result<Redis, String> {
-        let mut last = String::new();
-        for _ in 0..5 {
-            let port = free_port()?;
-            let mut child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--appendonly", "yes", "--appendfsync", appendfsync])
-                .args(["--save", "", "--auto-aof-rewrite-percentage", "0"])
-                .arg("--dir")
-                .arg(dir)
-                .arg("--logfile")
-                .arg(dir.join("redis.log"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot start redis-server (is it installed?): {e}"))?;
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(10) {
-                if let Ok(Some(status)) = child.try_wait() {
-                    // Most likely the port was taken in between: again.
-                    last = format!("redis-server exited at start ({status})");
-                    break;
-                }
-                let addr = format!("127.0.0.1:{port}");
-                if let Ok(Resp::Simple(pong)) =
-                    RedisConn::connect(&addr).and_then(|mut c| c.cmd(&["PING"]))
-                {
-                    if pong == "PONG" {
-                        return Ok(Redis { child, port });
-                    }
-                }
-                thread::sleep(Duration::from_millis(20));
-            }
-            if child.try_wait().ok().flatten().is_none() {
-                let _ = child.kill();
-                let _ = child.wait();
-                last = "redis-server did not answer PING within 10 s".to_owned();
-            }
-        }
-        Err(last)
+    /// Starts the server and waits until it answers.
+    pub(crate) fn start() -> Result<Redis, String> {
+        let server = RedisServer::start().ok_or("redis-server is not installed")?;
+        let client = redis::Client::open(server.url()).map_err(|e| format!("redis: {e}"))?;
+        let redis = Redis { server, client };
+        let mut conn = redis.conn()?;
+        query::<()>(
+            &mut conn,
+            &["CONFIG", "SET", "auto-aof-rewrite-percentage", "0"],
+        )?;
+        Ok(redis)
     }
 
-    /// `127.0.0.1:PORT`.
-    pub(crate) fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+    /// The loopback port it listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.server.port()
     }
 
     /// `redis://127.0.0.1:PORT`, what `--log` takes.
     pub(crate) fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
-    /// The server's process id.
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+    /// Its folder: the append-only file and `redis.log`.
+    pub(crate) fn dir(&self) -> &Path {
+        self.server.dir()
     }
 
     /// A new connection to the server.
-    pub(crate) fn conn(&self) -> Result<RedisConn, String> {
-        RedisConn::connect(&self.addr())
+    pub(crate) fn conn(&self) -> Result<redis::Connection, String> {
+        self.client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .map_err(|e| format!("redis: connect: {e}"))
     }
 
-    fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+    /// Whether the server answers `PING`.
+    fn answers(&self) -> bool {
+        self.conn()
+            .and_then(|mut c| query::<String>(&mut c, &["PING"]))
+            .is_ok()
     }
 
-    /// SIGTERM (Redis flushes its append-only file and exits), then waits.
+    /// `SHUTDOWN` (Redis flushes its append-only file and exits), then
+    /// waits until it no longer answers.
     pub(crate) fn stop(&mut self) -> Result<(), String> {
-        if self.exited().is_some() {
-            return Ok(());
+        if let Ok(mut conn) = self.conn() {
+            let _ = query::<()>(&mut conn, &["SHUTDOWN"]);
         }
-        sigterm(self.child.id());
-        match wait_or_kill(&mut self.child, Duration::from_secs(10)) {
-            Ok(status) if status.success() => Ok(()),
-            Ok(status) => Err(format!("redis-server exited with {status}")),
-            Err(e) => Err(format!("redis-server {e}")),
+        let start = Instant::now();
+        while self.answers() {
+            if start.elapsed() > Duration::from_secs(10) {
+                return Err("redis-server did not stop within 10 s".to_owned());
+            }
+            thread::sleep(Duration::from_millis(20));
         }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        Ok(())
     }
 }
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        // A safety net for early returns: never leave a server behind.
-        if self.exited().is_none() {
-            self.kill();
-        }
+/// One Redis command; an error reply is an `Err` naming the command.
+pub(crate) fn query<T: redis::FromRedisValue>(
+    conn: &mut redis::Connection,
+    args: &[&str],
+) -> Result<T, String> {
+    let mut cmd = redis::Cmd::new();
+    for a in args {
+        cmd.arg(*a);
     }
+    cmd.query(conn)
+        .map_err(|e| format!("redis: {}: {e}", args.join(" ")))
 }
 
 /// A running `lce serve`.
@@ -930,8 +811,19 @@ pub(crate) struct HttpResponse {
     pub(crate) body: Vec<u8>,
 }
 
-/// One HTTP/1.1 request on a new connection (`Connection: close`), read to
-/// its end.
+/// The HTTP client of the tasks: plain HTTP on loopback, every status an
+/// answer (not an error), no connection kept once its answer is read (soak
+/// counts the server's open connections), no read waiting over 60 s.
+pub(crate) fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_idle_connections(0)
+        .timeout_per_read(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// One HTTP/1.1 request to `addr` (`HOST:PORT`), read to its end.
 pub(crate) fn http(
     addr: &str,
     method: &str,
@@ -939,185 +831,30 @@ pub(crate) fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Result<HttpResponse, String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let url = format!("http://{addr}{path}");
+    let mut request = ureq::http::Request::builder().method(method).uri(&url);
     for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
+        request = request.header(*k, *v);
     }
-    if method != "GET" || !body.is_empty() {
-        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    let mut bytes = req.into_bytes();
-    bytes.extend_from_slice(body);
-    s.write_all(&bytes)
-        .map_err(|e| format!("send to {addr}: {e}"))?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)
-        .map_err(|e| format!("read from {addr}: {e}"))?;
-    parse_response(&raw)
+    let request = request.body(body).map_err(|e| format!("{url}: {e}"))?;
+    let answer = agent()
+        .run(request)
+        .map_err(|e| format!("{method} {url}: {e}"))?;
+    read_whole(answer).map_err(|e| format!("{method} {url}: {e}"))
 }
 
-/// Splits a whole HTTP response into status, head and (de-chunked) body.
-pub(crate) fn parse_response(raw: &[u8]) -> Result<HttpResponse, String> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no end of the response head")?;
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad status line {:?}", head.lines().next()))?;
-    let rest = &raw[split + 4..];
-    let body = if head.contains("transfer-encoding: chunked") {
-        dechunk(rest)?
-    } else {
-        rest.to_vec()
-    };
-    Ok(HttpResponse { status, body })
-}
-
-/// Undoes chunked transfer encoding; the body must end with the last chunk.
-pub(crate) fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let eol = b
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("truncated chunk size (the response did not end)")?;
-        let size_text = String::from_utf8_lossy(&b[..eol]);
-        let size = usize::from_str_radix(size_text.trim(), 16)
-            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-        b = &b[eol + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if b.len() < size + 2 {
-            return Err("truncated chunk (the response did not end)".into());
-        }
-        out.extend_from_slice(&b[..size]);
-        b = &b[size + 2..];
-    }
-}
-
-/// A Redis reply.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Resp {
-    Simple(String),
-    Error(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Option<Vec<Resp>>),
-}
-
-impl Resp {
-    /// A bulk or simple string's text.
-    pub(crate) fn text(&self) -> Option<String> {
-        match self {
-            Resp::Simple(s) => Some(s.clone()),
-            Resp::Bulk(Some(b)) => Some(String::from_utf8_lossy(b).into_owned()),
-            _ => None,
-        }
-    }
-}
-
-/// A minimal RESP2 client on one connection (commands in, replies out).
-pub(crate) struct RedisConn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl RedisConn {
-    /// Connects to `addr` (`HOST:PORT`).
-    pub(crate) fn connect(addr: &str) -> Result<RedisConn, String> {
-        let s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-        let writer = s.try_clone().map_err(|e| e.to_string())?;
-        Ok(RedisConn {
-            reader: BufReader::new(s),
-            writer,
-        })
-    }
-
-    /// Sends one command and reads its reply; an error reply is an `Err`.
-    pub(crate) fn cmd(&mut self, args: &[&str]) -> Result<Resp, String> {
-        self.writer
-            .write_all(&resp_command(args.iter().map(|a| a.as_bytes())))
-            .map_err(|e| format!("redis: send: {e}"))?;
-        match read_resp(&mut self.reader)? {
-            Resp::Error(e) => Err(format!("redis: {}: {e}", args.first().unwrap_or(&""))),
-            r => Ok(r),
-        }
-    }
-
-    /// `INFO section` as `field -> value` pairs.
-    pub(crate) fn info(&mut self, section: &str) -> Result<Vec<(String, String)>, String> {
-        let text = self
-            .cmd(&["INFO", section])?
-            .text()
-            .ok_or("redis: INFO: not a string")?;
-        Ok(text
-            .lines()
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
-            .collect())
-    }
-}
-
-/// One command as a RESP array of bulk strings.
-pub(crate) fn resp_command<'a>(args: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
-fn read_resp(r: &mut impl BufRead) -> Result<Resp, String> {
-    let mut line = Vec::new();
-    r.read_until(b'\n', &mut line)
-        .map_err(|e| format!("redis: read: {e}"))?;
-    if line.len() < 3 || !line.ends_with(b"\r\n") {
-        return Err("redis: the connection closed".to_owned());
-    }
-    let text = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
-    let int = |t: &str| {
-        t.parse::<i64>()
-            .map_err(|_| format!("redis: bad length {t:?}"))
-    };
-    Ok(match line[0] {
-        b'+' => Resp::Simple(text),
-        b'-' => Resp::Error(text),
-        b':' => Resp::Int(int(&text)?),
-        b'$' => {
-            let n = int(&text)?;
-            if n < 0 {
-                Resp::Bulk(None)
-            } else {
-                let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0) + 2];
-                r.read_exact(&mut buf)
-                    .map_err(|e| format!("redis: read: {e}"))?;
-                buf.truncate(buf.len() - 2);
-                Resp::Bulk(Some(buf))
-            }
-        }
-        b'*' => {
-            let n = int(&text)?;
-            if n < 0 {
-                Resp::Array(None)
-            } else {
-                let mut items = Vec::new();
-                for _ in 0..n {
-                    items.push(read_resp(r)?);
-                }
-                Resp::Array(Some(items))
-            }
-        }
-        other => return Err(format!("redis: unexpected reply type {:?}", other as char)),
+/// An answer's status and whole body (an error if the body did not end).
+pub(crate) fn read_whole(
+    mut answer: ureq::http::Response<ureq::Body>,
+) -> Result<HttpResponse, String> {
+    let mut body = Vec::new();
+    answer
+        .body_mut()
+        .as_reader()
+        .read_to_end(&mut body)
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    Ok(HttpResponse {
+        status: answer.status().as_u16(),
+        body,
     })
 }

@@ -8,12 +8,6 @@
 //! `xtask/conformance/check.mjs`, is copied next to that `node_modules` and run
 //! with `node`, so its bare imports resolve to the pinned packages.
 //!
-//! ```text
-//! cargo xtask conformance [--no-serve] [--no-repaired] [--serve-only] [--repaired-only] [--allow-empty]
-//! cargo xtask conformance --dir DIR | --files F.sse... [--allow-empty]
-//! cargo xtask conformance --self-test
-//! ```
-//!
 //! By default three parts run, and all must pass:
 //!
 //! 1. **goldens**: every `*.sse` in `fixtures/golden/agui-v1/`.
@@ -41,11 +35,13 @@ use std::ffi::OsString;
 use std::fs;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use lce_testkit::rng::SplitMix64;
-
-use crate::util::{run as run_command, workspace_root};
+use crate::cluster::Replica;
+use crate::util::{
+    Rng, build_lce, create_dir, files_with, fnv1a64, read, run as run_command, stem, target_dir,
+    workspace_root, write,
+};
 
 /// Folder checked when neither `--dir` nor `--files` is given.
 const DEFAULT_DIR: &str = "fixtures/golden/agui-v1";
@@ -61,6 +57,35 @@ const BROKEN: [&str; 3] = ["fixtures/invalid", "fixtures/malformed", "fixtures/h
 const MUTATION_SEED: u64 = 0x6c63_655f_6167_7569;
 
 /// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Check every `*.sse` in DIR.
+    #[arg(long, value_name = "DIR", conflicts_with = "files")]
+    dir: Option<PathBuf>,
+    /// Check exactly these files (possibly none).
+    #[arg(long, value_name = "F.sse", num_args = 0..)]
+    files: Option<Vec<PathBuf>>,
+    /// Finding no file is a success.
+    #[arg(long)]
+    allow_empty: bool,
+    /// The samples must behave (good passes, bad fails).
+    #[arg(long)]
+    self_test: bool,
+    /// Skip the live runs against `lce serve`.
+    #[arg(long)]
+    no_serve: bool,
+    /// Skip the repaired streams.
+    #[arg(long)]
+    no_repaired: bool,
+    /// Only the live runs.
+    #[arg(long)]
+    serve_only: bool,
+    /// Only the repaired streams.
+    #[arg(long)]
+    repaired_only: bool,
+}
+
+/// What the command line asked for, checked.
 #[derive(Debug, Default)]
 struct Options {
     /// `--dir DIR`: check every `*.sse` in DIR.
@@ -82,14 +107,14 @@ struct Options {
 }
 
 /// Runs the task with the arguments after `conformance`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let options = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let options = options(args)?;
     let root = workspace_root();
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
 
     if options.self_test {
-        let files = sse_files(&root.join(SOURCE_DIR).join("samples"))?;
+        let files = files_with(&root.join(SOURCE_DIR).join("samples"), "sse")?;
         let cache = ensure_node_env(&root)?;
         return check_files(&root, &cache, &files, &["--self-test"]);
     }
@@ -127,7 +152,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     if !(options.no_serve && options.no_repaired) {
-        let lce = build_lce(&root)?;
+        let lce = build_lce(&root, false)?;
         if !options.no_serve {
             println!("conformance: live runs of {SCENARIOS} through `lce serve`");
             if let Err(e) = live(&root, &cache, &lce) {
@@ -167,10 +192,10 @@ fn no_files(allow_empty: bool) -> Result<(), String> {
     }
 }
 
-/// `sse_files(dir)`, or nothing when `dir` does not exist.
+/// The `*.sse` files of `dir`, or nothing when `dir` does not exist.
 fn listed_sse(dir: &Path) -> Result<Vec<PathBuf>, String> {
     if dir.is_dir() {
-        sse_files(dir)
+        files_with(dir, "sse")
     } else {
         Ok(Vec::new())
     }
@@ -186,131 +211,37 @@ fn check_files(root: &Path, cache: &Path, files: &[PathBuf], flags: &[&str]) -> 
     run_command(&mut node).map_err(|e| format!("conformance check failed ({e})"))
 }
 
-/// Builds the `lce` binary (debug) and returns its path.
-fn build_lce(root: &Path) -> Result<PathBuf, String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let mut build = Command::new(cargo);
-    build
-        .current_dir(root)
-        .args(["build", "--quiet", "--bin", "lce"]);
-    run_command(&mut build).map_err(|e| format!("cannot build lce ({e})"))?;
-    let exe = target_dir(root)
-        .join("debug")
-        .join(format!("lce{}", std::env::consts::EXE_SUFFIX));
-    if exe.is_file() {
-        Ok(exe)
-    } else {
-        Err(format!("{} is missing after the build", exe.display()))
-    }
-}
-
-/// Every `*.jsonl` file directly inside `dir`, sorted.
-fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    files_ending(dir, "jsonl")
-}
-
-/// Every file directly inside `dir` whose extension is `ext`, sorted.
-fn files_ending(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
-            .path();
-        if path.is_file() && path.extension().is_some_and(|e| e == ext) {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// The file stem of `path` as UTF-8.
-fn stem(path: &Path) -> Result<String, String> {
-    path.file_stem()
-        .and_then(|s| s.to_str())
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{}: the name is not UTF-8", path.display()))
-}
-
 // ---- live runs ---------------------------------------------------------------
 
-/// A running `lce serve`, killed when dropped (also on every error path).
-struct Server {
-    child: Child,
-    /// Kept open so the server never writes into a closed pipe.
-    _stdout: Option<BufReader<ChildStdout>>,
-}
-
-impl Server {
-    /// Starts `lce serve` on a free loopback port; returns it and its address
-    /// (`host:port`, read from its first stdout line).
-    fn start(lce: &Path, scenarios: &Path, log: &Path) -> Result<(Server, String), String> {
-        let scenarios = scenarios.to_string_lossy();
-        Server::start_with(lce, &["--speed", "0", "--scenarios", &scenarios], log)
-    }
-
-    /// Starts `lce serve --addr 127.0.0.1:0 ARGS...`.
-    fn start_with(lce: &Path, args: &[&str], log: &Path) -> Result<(Server, String), String> {
-        let log_file =
-            fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-        let mut child = Command::new(lce)
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log_file))
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", lce.display()))?;
-        let stdout = child.stdout.take();
-        let mut server = Server {
-            child,
-            _stdout: None,
-        };
-        let mut reader = BufReader::new(stdout.ok_or("lce serve: no stdout")?);
-        let mut line = String::new();
-        reader
-            .read_line(&mut line)
-            .map_err(|e| format!("lce serve: reading its first line: {e}"))?;
-        server._stdout = Some(reader);
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .ok_or_else(|| {
-                format!(
-                    "lce serve did not start (first line {line:?}; see {})",
-                    log.display()
-                )
-            })?
-            .to_owned();
-        Ok((server, addr))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `lce serve --addr 127.0.0.1:0 ARGS...` with its stderr in `log`; killed
+/// when dropped (also on every error path).
+fn serve(lce: &Path, args: &[&str], log: &Path) -> Result<Replica, String> {
+    let args: Vec<OsString> = ["serve", "--addr", "127.0.0.1:0"]
+        .iter()
+        .chain(args)
+        .map(OsString::from)
+        .collect();
+    Replica::start(lce, &args, log)
 }
 
 /// Every scenario, run by the official `HttpAgent` against `lce serve`.
 fn live(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
     let scenarios_dir = root.join(SCENARIOS);
-    let names = jsonl_files(&scenarios_dir)?
+    let names = files_with(&scenarios_dir, "jsonl")?
         .iter()
         .map(|p| stem(p))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Vec<_>>();
     if names.is_empty() {
         return Err(format!("no scenarios in {SCENARIOS}"));
     }
     let log = target_dir(root).join("conformance-serve.log");
-    let (server, addr) = Server::start(lce, &scenarios_dir, &log)?;
+    let scenarios = scenarios_dir.to_string_lossy();
+    let server = serve(lce, &["--speed", "0", "--scenarios", &scenarios], &log)?;
     let mut node = Command::new("node");
     node.current_dir(root)
         .arg(cache.join("check.mjs"))
         .arg("--serve")
-        .arg(format!("http://{addr}/api/v1/agui"))
+        .arg(format!("http://{}/api/v1/agui", server.addr))
         .args(&names);
     let result = run_command(&mut node);
     drop(server);
@@ -344,12 +275,12 @@ fn gateway(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
         }
     };
     let log = target_dir(root).join("conformance-gateway.log");
-    let result = Server::start_with(lce, &["--upstream", &url], &log).and_then(|(server, addr)| {
+    let result = serve(lce, &["--upstream", &url], &log).and_then(|server| {
         let mut node = Command::new("node");
         node.current_dir(root)
             .arg(cache.join("check.mjs"))
             .arg("--serve")
-            .arg(format!("http://{addr}/api/v1/agui"))
+            .arg(format!("http://{}/api/v1/agui", server.addr))
             .arg("demo");
         let result = run_command(&mut node);
         drop(server);
@@ -374,16 +305,15 @@ fn repaired(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
     let mut inputs: Vec<(String, PathBuf)> = Vec::new();
     for dir in BROKEN {
         let group = dir.rsplit('/').next().unwrap_or(dir).to_owned();
-        for file in jsonl_files(&root.join(dir))? {
+        for file in files_with(&root.join(dir), "jsonl")? {
             inputs.push((group.clone(), file));
         }
     }
     let mutated_dir = out.join("mutated");
     create_dir(&mutated_dir)?;
-    for scenario in jsonl_files(&root.join(SCENARIOS))? {
-        let name = stem(&scenario)?;
-        let text = fs::read_to_string(&scenario)
-            .map_err(|e| format!("cannot read {}: {e}", scenario.display()))?;
+    for scenario in files_with(&root.join(SCENARIOS), "jsonl")? {
+        let name = stem(&scenario);
+        let text = read(&scenario)?;
         for (kind, bytes) in mutations(&name, &text) {
             let input = mutated_dir.join(format!("{name}.{kind}.jsonl"));
             write(&input, bytes.as_bytes())?;
@@ -398,7 +328,7 @@ fn repaired(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
     for (group, input) in &inputs {
         let dir = out.join(group);
         create_dir(&dir)?;
-        let output = dir.join(format!("{}.sse", stem(input)?));
+        let output = dir.join(format!("{}.sse", stem(input)));
         let sink = fs::File::create(&output)
             .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
         let status = Command::new(lce)
@@ -507,78 +437,24 @@ fn retarget_message(line: &str, id: &str) -> Option<String> {
     Some(format!("{}{id}{}", &line[..start], &line[end..]))
 }
 
-/// The mutations' random choices: lce-testkit's splitmix64 (the corpus
-/// generator's), reduced modulo `n`, the numbers the sample has always had.
-struct Rng(SplitMix64);
-
-impl Rng {
-    /// A generator seeded with `seed`.
-    const fn new(seed: u64) -> Self {
-        Rng(SplitMix64::new(seed))
-    }
-
-    /// A number in `0..n` (`n` > 0; 0 when `n` is 0).
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            return 0;
-        }
-        // usize -> u64 never loses bits on the platforms we build for; the
-        // remainder is below `n`, so it fits back.
-        (self.0.next_u64() % n as u64) as usize
-    }
-}
-
-/// Creates a folder and its parents, naming it on failure.
-fn create_dir(dir: &Path) -> Result<(), String> {
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
-}
-
-/// The task's usage line.
-const USAGE: &str = "usage: cargo xtask conformance [--no-serve] [--no-repaired] [--serve-only] [--repaired-only] [--allow-empty]\n       cargo xtask conformance --dir DIR | --files F.sse... [--allow-empty]\n       cargo xtask conformance --self-test";
-
-/// Parses the options (see [`USAGE`]).
-fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut options = Options::default();
-    let mut iter = args.iter();
-    let mut in_files = false;
-    while let Some(arg) = iter.next() {
-        // Every option ends a `--files` list; `--files` starts one.
-        if arg.starts_with("--") {
-            in_files = arg == "--files";
-        }
-        match arg.as_str() {
-            "--dir" => {
-                let dir = iter.next().ok_or("--dir needs a folder")?;
-                options.dir = Some(PathBuf::from(dir));
-            }
-            "--files" => options.files_given = true,
-            "--allow-empty" => options.allow_empty = true,
-            "--self-test" => options.self_test = true,
-            "--no-serve" => options.no_serve = true,
-            "--no-repaired" => options.no_repaired = true,
-            "--serve-only" => {
-                options.no_goldens = true;
-                options.no_repaired = true;
-            }
-            "--repaired-only" => {
-                options.no_goldens = true;
-                options.no_serve = true;
-            }
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other if in_files && !other.starts_with("--") => {
-                options.files.push(PathBuf::from(other))
-            }
-            other => return Err(format!("conformance: unknown argument `{other}`")),
-        }
-    }
-    if options.dir.is_some() && options.files_given {
-        return Err("conformance: give --dir or --files, not both".to_owned());
-    }
+/// Checks the options' combinations.
+fn options(args: Args) -> Result<Options, String> {
+    let options = Options {
+        dir: args.dir,
+        files_given: args.files.is_some(),
+        files: args.files.unwrap_or_default(),
+        allow_empty: args.allow_empty,
+        self_test: args.self_test,
+        no_goldens: args.serve_only || args.repaired_only,
+        no_serve: args.no_serve || args.repaired_only,
+        no_repaired: args.no_repaired || args.serve_only,
+    };
     let parts = options.no_goldens || options.no_serve || options.no_repaired;
     if parts && (options.self_test || options.dir.is_some() || options.files_given) {
-        return Err(format!(
-            "conformance: --no-serve, --no-repaired, --serve-only and --repaired-only apply to the default run only\n{USAGE}"
-        ));
+        return Err(
+            "conformance: --no-serve, --no-repaired, --serve-only and --repaired-only apply to the default run only"
+                .to_owned(),
+        );
     }
     if options.no_goldens && options.no_serve && options.no_repaired {
         return Err("conformance: nothing left to check".to_owned());
@@ -595,32 +471,19 @@ fn absolute(base: &Path, path: &Path) -> PathBuf {
     }
 }
 
-/// Every `*.sse` file directly inside `dir`, sorted.
-fn sse_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    files_ending(dir, "sse")
-}
-
-/// The target directory: `CARGO_TARGET_DIR` when set, else `<root>/target`.
-fn target_dir(root: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => absolute(root, Path::new(&dir)),
-        _ => root.join("target"),
-    }
-}
-
 /// Makes `target/conformance-node/` hold the pinned packages and the current
 /// checker; runs `npm ci` only when the lock or the manifest changed.
 fn ensure_node_env(root: &Path) -> Result<PathBuf, String> {
     let source = root.join(SOURCE_DIR);
     let cache = target_dir(root).join("conformance-node");
-    fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    create_dir(&cache)?;
 
     let manifest = read(&source.join("package.json"))?;
     let lock = read(&source.join("package-lock.json"))?;
-    let mut both = manifest.clone();
-    both.push(0);
-    both.extend_from_slice(&lock);
-    let hash = format!("{:016x}\n", fnv1a64(&both));
+    let hash = format!(
+        "{:016x}\n",
+        fnv1a64(format!("{manifest}\0{lock}").as_bytes())
+    );
 
     let stamp = cache.join(STAMP);
     let installed = fs::read_to_string(&stamp).ok();
@@ -639,7 +502,7 @@ fn ensure_node_env(root: &Path) -> Result<PathBuf, String> {
         run_command(&mut npm)?;
         write(&stamp, hash.as_bytes())?;
     }
-    write(&cache.join("check.mjs"), &read(&source.join("check.mjs"))?)?;
+    write(&cache.join("check.mjs"), read(&source.join("check.mjs"))?)?;
     Ok(cache)
 }
 
@@ -652,25 +515,6 @@ fn npm_program() -> OsString {
     }
 }
 
-/// Reads a whole file, naming it on failure.
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-/// Writes a whole file, naming it on failure.
-fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// 64-bit FNV-1a: enough to notice that the lock changed.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes
-        .iter()
-        .fold(OFFSET, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(PRIME))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -681,22 +525,36 @@ mod tests {
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
+    fn parse(v: &[&str]) -> Result<Options, String> {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let cli = Cli::try_parse_from(std::iter::once("conformance").chain(v.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        options(cli.args)
+    }
+
     #[test]
     fn args() {
-        let to = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let o = parse_args(&to(&["--files", "a.sse", "b.sse", "--allow-empty"])).unwrap();
+        let o = parse(&["--files", "a.sse", "b.sse", "--allow-empty"]).unwrap();
         assert_eq!(o.files.len(), 2);
-        assert!(o.allow_empty);
-        let o = parse_args(&to(&["--dir", "x"])).unwrap();
+        assert!(o.allow_empty && o.files_given);
+        let o = parse(&["--files"]).unwrap();
+        assert!(o.files_given && o.files.is_empty());
+        let o = parse(&["--dir", "x"]).unwrap();
         assert_eq!(o.dir, Some(PathBuf::from("x")));
-        assert!(parse_args(&to(&["a.sse"])).is_err());
-        assert!(parse_args(&to(&["--dir", "x", "--files", "a.sse"])).is_err());
-        let o = parse_args(&to(&["--serve-only"])).unwrap();
+        assert!(!o.files_given);
+        assert!(parse(&["a.sse"]).is_err());
+        assert!(parse(&["--dir", "x", "--files", "a.sse"]).is_err());
+        let o = parse(&["--serve-only"]).unwrap();
         assert!(o.no_goldens && o.no_repaired && !o.no_serve);
-        let o = parse_args(&to(&["--no-serve"])).unwrap();
+        let o = parse(&["--no-serve"]).unwrap();
         assert!(!o.no_goldens && !o.no_repaired && o.no_serve);
-        assert!(parse_args(&to(&["--self-test", "--no-serve"])).is_err());
-        assert!(parse_args(&to(&["--serve-only", "--no-serve"])).is_err());
+        assert!(parse(&["--self-test", "--no-serve"]).is_err());
+        assert!(parse(&["--serve-only", "--no-serve"]).is_err());
     }
 
     const RUN: &str = concat!(

@@ -2,10 +2,6 @@
 //! [`lce_testkit::corpus`] (what a run guarantees and how it is built are
 //! documented there and in `docs/corpus.md`).
 //!
-//! ```text
-//! cargo xtask corpus --events N [--mix text|tools|mixed] [--seed S] [--out FILE] [--stats]
-//! ```
-//!
 //! Writes the run to `--out FILE` or stdout through a 64 KiB `BufWriter`;
 //! `--stats` prints the count of each event type to stderr. The defaults are
 //! those of [`Options::new`]: mix `mixed`, seed 1.
@@ -20,35 +16,63 @@ use lce_testkit::corpus::{self, Mix, Options};
 /// generator's clock, and moved with it to `lce-testkit`).
 pub(crate) use lce_testkit::time::civil_from_days;
 
-/// Usage line of the task.
-const USAGE: &str = "usage: cargo xtask corpus --events N [--mix text|tools|mixed] [--seed S] [--out FILE] [--stats]";
-
 /// What the command line asked for.
-#[derive(Debug)]
-struct Args {
-    /// `--events N`, `--mix`, `--seed S`.
-    options: Options,
-    /// `--out FILE`: where to write (stdout when absent).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Events in the run (at least 2: run.started and a terminal; `_`
+    /// separators allowed).
+    #[arg(long, value_name = "N", value_parser = events)]
+    events: u64,
+    /// The mix of event kinds: text, tools or mixed.
+    #[arg(long, default_value = "mixed", value_parser = mix)]
+    mix: Mix,
+    /// The generator's seed.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Where to write (stdout when absent).
+    #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// `--stats`: print the count of each event type to stderr.
+    /// Print the count of each event type to stderr.
+    #[arg(long)]
     stats: bool,
 }
 
+/// A count with optional `_` separators (`10_000_000`).
+pub(crate) fn count(text: &str) -> Result<u64, String> {
+    text.replace('_', "")
+        .parse()
+        .map_err(|_| format!("`{text}` is not a count"))
+}
+
+/// `--events`: a count of at least 2.
+fn events(text: &str) -> Result<u64, String> {
+    match count(text)? {
+        n if n < 2 => Err("must be at least 2 (run.started and a terminal)".into()),
+        n => Ok(n),
+    }
+}
+
+/// `--mix`: text, tools or mixed.
+pub(crate) fn mix(text: &str) -> Result<Mix, String> {
+    Mix::from_name(text).ok_or_else(|| format!("`{text}` is not one of text, tools, mixed"))
+}
+
 /// Runs the task with the arguments after `corpus`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let args = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let options = Options {
+        events: args.events,
+        mix: args.mix,
+        seed: args.seed,
+    };
     let stats = match &args.out {
         Some(path) => {
             let file =
                 File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            corpus::write(&args.options, BufWriter::with_capacity(1 << 16, file))
+            corpus::write(&options, BufWriter::with_capacity(1 << 16, file))
         }
         None => {
             let stdout = io::stdout();
-            corpus::write(
-                &args.options,
-                BufWriter::with_capacity(1 << 16, stdout.lock()),
-            )
+            corpus::write(&options, BufWriter::with_capacity(1 << 16, stdout.lock()))
         }
     }
     .map_err(|e| format!("corpus: cannot write: {e}"))?;
@@ -56,55 +80,4 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         eprint!("{stats}");
     }
     Ok(())
-}
-
-/// Parses the arguments after `corpus`.
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut events = None;
-    let mut mix = Mix::Mixed;
-    let mut seed = 1;
-    let mut out = None;
-    let mut stats = false;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let mut value = |name: &str| {
-            iter.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--events" => {
-                let text = value("--events")?;
-                let n: u64 = text
-                    .replace('_', "")
-                    .parse()
-                    .map_err(|_| format!("--events: `{text}` is not a count"))?;
-                if n < 2 {
-                    return Err("--events must be at least 2 (run.started and a terminal)".into());
-                }
-                events = Some(n);
-            }
-            "--mix" => {
-                let text = value("--mix")?;
-                mix = Mix::from_name(&text)
-                    .ok_or_else(|| format!("--mix: `{text}` is not one of text, tools, mixed"))?;
-            }
-            "--seed" => {
-                let text = value("--seed")?;
-                seed = text
-                    .parse()
-                    .map_err(|_| format!("--seed: `{text}` is not an unsigned integer"))?;
-            }
-            "--out" => out = Some(PathBuf::from(value("--out")?)),
-            "--stats" => stats = true,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other => return Err(format!("corpus: unknown argument `{other}`\n{USAGE}")),
-        }
-    }
-    let events = events.ok_or_else(|| format!("--events is required\n{USAGE}"))?;
-    Ok(Args {
-        options: Options { events, mix, seed },
-        out,
-        stats,
-    })
 }

@@ -2,16 +2,6 @@
 //! with `cargo fuzz run -s none` on the stable toolchain, after refreshing
 //! the seed corpora from `fixtures/`.
 //!
-//! ```text
-//! cargo xtask fuzz [--seconds N] [--target T] [--seeds-only] [--dev]
-//! ```
-//!
-//! - `--seconds N` (default 60): each target runs `-max_total_time=N`.
-//! - `--target T`: only that target (default: all of [`TARGETS`]).
-//! - `--seeds-only`: rewrite `fuzz/corpus/<target>/seed-*` and stop.
-//! - `--dev`: build the targets without optimisations (CI's smoke: the build
-//!   dominates a short run, and a dev build is much quicker).
-//!
 //! Seeds are derived deterministically from `fixtures/` and kept small
 //! (files over [`MAX_SEED_BYTES`] are skipped): they are committed, and
 //! `crates/lce-stream/tests/fuzz_corpus.rs` replays them (and every crash
@@ -26,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::util::workspace_root;
+use crate::util::{create_dir, files_with, stem, workspace_root, write};
 
 /// Every fuzz target, in the order they run.
 pub(crate) const TARGETS: [&str; 7] = [
@@ -42,36 +32,37 @@ pub(crate) const TARGETS: [&str; 7] = [
 /// Seeds larger than this are not used (keeps the committed corpora small).
 const MAX_SEED_BYTES: usize = 6 * 1024;
 
-const USAGE: &str = "usage: cargo xtask fuzz [--seconds N] [--target T] [--seeds-only] [--dev]";
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Each target runs `-max_total_time=N`.
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    seconds: u64,
+    /// Only this target (default: all of them).
+    #[arg(long, value_name = "T", value_parser = clap::builder::PossibleValuesParser::new(TARGETS))]
+    target: Option<String>,
+    /// Rewrite `fuzz/corpus/<target>/seed-*` and stop.
+    #[arg(long)]
+    seeds_only: bool,
+    /// Build the targets without optimisations (CI's smoke: the build
+    /// dominates a short run, and a dev build is much quicker).
+    #[arg(long)]
+    dev: bool,
+}
 
 /// Entry point.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut seconds: u64 = 60;
-    let mut targets: Vec<&str> = TARGETS.to_vec();
-    let mut seeds_only = false;
-    let mut profile = "-O";
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--seconds" => {
-                seconds = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or(format!("--seconds needs a number\n{USAGE}"))?;
-            }
-            "--target" => {
-                let t = it.next().ok_or(format!("--target needs a name\n{USAGE}"))?;
-                let t = TARGETS.iter().find(|x| **x == t.as_str()).ok_or(format!(
-                    "unknown target `{t}`; targets: {}",
-                    TARGETS.join(", ")
-                ))?;
-                targets = vec![t];
-            }
-            "--seeds-only" => seeds_only = true,
-            "--dev" => profile = "--dev",
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
-        }
-    }
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let Args {
+        seconds,
+        target,
+        seeds_only,
+        dev,
+    } = args;
+    let targets: Vec<&str> = match &target {
+        Some(t) => vec![t.as_str()],
+        None => TARGETS.to_vec(),
+    };
+    let profile = if dev { "--dev" } else { "-O" };
     let root = workspace_root();
     let written = write_seeds(&root)?;
     for (target, (files, bytes)) in &written {
@@ -122,23 +113,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// The `.jsonl` files of a fixtures folder, sorted, no larger than the cap.
+/// The `.ext` files of a fixtures folder, sorted, no larger than the cap.
 fn fixture_files(root: &Path, dir: &str, ext: &str, max: usize) -> Result<Vec<PathBuf>, String> {
-    let dir = root.join("fixtures").join(dir);
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .filter(|p| fs::metadata(p).is_ok_and(|m| m.len() <= max.min(MAX_SEED_BYTES) as u64))
-        .collect();
-    files.sort();
+    let mut files = files_with(&root.join("fixtures").join(dir), ext)?;
+    files.retain(|p| fs::metadata(p).is_ok_and(|m| m.len() <= max.min(MAX_SEED_BYTES) as u64));
     Ok(files)
-}
-
-fn stem(p: &Path) -> String {
-    p.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// Rewrites every target's `seed-*` files; returns files and bytes per target.
@@ -219,7 +198,7 @@ fn write_seeds(root: &Path) -> Result<BTreeMap<String, (usize, usize)>, String> 
     let mut written = BTreeMap::new();
     for (target, files) in seeds {
         let dir = root.join("fuzz/corpus").join(target);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        create_dir(&dir)?;
         // Drop stale seeds (a fixture renamed or grown past the cap).
         for e in fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
             let p = e.map_err(|e| e.to_string())?.path();
@@ -233,7 +212,7 @@ fn write_seeds(root: &Path) -> Result<BTreeMap<String, (usize, usize)>, String> 
         for (name, data) in &files {
             bytes += data.len();
             let p = dir.join(format!("seed-{name}"));
-            fs::write(&p, data).map_err(|e| format!("{}: {e}", p.display()))?;
+            write(&p, data)?;
         }
         written.insert(target.to_owned(), (files.len(), bytes));
     }

@@ -1,10 +1,6 @@
 //! `cargo xtask memcheck`: peak RSS of `lce encode` over generated runs of
 //! different lengths, to show it stays flat (issue 7).
 //!
-//! ```text
-//! cargo xtask memcheck [--events 100000,10000000] [--mix mixed] [--to custom] [--timeout SECS]
-//! ```
-//!
 //! For each count the corpus generator ([`lce_testkit::corpus`], seed 1, on a
 //! thread of this process) streams the run through a pipe into
 //! `target/release/lce encode --to FORMAT` (built first), whose output goes to
@@ -20,7 +16,7 @@
 //! seconds (default 600).
 
 use std::io::{self, BufWriter, Read as _, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use lce_testkit::corpus::{self, Mix, Options};
 
-use crate::util::{run as run_command, workspace_root};
+use crate::util::{build_lce, workspace_root};
 
 /// What one `lce encode` run measured.
 struct Measured {
@@ -40,45 +36,43 @@ struct Measured {
     generator_done: bool,
 }
 
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The run lengths, comma-separated (each at least 2).
+    #[arg(long = "events", value_name = "N,N", value_delimiter = ',',
+          default_value = "100000,10000000", value_parser = at_least_two)]
+    counts: Vec<u64>,
+    /// The mix of event kinds: text, tools or mixed.
+    #[arg(long, default_value = "mixed", value_parser = crate::corpus::mix)]
+    mix: Mix,
+    /// The format `lce encode` writes.
+    #[arg(long = "to", value_name = "FORMAT", default_value = "custom")]
+    format: String,
+    /// Each run is killed after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    timeout: u64,
+}
+
+/// A run length: a count of at least 2.
+fn at_least_two(text: &str) -> Result<u64, String> {
+    match crate::corpus::count(text.trim())? {
+        n if n < 2 => Err("--events needs counts of at least 2".into()),
+        n => Ok(n),
+    }
+}
+
 /// Runs the task with the arguments after `memcheck`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut counts: Vec<u64> = vec![100_000, 10_000_000];
-    let mut mix = Mix::Mixed;
-    let mut format = "custom".to_owned();
-    let mut timeout = Duration::from_secs(600);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--events" => {
-                counts = value()?
-                    .split(',')
-                    .map(|s| {
-                        s.trim()
-                            .parse::<u64>()
-                            .map_err(|e| format!("--events {s}: {e}"))
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
-            "--mix" => {
-                let v = value()?;
-                mix = Mix::from_name(&v)
-                    .ok_or_else(|| format!("--mix {v}: not one of text, tools, mixed"))?;
-            }
-            "--to" => format = value()?,
-            "--timeout" => {
-                let v = value()?;
-                timeout =
-                    Duration::from_secs(v.parse().map_err(|e| format!("--timeout {v}: {e}"))?);
-            }
-            other => return Err(format!("memcheck: unknown argument `{other}`")),
-        }
-    }
-    if counts.is_empty() || counts.iter().any(|&n| n < 2) {
-        return Err("--events needs counts of at least 2".to_owned());
-    }
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let Args {
+        counts,
+        mix,
+        format,
+        timeout,
+    } = args;
+    let timeout = Duration::from_secs(timeout);
     let root = workspace_root();
-    let lce = build_lce(&root)?;
+    let lce = build_lce(&root, true)?;
     let time_v = Path::new("/usr/bin/time").is_file();
     println!(
         "memcheck: lce encode --to {format}, {mix} runs, peak RSS by {}",
@@ -123,21 +117,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Builds the release `lce` and returns its path.
-pub(crate) fn build_lce(root: &Path) -> Result<PathBuf, String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    run_command(Command::new(cargo).current_dir(root).args([
-        "build",
-        "--quiet",
-        "--release",
-        "-p",
-        "lce-cli",
-    ]))?;
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
-    Ok(target.join("release").join("lce"))
 }
 
 /// A writer that fails once `stop` is set: how the generator's thread is
@@ -217,7 +196,8 @@ fn measure(
             break status;
         }
         if !time_v {
-            polled_kib = polled_kib.max(vm_hwm_kib(child.id()).unwrap_or(0));
+            polled_kib =
+                polled_kib.max(crate::util::proc_status_kib(child.id(), "VmHWM").unwrap_or(0));
         }
         if start.elapsed() > timeout {
             // The generator's thread is not waited for: it ends at its next
@@ -260,15 +240,6 @@ fn measure(
         first_stderr_line,
         generator_done,
     })
-}
-
-/// `VmHWM` (peak RSS) of a live process, in KiB.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 fn kill(child: &mut Child) {

@@ -1,10 +1,6 @@
 //! `cargo xtask msrv`: the minimum supported Rust version is declared once and
 //! checked.
 //!
-//! ```text
-//! cargo xtask msrv [--workspace DIR]
-//! ```
-//!
 //! 1. `[workspace.package] rust-version` must be set in the root manifest.
 //! 2. Every workspace member must inherit it (`rust-version.workspace = true`)
 //!    and `cargo metadata` must report that same version for every member.
@@ -14,58 +10,49 @@
 //!    says clearly that only the declaration was checked (toolchains are not
 //!    downloaded).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::json::Json;
+use cargo_metadata::{Metadata, MetadataCommand};
+use toml_edit::DocumentMut;
+
 use crate::release::{package_inherits, workspace_package_value};
-use crate::util::{self, run as run_command, workspace_root};
+use crate::util::{read, run as run_command, workspace_root};
+
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The workspace to check (this one by default).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Check the declaration and the dependencies only, build nothing.
+    #[arg(long)]
+    no_build: bool,
+}
 
 /// Runs the task with the arguments after `msrv`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut root = workspace_root();
-    let mut build = true;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--workspace" => root = PathBuf::from(iter.next().ok_or("--workspace needs a folder")?),
-            "--no-build" => build = false,
-            other => {
-                return Err(format!(
-                    "msrv: unknown argument `{other}` (usage: cargo xtask msrv [--workspace DIR] [--no-build])"
-                ));
-            }
-        }
-    }
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
-        .map_err(|e| format!("cannot read Cargo.toml: {e}"))?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let root = args.workspace.unwrap_or_else(workspace_root);
+    let build = !args.no_build;
+    let manifest = parse_manifest(&root.join("Cargo.toml"))?;
     let declared = workspace_package_value(&manifest, "rust-version")
         .ok_or("Cargo.toml: no `rust-version` in [workspace.package]")?;
 
-    let metadata = cargo_metadata(
-        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .current_dir(&root)
-            .args(["metadata", "--format-version", "1", "--no-deps"]),
-    )?;
+    let metadata = cargo_metadata(&root, &[])?;
     let mut problems = Vec::new();
-    let packages = metadata
-        .get("packages")
-        .and_then(Json::as_array)
-        .unwrap_or_default();
-    for package in packages {
-        let name = package.get("name").and_then(Json::as_str).unwrap_or("?");
-        let manifest_path = package
-            .get("manifest_path")
-            .and_then(Json::as_str)
-            .unwrap_or("");
-        let text = std::fs::read_to_string(manifest_path).unwrap_or_default();
-        if !inherits_rust_version(&text) {
+    let packages = metadata.workspace_packages();
+    for package in &packages {
+        let name = &package.name;
+        let manifest_path = &package.manifest_path;
+        let inherits = parse_manifest(manifest_path.as_std_path())
+            .is_ok_and(|m| package_inherits(&m, "rust-version"));
+        if !inherits {
             problems.push(format!(
                 "{name}: {manifest_path} does not use `rust-version.workspace = true`"
             ));
         }
-        let actual = package.get("rust_version").and_then(Json::as_str);
-        if actual != Some(declared.as_str()) {
+        let actual = package.rust_version.as_ref().map(ToString::to_string);
+        if actual.as_deref().map(version_key) != Some(version_key(&declared)) {
             problems.push(format!(
                 "{name}: rust-version is {actual:?}, the workspace declares {declared}"
             ));
@@ -133,37 +120,44 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `cmd` (a `cargo metadata` command line) and parses its output.
-fn cargo_metadata(cmd: &mut Command) -> Result<Json, String> {
-    Json::parse(&String::from_utf8_lossy(&util::cargo_metadata(cmd)?))
+/// Reads and parses a manifest.
+fn parse_manifest(path: &Path) -> Result<DocumentMut, String> {
+    let text = read(path)?;
+    text.parse().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `cargo metadata` in `root` (`--no-deps` unless `options` are given).
+fn cargo_metadata(root: &Path, options: &[&str]) -> Result<Metadata, String> {
+    let mut cmd = MetadataCommand::new();
+    cmd.current_dir(root);
+    if options.is_empty() {
+        cmd.no_deps();
+    }
+    cmd.other_options(options.iter().map(|o| (*o).to_owned()).collect::<Vec<_>>());
+    cmd.exec().map_err(|e| format!("cargo metadata: {e}"))
 }
 
 /// Every package in the locked dependency graph must declare a
 /// `rust-version` no newer than ours (or none): the check this machine can
 /// make without the old toolchain itself.
-fn check_dependencies(root: &std::path::Path, declared: &str) -> Result<(), String> {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(root)
-        .args(["metadata", "--format-version", "1"]);
+fn check_dependencies(root: &Path, declared: &str) -> Result<(), String> {
     // The graph that ships is the locked one; a workspace without a lock
     // file (a scratch one) is resolved as it stands.
-    if root.join("Cargo.lock").is_file() {
-        cmd.arg("--locked");
-    }
-    let metadata = cargo_metadata(&mut cmd)?;
+    let locked: &[&str] = if root.join("Cargo.lock").is_file() {
+        &["--locked"]
+    } else {
+        &[]
+    };
+    let metadata = cargo_metadata(root, locked)?;
     let ours = version_key(declared);
     let mut newer = Vec::new();
-    let packages = metadata
-        .get("packages")
-        .and_then(Json::as_array)
-        .unwrap_or_default();
+    let packages = &metadata.packages;
     for package in packages {
-        let Some(rv) = package.get("rust_version").and_then(Json::as_str) else {
+        let Some(rv) = &package.rust_version else {
             continue;
         };
-        if version_key(rv) > ours {
-            let name = package.get("name").and_then(Json::as_str).unwrap_or("?");
-            let version = package.get("version").and_then(Json::as_str).unwrap_or("?");
+        if version_key(&rv.to_string()) > ours {
+            let (name, version) = (&package.name, &package.version);
             newer.push(format!("{name} {version} needs Rust {rv}"));
         }
     }
@@ -187,11 +181,6 @@ fn version_key(v: &str) -> [u64; 3] {
         *slot = part.parse().unwrap_or(0);
     }
     key
-}
-
-/// True when `[package]` has `rust-version.workspace = true`.
-fn inherits_rust_version(manifest: &str) -> bool {
-    package_inherits(manifest, "rust-version")
 }
 
 /// True when a `rustup toolchain list` name is that Rust version
@@ -241,17 +230,12 @@ mod tests {
 
     #[test]
     fn inheritance() {
-        assert!(inherits_rust_version(
+        let inherits = |text: &str| package_inherits(&text.parse().unwrap(), "rust-version");
+        assert!(inherits(
             "[package]\nname = \"a\"\nrust-version.workspace = true\n"
         ));
-        assert!(inherits_rust_version(
-            "[package]\nrust-version = { workspace = true }\n"
-        ));
-        assert!(!inherits_rust_version(
-            "[package]\nrust-version = \"1.85\"\n"
-        ));
-        assert!(!inherits_rust_version(
-            "[package]\n[x]\nrust-version.workspace = true\n"
-        ));
+        assert!(inherits("[package]\nrust-version = { workspace = true }\n"));
+        assert!(!inherits("[package]\nrust-version = \"1.85\"\n"));
+        assert!(!inherits("[package]\n[x]\nrust-version.workspace = true\n"));
     }
 }

@@ -2,10 +2,6 @@
 //! crate tested by its own tests only, and the figure the reliability page
 //! quotes: caught / viable mutants per crate.
 //!
-//! ```text
-//! cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J] [--iterate]
-//! ```
-//!
 //! - `--crate C` (repeatable): only these crates (default: every library
 //!   crate of [`CRATES`]).
 //! - `--sample N`: a deterministic sample of N mutants per crate (all of them
@@ -50,7 +46,7 @@ use std::time::Instant;
 
 use lce_testkit::rng::SplitMix64;
 
-use crate::util::workspace_root;
+use crate::util::{create_dir, workspace_root, write};
 
 /// The page whose "Survivors that cannot matter" table lists the mutants
 /// no test can catch, each with its reason ([`listed_survivors`]).
@@ -73,77 +69,36 @@ pub(crate) const CRATES: [&str; 10] = [
     "lce",
 ];
 
-const USAGE: &str = "usage: cargo xtask mutants [--crate C]... [--sample N] [--seed S] [--timeout SECS] [--jobs J] [--iterate]";
-
 const MISSING: &str = "cargo-mutants is missing: cargo install cargo-mutants --locked";
 
 /// What the command line asked for.
-#[derive(Debug, PartialEq, Eq)]
-struct Args {
+#[derive(Debug, PartialEq, Eq, clap::Args)]
+pub(crate) struct Args {
+    /// Only these crates (repeatable; default: all of them).
+    #[arg(long = "crate", value_name = "C", value_parser = clap::builder::PossibleValuesParser::new(CRATES))]
     crates: Vec<String>,
+    /// Run a deterministic sample of N mutants per crate.
+    #[arg(long, value_name = "N")]
     sample: Option<usize>,
+    /// The sample's seed.
+    #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
+    /// cargo-mutants' `--timeout`.
+    #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// cargo-mutants' `--jobs`.
+    #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
+    /// After new tests, run again only what the last run did not catch.
+    #[arg(long)]
     iterate: bool,
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut out = Args {
-        crates: Vec::new(),
-        sample: None,
-        seed: 0,
-        timeout: None,
-        jobs: 1,
-        iterate: false,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |what: &str| {
-            it.next()
-                .cloned()
-                .ok_or(format!("{a} needs {what}\n{USAGE}"))
-        };
-        let number = |v: String| -> Result<u64, String> {
-            v.parse()
-                .map_err(|_| format!("{a}: `{v}` is not a number\n{USAGE}"))
-        };
-        match a.as_str() {
-            "--crate" => {
-                let c = value("a crate name")?;
-                if !CRATES.contains(&c.as_str()) {
-                    return Err(format!(
-                        "unknown crate `{c}`; crates: {}",
-                        CRATES.join(", ")
-                    ));
-                }
-                out.crates.push(c);
-            }
-            "--sample" => {
-                let n = number(value("a number")?)?;
-                out.sample = Some(usize::try_from(n).map_err(|e| e.to_string())?);
-            }
-            "--seed" => out.seed = number(value("a number")?)?,
-            "--timeout" => out.timeout = Some(number(value("seconds")?)?),
-            "--jobs" => {
-                out.jobs = u32::try_from(number(value("a number")?)?)
-                    .ok()
-                    .filter(|j| *j > 0)
-                    .ok_or(format!("--jobs needs a number from 1\n{USAGE}"))?;
-            }
-            "--iterate" => out.iterate = true,
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
-        }
-    }
-    if out.crates.is_empty() {
-        out.crates = CRATES.iter().map(|c| (*c).to_owned()).collect();
-    }
-    Ok(out)
-}
-
 /// Entry point.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let args = parse_args(args)?;
+pub(crate) fn run(mut args: Args) -> Result<(), String> {
+    if args.crates.is_empty() {
+        args.crates = CRATES.iter().map(|c| (*c).to_owned()).collect();
+    }
     let have = Command::new("cargo")
         .args(["mutants", "--version"])
         .output()
@@ -221,7 +176,7 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
         println!("==> {krate}: every mutant");
     }
     let out_dir = root.join("target/mutants").join(krate);
-    fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    create_dir(&out_dir)?;
     // cargo-mutants' `--iterate` counts earlier unviable mutants among the
     // `previously_caught`: the task keeps its own list of them.
     let unviable_record = out_dir.join("unviable-all.txt");
@@ -278,14 +233,13 @@ fn run_crate(root: &Path, krate: &str, args: &Args) -> Result<Summary, String> {
     let dir = out_dir.join("mutants.out");
     let read = |name: &str| lines(&fs::read_to_string(dir.join(name)).unwrap_or_default());
     unviable.extend(read("unviable.txt"));
-    fs::write(
+    write(
         &unviable_record,
         unviable
             .iter()
             .map(|n| format!("{n}\n"))
             .collect::<String>(),
-    )
-    .map_err(|e| format!("{}: {e}", unviable_record.display()))?;
+    )?;
     Ok(Summary::of_run(
         &names,
         &read("caught.txt"),
@@ -465,10 +419,6 @@ pub(crate) fn listed_survivors(doc: &str) -> BTreeSet<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|a| (*a).to_owned()).collect()
-    }
 
     #[test]
     fn a_sample_is_deterministic_distinct_and_sorted() {
@@ -663,15 +613,16 @@ mod tests {
 
     #[test]
     fn arguments() {
-        let a = parse_args(&strings(&[
-            "--crate",
-            "lce-validate",
-            "--sample",
-            "100",
-            "--seed",
-            "3",
-        ]))
-        .unwrap();
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let parse = |v: &[&str]| {
+            Cli::try_parse_from(std::iter::once("mutants").chain(v.iter().copied())).map(|c| c.args)
+        };
+        let a = parse(&["--crate", "lce-validate", "--sample", "100", "--seed", "3"]).unwrap();
         assert_eq!(
             a,
             Args {
@@ -683,12 +634,14 @@ mod tests {
                 iterate: false,
             }
         );
-        assert!(parse_args(&strings(&["--iterate"])).unwrap().iterate);
-        let all = parse_args(&[]).unwrap();
-        assert_eq!(all.crates.len(), CRATES.len());
-        assert!(parse_args(&strings(&["--crate", "lce-cli"])).is_err());
-        assert!(parse_args(&strings(&["--sample"])).is_err());
-        assert!(parse_args(&strings(&["--jobs", "0"])).is_err());
-        assert!(parse_args(&strings(&["--bogus"])).is_err());
+        assert!(parse(&["--iterate"]).unwrap().iterate);
+        assert!(
+            parse(&[]).unwrap().crates.is_empty(),
+            "all, filled in by run"
+        );
+        assert!(parse(&["--crate", "lce-cli"]).is_err());
+        assert!(parse(&["--sample"]).is_err());
+        assert!(parse(&["--jobs", "0"]).is_err());
+        assert!(parse(&["--bogus"]).is_err());
     }
 }

@@ -1,10 +1,5 @@
 //! `cargo xtask release`: prepares a release and stops before publishing.
 //!
-//! ```text
-//! cargo xtask release <MAJOR.MINOR.PATCH[-pre]> [--dry-run] [--offline] [--allow-dirty]
-//!                     [--date YYYY-MM-DD] [--workspace DIR]
-//! ```
-//!
 //! Steps, in order (any failure stops the task):
 //!
 //! 1. The version must be semver `MAJOR.MINOR.PATCH[-pre]` and greater than
@@ -36,13 +31,37 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::json::Json;
-use crate::util::{self, workspace_root};
+use cargo_metadata::{DependencyKind, MetadataCommand};
+use semver::Version;
+use toml_edit::{DocumentMut, Item, TableLike};
 
-/// Usage line of the task.
-const USAGE: &str = "usage: cargo xtask release <MAJOR.MINOR.PATCH[-pre]> [--dry-run] [--offline] [--allow-dirty] [--date YYYY-MM-DD] [--workspace DIR]";
+use crate::util::{create_dir, read, workspace_root, write};
 
 /// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The version to release: `MAJOR.MINOR.PATCH[-pre]`, greater than the
+    /// current one.
+    #[arg(value_name = "MAJOR.MINOR.PATCH[-pre]", value_parser = parse_version)]
+    version: Version,
+    /// Work on a scratch copy under `target/xtask-release/`.
+    #[arg(long)]
+    dry_run: bool,
+    /// Pass `--offline` to cargo.
+    #[arg(long)]
+    offline: bool,
+    /// Accept a dirty git tree (real runs only).
+    #[arg(long)]
+    allow_dirty: bool,
+    /// The changelog date (UTC today by default).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_date)]
+    date: Option<String>,
+    /// The workspace to release (this one by default).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+/// What the task works with.
 #[derive(Debug)]
 struct Options {
     /// The version to release.
@@ -60,8 +79,21 @@ struct Options {
 }
 
 /// Runs the task with the arguments after `release`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let options = parse_args(args)?;
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let workspace = match args.workspace {
+        Some(dir) => {
+            fs::canonicalize(&dir).map_err(|e| format!("--workspace {}: {e}", dir.display()))?
+        }
+        None => workspace_root(),
+    };
+    let options = Options {
+        version: args.version,
+        dry_run: args.dry_run,
+        offline: args.offline,
+        allow_dirty: args.allow_dirty,
+        date: args.date.unwrap_or_else(today_utc),
+        workspace,
+    };
     let (work, target_dir) = prepare_workspace(&options)?;
     let cargo = Cargo {
         dir: work.clone(),
@@ -111,10 +143,10 @@ fn prepare_workspace(options: &Options) -> Result<(PathBuf, Option<PathBuf>), St
 fn bump_versions(work: &Path, cargo: &Cargo, version: &Version) -> Result<Vec<Member>, String> {
     let new = version.to_string();
     let root_manifest = work.join("Cargo.toml");
-    let root_text = read(&root_manifest)?;
-    let current_text = workspace_package_value(&root_text, "version")
+    let mut root = read_manifest(&root_manifest)?;
+    let current_text = workspace_package_value(&root, "version")
         .ok_or("Cargo.toml: no `version` in [workspace.package]")?;
-    let current = Version::parse(&current_text)
+    let current = parse_version(&current_text)
         .map_err(|e| format!("Cargo.toml: current version `{current_text}`: {e}"))?;
     if *version <= current {
         return Err(format!(
@@ -123,22 +155,22 @@ fn bump_versions(work: &Path, cargo: &Cargo, version: &Version) -> Result<Vec<Me
     }
 
     let members = cargo.members()?;
-    let (root_bumped, internal) = bump_manifest(&root_text, &new, true);
-    write(&root_manifest, &root_bumped)?;
+    let internal = bump_manifest(&mut root, &new, true);
+    write(&root_manifest, root.to_string())?;
     println!("  Cargo.toml: [workspace.package] version {current} -> {new}");
     println!("  Cargo.toml: {internal} internal dependency version(s) -> {new}");
     for member in &members {
-        let text = read(&member.manifest)?;
-        if !inherits_version(&text) {
+        let mut manifest = read_manifest(&member.manifest)?;
+        if !package_inherits(&manifest, "version") {
             return Err(format!(
                 "{}: `{}` does not use `version.workspace = true`; lockstep releases need it",
                 member.manifest.display(),
                 member.name
             ));
         }
-        let (bumped, count) = bump_manifest(&text, &new, false);
+        let count = bump_manifest(&mut manifest, &new, false);
         if count > 0 {
-            write(&member.manifest, &bumped)?;
+            write(&member.manifest, manifest.to_string())?;
             println!(
                 "  {}: {count} path dependency version(s) -> {new}",
                 member.name
@@ -218,273 +250,85 @@ fn print_plan(order: &[String], new: &str, dry_run: Option<&Path>) {
     }
 }
 
-/// Parses the arguments after `release`.
-fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut version = None;
-    let mut dry_run = false;
-    let mut offline = false;
-    let mut allow_dirty = false;
-    let mut date = None;
-    let mut workspace = None;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--dry-run" => dry_run = true,
-            "--offline" => offline = true,
-            "--allow-dirty" => allow_dirty = true,
-            "--date" => {
-                let d = iter.next().ok_or("--date needs YYYY-MM-DD")?;
-                if !is_date(d) {
-                    return Err(format!("--date: `{d}` is not YYYY-MM-DD"));
-                }
-                date = Some(d.clone());
-            }
-            "--workspace" => {
-                workspace = Some(PathBuf::from(
-                    iter.next().ok_or("--workspace needs a folder")?,
-                ))
-            }
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other if other.starts_with('-') => {
-                return Err(format!("release: unknown option `{other}`\n{USAGE}"));
-            }
-            other if version.is_none() => {
-                version =
-                    Some(Version::parse(other).map_err(|e| format!("version `{other}`: {e}"))?)
-            }
-            other => return Err(format!("release: unexpected argument `{other}`\n{USAGE}")),
-        }
+/// A version to release: semver `MAJOR.MINOR.PATCH[-pre]`, without build
+/// metadata (crates.io ignores it, so it cannot tell two releases apart).
+fn parse_version(text: &str) -> Result<Version, String> {
+    let version = Version::parse(text).map_err(|e| format!("`{text}`: {e}"))?;
+    if !version.build.is_empty() {
+        return Err(format!("`{text}`: build metadata (`+...`) is not allowed"));
     }
-    let version = version.ok_or_else(|| format!("release: a version is required\n{USAGE}"))?;
-    let workspace = match workspace {
-        Some(dir) => {
-            fs::canonicalize(&dir).map_err(|e| format!("--workspace {}: {e}", dir.display()))?
-        }
-        None => workspace_root(),
-    };
-    Ok(Options {
-        version,
-        dry_run,
-        offline,
-        allow_dirty,
-        date: date.unwrap_or_else(today_utc),
-        workspace,
-    })
-}
-
-// ------------------------------------------------------------------ semver
-
-/// A semver version without build metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Version {
-    /// MAJOR.MINOR.PATCH.
-    core: [u64; 3],
-    /// Pre-release identifiers (empty for a release).
-    pre: Vec<String>,
-}
-
-impl Version {
-    /// Parses `MAJOR.MINOR.PATCH[-pre]`.
-    pub(crate) fn parse(text: &str) -> Result<Version, String> {
-        let (core_text, pre_text) = match text.split_once('-') {
-            Some((core, pre)) => (core, Some(pre)),
-            None => (text, None),
-        };
-        let numeric = |part: &str, what: &str| -> Result<u64, String> {
-            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(format!(
-                    "{what} `{part}` is not a number (expected MAJOR.MINOR.PATCH[-pre])"
-                ));
-            }
-            if part.len() > 1 && part.starts_with('0') {
-                return Err(format!("{what} `{part}` has a leading zero"));
-            }
-            part.parse()
-                .map_err(|_| format!("{what} `{part}` is too large"))
-        };
-        let parts: Vec<&str> = core_text.split('.').collect();
-        if parts.len() != 3 {
-            return Err("expected MAJOR.MINOR.PATCH[-pre]".into());
-        }
-        let core = [
-            numeric(parts[0], "major")?,
-            numeric(parts[1], "minor")?,
-            numeric(parts[2], "patch")?,
-        ];
-        let mut pre = Vec::new();
-        if let Some(pre_text) = pre_text {
-            for ident in pre_text.split('.') {
-                if ident.is_empty()
-                    || !ident
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                {
-                    return Err(format!(
-                        "pre-release identifier `{ident}` must be [0-9A-Za-z-]+"
-                    ));
-                }
-                if ident.bytes().all(|b| b.is_ascii_digit()) {
-                    numeric(ident, "numeric pre-release identifier")?;
-                }
-                pre.push(ident.to_owned());
-            }
-        }
-        Ok(Version { core, pre })
-    }
-}
-
-impl std::fmt::Display for Version {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.core[0], self.core[1], self.core[2])?;
-        if !self.pre.is_empty() {
-            write!(f, "-{}", self.pre.join("."))?;
-        }
-        Ok(())
-    }
-}
-
-impl PartialOrd for Version {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Version {
-    /// Semver precedence: core, then a release above its pre-releases, then
-    /// identifiers left to right (numeric below alphanumeric).
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        use std::cmp::Ordering;
-        self.core
-            .cmp(&other.core)
-            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
-                (true, true) => Ordering::Equal,
-                (true, false) => Ordering::Greater,
-                (false, true) => Ordering::Less,
-                (false, false) => {
-                    for (a, b) in self.pre.iter().zip(&other.pre) {
-                        let order = match (a.parse::<u64>(), b.parse::<u64>()) {
-                            (Ok(x), Ok(y)) => x.cmp(&y),
-                            (Ok(_), Err(_)) => Ordering::Less,
-                            (Err(_), Ok(_)) => Ordering::Greater,
-                            (Err(_), Err(_)) => a.cmp(b),
-                        };
-                        if order != Ordering::Equal {
-                            return order;
-                        }
-                    }
-                    self.pre.len().cmp(&other.pre.len())
-                }
-            })
-    }
+    Ok(version)
 }
 
 // --------------------------------------------------------------- manifests
 
-/// The lines of a manifest, trimmed, each with the header of its section
-/// (`""` before the first); the headers themselves are left out.
-fn lines_by_section(manifest: &str) -> impl Iterator<Item = (&str, &str)> {
-    let mut section = "";
-    manifest.lines().filter_map(move |line| {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t;
-            None
-        } else {
-            Some((section, t))
-        }
-    })
+/// Reads and parses a manifest, keeping its layout and comments.
+fn read_manifest(path: &Path) -> Result<DocumentMut, String> {
+    read(path)?
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The value of a `key = "value"` line in `[workspace.package]`.
-pub(crate) fn workspace_package_value(manifest: &str, key: &str) -> Option<String> {
-    lines_by_section(manifest)
-        .filter(|(section, _)| *section == "[workspace.package]")
-        .find_map(|(_, t)| {
-            let (k, v) = t.split_once('=')?;
-            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
-        })
+/// The string value of `key` in `[workspace.package]`.
+pub(crate) fn workspace_package_value(manifest: &DocumentMut, key: &str) -> Option<String> {
+    let value = manifest.get("workspace")?.get("package")?.get(key)?;
+    value.as_str().map(str::to_owned)
 }
 
 /// True when the `[package]` section inherits `key` from the workspace
 /// (`key.workspace = true` or `key = { workspace = true }`).
-pub(crate) fn package_inherits(manifest: &str, key: &str) -> bool {
-    let dotted = format!("{key}.workspace=true");
-    let table = format!("{key}={{workspace=true}}");
-    lines_by_section(manifest).any(|(section, t)| {
-        let compact: String = t.chars().filter(|c| !c.is_whitespace()).collect();
-        section == "[package]" && (compact == dotted || compact == table)
-    })
-}
-
-/// True when the `[package]` section inherits the workspace version.
-fn inherits_version(manifest: &str) -> bool {
-    package_inherits(manifest, "version")
+pub(crate) fn package_inherits(manifest: &DocumentMut, key: &str) -> bool {
+    let inherited = manifest
+        .get("package")
+        .and_then(|p| p.get(key))
+        .and_then(|k| k.get("workspace"));
+    inherited.and_then(Item::as_bool) == Some(true)
 }
 
 /// Bumps the versions of a manifest: `[workspace.package] version` when
-/// `workspace` is true, and the `version` of every inline table that also has
-/// a `path`. Returns the new text and how many dependency versions changed.
-fn bump_manifest(manifest: &str, new: &str, workspace: bool) -> (String, usize) {
-    let mut out = String::with_capacity(manifest.len());
-    let mut section = String::new();
+/// `workspace` is true, and the `version` of every table that also has a
+/// `path` (the internal dependencies, in any section). Returns how many
+/// dependency versions changed.
+fn bump_manifest(manifest: &mut DocumentMut, new: &str, workspace: bool) -> usize {
+    if workspace {
+        let version = manifest
+            .get_mut("workspace")
+            .and_then(|w| w.get_mut("package"))
+            .and_then(|p| p.get_mut("version"));
+        if let Some(version) = version.and_then(Item::as_value_mut) {
+            set_string(version, new);
+        }
+    }
+    bump_path_versions(manifest.as_table_mut(), new)
+}
+
+/// [`bump_manifest`]'s walk over the tables under `table`.
+fn bump_path_versions(table: &mut dyn TableLike, new: &str) -> usize {
     let mut count = 0;
-    for line in manifest.split_inclusive('\n') {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t.to_owned();
-            out.push_str(line);
-            continue;
+    if table.contains_key("path") {
+        let version = table.get_mut("version").and_then(Item::as_value_mut);
+        if let Some(version) = version.filter(|v| v.is_str()) {
+            set_string(version, new);
+            count += 1;
         }
-        if workspace && section == "[workspace.package]" {
-            if let Some((k, _)) = line.split_once('=') {
-                if k.trim() == "version" {
-                    let ending = if line.ends_with('\n') { "\n" } else { "" };
-                    out.push_str(&format!("{k}= \"{new}\"{ending}"));
-                    continue;
-                }
+    }
+    for (_, item) in table.iter_mut() {
+        if let Some(inner) = item.as_table_like_mut() {
+            count += bump_path_versions(inner, new);
+        } else if let Some(tables) = item.as_array_of_tables_mut() {
+            for inner in tables.iter_mut() {
+                count += bump_path_versions(inner, new);
             }
         }
-        if !t.starts_with('#') && t.contains("path") {
-            if let Some(bumped) = replace_inline_version(line, new) {
-                count += 1;
-                out.push_str(&bumped);
-                continue;
-            }
-        }
-        out.push_str(line);
     }
-    (out, count)
+    count
 }
 
-/// In `name = { path = "...", version = "x" }`, replaces `x` with `new`.
-/// `None` when the line has no `path` key or no `version` key in an inline
-/// table.
-fn replace_inline_version(line: &str, new: &str) -> Option<String> {
-    let open = line.find('{')?;
-    let has_key = |key: &str| find_key(&line[open..], key).is_some();
-    if !has_key("path") {
-        return None;
-    }
-    let at = open + find_key(&line[open..], "version")?;
-    let quote = at + line[at..].find('"')?;
-    let end = quote + 1 + line[quote + 1..].find('"')?;
-    Some(format!("{}{new}{}", &line[..=quote], &line[end..]))
-}
-
-/// Position just after `key` followed by `=` as a key of an inline table
-/// (preceded by `{` or `,` and spaces).
-fn find_key(table: &str, key: &str) -> Option<usize> {
-    let mut from = 0;
-    while let Some(pos) = table[from..].find(key) {
-        let start = from + pos;
-        let before = table[..start].trim_end();
-        let after = table[start + key.len()..].trim_start();
-        if (before.ends_with('{') || before.ends_with(',')) && after.starts_with('=') {
-            return Some(start + key.len());
-        }
-        from = start + key.len();
-    }
-    None
+/// Replaces a string value, keeping the spaces and comment around it.
+fn set_string(value: &mut toml_edit::Value, new: &str) {
+    let decor = value.decor().clone();
+    *value = new.into();
+    *value.decor_mut() = decor;
 }
 
 /// Moves the notes under `## Unreleased` (or `## [Unreleased]`) under
@@ -597,56 +441,39 @@ impl Cargo {
         }
     }
 
-    /// The workspace members.
+    /// The workspace members, from `cargo metadata --no-deps`.
     fn members(&self) -> Result<Vec<Member>, String> {
-        let mut cmd = self.command(&["metadata", "--format-version", "1", "--no-deps"]);
-        let stdout = util::cargo_metadata(&mut cmd)?;
-        let text = String::from_utf8(stdout).map_err(|_| "cargo metadata: not UTF-8")?;
-        parse_members(&text)
+        let mut cmd = MetadataCommand::new();
+        cmd.current_dir(&self.dir).no_deps();
+        if self.offline {
+            cmd.other_options(vec!["--offline".to_owned()]);
+        }
+        if let Some(target) = &self.target_dir {
+            cmd.env("CARGO_TARGET_DIR", target);
+        }
+        let metadata = cmd.exec().map_err(|e| format!("cargo metadata: {e}"))?;
+        let members = metadata
+            .workspace_packages()
+            .into_iter()
+            .map(|package| Member {
+                name: package.name.to_string(),
+                manifest: package.manifest_path.clone().into(),
+                publishable: package.publish.as_ref().is_none_or(|r| !r.is_empty()),
+                features: package
+                    .features
+                    .keys()
+                    .filter(|k| *k != "default")
+                    .cloned()
+                    .collect(),
+                dependencies: package
+                    .dependencies
+                    .iter()
+                    .filter(|d| d.kind != DependencyKind::Development)
+                    .map(|d| d.name.clone())
+                    .collect(),
+            });
+        Ok(members.collect())
     }
-}
-
-/// Reads the members out of `cargo metadata --no-deps` JSON.
-fn parse_members(text: &str) -> Result<Vec<Member>, String> {
-    let metadata = Json::parse(text)?;
-    let packages = metadata
-        .get("packages")
-        .and_then(Json::as_array)
-        .ok_or("cargo metadata: no packages")?;
-    let mut members = Vec::new();
-    for package in packages {
-        let field = |key: &str| package.get(key).and_then(Json::as_str).map(str::to_owned);
-        let name = field("name").ok_or("cargo metadata: a package without a name")?;
-        let manifest =
-            PathBuf::from(field("manifest_path").ok_or("cargo metadata: no manifest_path")?);
-        let publishable = !matches!(package.get("publish"), Some(Json::Array(registries)) if registries.is_empty());
-        let features = package
-            .get("features")
-            .and_then(Json::as_object)
-            .map(|f| {
-                f.iter()
-                    .map(|(k, _)| k.clone())
-                    .filter(|k| k != "default")
-                    .collect()
-            })
-            .unwrap_or_default();
-        let dependencies = package
-            .get("dependencies")
-            .and_then(Json::as_array)
-            .unwrap_or_default()
-            .iter()
-            .filter(|d| !matches!(d.get("kind").and_then(Json::as_str), Some("dev")))
-            .filter_map(|d| d.get("name").and_then(Json::as_str).map(str::to_owned))
-            .collect();
-        members.push(Member {
-            name,
-            manifest,
-            publishable,
-            features,
-            dependencies,
-        });
-    }
-    Ok(members)
 }
 
 /// The publishable members, dependencies first (ties by name).
@@ -685,19 +512,9 @@ fn publish_order(members: &[Member]) -> Result<Vec<String>, String> {
 
 // -------------------------------------------------------------------- files
 
-/// Reads a file to a string.
-fn read(path: &Path) -> Result<String, String> {
-    fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-/// Writes a string to a file.
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// Copies a workspace, leaving out build output, VCS data and npm folders.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    create_dir(to)?;
     let entries = fs::read_dir(from).map_err(|e| format!("cannot list {}: {e}", from.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", from.display()))?;
@@ -754,15 +571,19 @@ fn ensure_clean(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// True for `YYYY-MM-DD`.
-fn is_date(text: &str) -> bool {
+/// `--date`: `YYYY-MM-DD`.
+fn parse_date(text: &str) -> Result<String, String> {
     let b = text.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+    let ok = b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    ok.then(|| text.to_owned())
+        .ok_or_else(|| format!("`{text}` is not YYYY-MM-DD"))
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`.
@@ -779,54 +600,104 @@ mod tests {
     use super::*;
 
     #[test]
-    fn semver() {
-        for ok in [
-            "0.1.0",
-            "1.2.3",
-            "10.20.30",
-            "1.0.0-rc.1",
-            "1.0.0-alpha-1.0a",
-            "0.0.0-0",
-        ] {
-            assert_eq!(Version::parse(ok).unwrap().to_string(), ok);
+    fn versions_to_release() {
+        let v = |s| parse_version(s).unwrap();
+        assert_eq!(v("1.0.0-rc.1").to_string(), "1.0.0-rc.1");
+        for bad in ["1.2", "01.2.3", "1.2.3-01", "1.2.3+build", "v1.2.3", ""] {
+            assert!(parse_version(bad).is_err(), "{bad}");
         }
-        for bad in [
-            "1",
-            "1.2",
-            "1.2.3.4",
-            "01.2.3",
-            "1.2.3-",
-            "1.2.3-01",
-            "1.2.3+build",
-            "v1.2.3",
-            "1.2.x",
-            "",
-        ] {
-            assert!(Version::parse(bad).is_err(), "{bad}");
-        }
-        let v = |s| Version::parse(s).unwrap();
-        assert!(v("1.0.0-alpha") < v("1.0.0-alpha.1"));
-        assert!(v("1.0.0-alpha.1") < v("1.0.0-alpha.beta"));
+        // Only a greater version is released; a release is above its
+        // pre-releases.
         assert!(v("1.0.0-beta.2") < v("1.0.0-beta.11"));
-        assert!(v("1.0.0-rc.1") < v("1.0.0"));
-        assert!(v("0.1.0") < v("0.2.0") && v("0.9.9") < v("1.0.0"));
+        assert!(v("1.0.0-rc.1") < v("1.0.0") && v("0.9.9") < v("0.10.0"));
+        assert!(parse_date("2026-08-17").is_ok());
+        assert!(parse_date("2026-8-17").is_err() && parse_date("2026/08/17").is_err());
     }
 
     #[test]
     fn bumps_workspace_and_internal_versions_only() {
-        let manifest = "[workspace.package]\nversion = \"0.1.0\"\nrust-version = \"1.85\"\n\n[workspace.dependencies]\na = { path = \"crates/a\", version = \"0.1.0\" }\nserde = { version = \"1.0.0\", features = [\"derive\"] }\n# b = { path = \"x\", version = \"0.1.0\" }\n";
-        let (out, n) = bump_manifest(manifest, "0.2.0", true);
-        assert_eq!(n, 1);
-        // The workspace version and the path dependency's; not serde's, not
-        // a comment.
+        let manifest = "[workspace.package]\nversion = \"0.1.0\" # lockstep\nrust-version = \"1.85\"\n\n[workspace.dependencies]\na = { path = \"crates/a\", version = \"0.1.0\" }\nserde = { version = \"1.0.0\", features = [\"derive\"] }\n# b = { path = \"x\", version = \"0.1.0\" }\n\n[dependencies.c]\npath = \"../c\"\nversion = \"0.1.0\"\n";
+        let mut doc: DocumentMut = manifest.parse().unwrap();
+        assert_eq!(bump_manifest(&mut doc, "0.2.0", true), 2);
+        // The workspace version and the path dependencies'; not serde's, not
+        // a comment; the layout and comments kept.
         assert_eq!(
-            out,
-            "[workspace.package]\nversion = \"0.2.0\"\nrust-version = \"1.85\"\n\n[workspace.dependencies]\na = { path = \"crates/a\", version = \"0.2.0\" }\nserde = { version = \"1.0.0\", features = [\"derive\"] }\n# b = { path = \"x\", version = \"0.1.0\" }\n"
+            doc.to_string(),
+            manifest
+                .replace("\"0.1.0\" # lockstep", "\"0.2.0\" # lockstep")
+                .replace(
+                    "\"crates/a\", version = \"0.1.0\"",
+                    "\"crates/a\", version = \"0.2.0\""
+                )
+                .replace(
+                    "\"../c\"\nversion = \"0.1.0\"",
+                    "\"../c\"\nversion = \"0.2.0\""
+                )
         );
         assert_eq!(
-            workspace_package_value(&out, "version").as_deref(),
+            workspace_package_value(&doc, "version").as_deref(),
             Some("0.2.0")
         );
+        let member: DocumentMut = "[package]\nversion = { workspace = true }\n"
+            .parse()
+            .unwrap();
+        assert!(package_inherits(&member, "version"));
+        assert!(!package_inherits(&member, "rust-version"));
+    }
+
+    #[test]
+    fn bumps_a_copy_of_this_workspace() {
+        // The real manifests, copied to a scratch folder, bumped as a release
+        // would, read back.
+        let root = workspace_root();
+        let scratch =
+            std::env::temp_dir().join(format!("xtask-release-test-{}", std::process::id()));
+        fs::create_dir_all(&scratch).unwrap();
+        let mut changed_lines = 0;
+        for (name, path) in [("root", "Cargo.toml"), ("lce", "crates/lce/Cargo.toml")] {
+            let copy = scratch.join(format!("{name}.toml"));
+            fs::copy(root.join(path), &copy).unwrap();
+            let mut doc = read_manifest(&copy).unwrap();
+            let before = read(&copy).unwrap();
+            let count = bump_manifest(&mut doc, "9.8.7", name == "root");
+            write(&copy, doc.to_string()).unwrap();
+            let after = read(&copy).unwrap();
+            let changed: Vec<(&str, &str)> = before
+                .lines()
+                .zip(after.lines())
+                .filter(|(a, b)| a != b)
+                .collect();
+            assert_eq!(before.lines().count(), after.lines().count());
+            assert_eq!(
+                changed.len(),
+                count + usize::from(name == "root"),
+                "{changed:?}"
+            );
+            for (old, new) in &changed {
+                assert_eq!(old.replace("0.1.0", "9.8.7"), *new);
+            }
+            changed_lines += changed.len();
+            let doc = read_manifest(&copy).unwrap();
+            if name == "root" {
+                assert_eq!(
+                    workspace_package_value(&doc, "version").as_deref(),
+                    Some("9.8.7")
+                );
+                let deps = doc["workspace"]["dependencies"].as_table().unwrap();
+                for (dep, spec) in deps.iter() {
+                    let version = spec.get("version").and_then(Item::as_str);
+                    if spec.get("path").is_some() && version.is_some() {
+                        assert_eq!(version, Some("9.8.7"), "{dep}");
+                    } else {
+                        assert_ne!(version, Some("9.8.7"), "{dep}");
+                    }
+                }
+            } else {
+                assert!(package_inherits(&doc, "version"));
+            }
+        }
+        let _ = fs::remove_dir_all(&scratch);
+        assert!(changed_lines > 5, "the internal crates were bumped");
     }
 
     #[test]

@@ -1,9 +1,6 @@
 //! `cargo xtask soak`: hostile load on `lce serve`, bounded in time and
-//! clients, with std threads and blocking loopback TCP (no dependencies).
-//!
-//! ```text
-//! cargo xtask soak [--seconds N] [--clients C] [--speed F] [--debug] [--no-build]
-//! ```
+//! clients, with std threads: whole reads over `ureq`, the hostile clients
+//! (slow readers, disconnects, half requests) over raw loopback TCP.
 //!
 //! Builds the release `lce` (`--debug`: the debug one, which `cargo test`
 //! already built; CI's smoke uses it), writes a scenarios folder (every bundled
@@ -30,43 +27,42 @@
 //! Prints the figures (`docs/reliability.md` records them).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lce_testkit::rng::SplitMix64;
+use crate::cluster::{Replica, agent, read_whole, rss_kib};
+use crate::util::{Rng, build_lce, create_dir, files_with, lce_path, read, stem, workspace_root};
 
-use crate::json::Json;
-use crate::util::{run as run_cmd, workspace_root};
-
-const USAGE: &str =
-    "usage: cargo xtask soak [--seconds N] [--clients C] [--speed F] [--debug] [--no-build]";
+/// What the command line asked for.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// How long the load runs.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    seconds: u64,
+    /// Client threads (1 to 2000).
+    #[arg(long, value_name = "C", default_value = "200", value_parser = |v: &str| v.parse::<u64>().map(|n| n.clamp(1, 2000)))]
+    clients: u64,
+    /// `lce serve --speed`.
+    #[arg(long, value_name = "F", default_value = "20")]
+    speed: String,
+    /// Build and run the debug `lce` (the one `cargo test` built).
+    #[arg(long)]
+    debug: bool,
+    /// Take the `lce` already built.
+    #[arg(long)]
+    no_build: bool,
+}
 
 /// How far above the baseline RSS the server may stay after the load (KiB):
 /// the allocator keeps some freed memory, a leak grows with the runs served.
 const RSS_SLACK_KIB: u64 = 48 * 1024;
-
-/// The clients' random choices: lce-testkit's splitmix64 (the corpus
-/// generator's), reduced modulo `n`, the numbers soak has always drawn.
-struct Rng(SplitMix64);
-
-impl Rng {
-    /// A generator seeded with `seed`.
-    const fn new(seed: u64) -> Self {
-        Rng(SplitMix64::new(seed))
-    }
-
-    /// A number in `0..n` (0 when `n` is 0, after a draw all the same).
-    fn below(&mut self, n: u64) -> u64 {
-        self.0.next_u64() % n.max(1)
-    }
-}
 
 /// What a client did, for the checks against the audit log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,46 +93,19 @@ struct Counters {
 }
 
 /// Entry point.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut seconds: u64 = 30;
-    let mut clients: u64 = 200;
-    let mut speed = "20".to_owned();
-    let mut build = true;
-    let mut release = true;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut num = |name: &str| -> Result<u64, String> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or(format!("{name} needs a number\n{USAGE}"))
-        };
-        match a.as_str() {
-            "--seconds" => seconds = num("--seconds")?,
-            "--clients" => clients = num("--clients")?.clamp(1, 2000),
-            "--speed" => {
-                speed = it
-                    .next()
-                    .cloned()
-                    .ok_or(format!("--speed needs a number\n{USAGE}"))?;
-            }
-            "--no-build" => build = false,
-            "--debug" => release = false,
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
-        }
-    }
+pub(crate) fn run(args: Args) -> Result<(), String> {
+    let Args {
+        seconds,
+        clients,
+        speed,
+        debug,
+        no_build,
+    } = args;
     let root = workspace_root();
-    if build {
-        let mut cmd = Command::new("cargo");
-        cmd.current_dir(&root).arg("build");
-        if release {
-            cmd.arg("--release");
-        }
-        run_cmd(cmd.args(["--locked", "-p", "lce-cli", "--bin", "lce"]))?;
+    if !no_build {
+        build_lce(&root, !debug)?;
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let exe = target.join(if release { "release/lce" } else { "debug/lce" });
+    let exe = lce_path(&root, !debug);
     if !exe.exists() {
         return Err(format!(
             "{} is missing (build it, or drop --no-build)",
@@ -148,13 +117,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let _ = fs::remove_dir_all(&work);
     let scenarios = write_scenarios(&root.join("fixtures/scenarios"), &work.join("scenarios"))?;
     let audit_path = work.join("audit.jsonl");
-    let mut server = Server::start(&exe, &work.join("scenarios"), &audit_path, &speed)?;
+    let server = Server::start(&exe, &work, &speed)?;
     let result = soak(&server, &scenarios, &audit_path, seconds, clients);
-    server.stop();
+    drop(server);
     if result.is_ok() {
         let _ = fs::remove_dir_all(&work);
     } else {
-        eprintln!("soak: audit log and scenarios kept in {}", work.display());
+        eprintln!(
+            "soak: audit log, server log and scenarios kept in {}",
+            work.display()
+        );
     }
     result
 }
@@ -249,7 +221,7 @@ fn warm_up(server: &Server, scenarios: &[String], audit_path: &Path) -> Result<u
         for protocol in ["custom", "agui", "agui-v1"] {
             let conv = format!("warm-{i}-{protocol}");
             let o = request(
-                &server.addr,
+                server.addr(),
                 s,
                 protocol,
                 &conv,
@@ -293,7 +265,7 @@ fn load(
     let started = Instant::now();
     let mut handles = Vec::new();
     for t in 0..clients {
-        let addr = server.addr.clone();
+        let addr = server.addr().to_owned();
         let scenarios = scenarios.to_vec();
         let counters = counters.clone();
         let h = thread::Builder::new()
@@ -454,8 +426,8 @@ fn client(
     let mut out = Vec::new();
     let mut n = 0;
     while Instant::now() < deadline {
-        let scenario = &scenarios[rng.below(scenarios.len() as u64) as usize];
-        let protocol = ["custom", "agui", "agui-v1", "standard"][rng.below(4) as usize];
+        let scenario = &scenarios[rng.below(scenarios.len())];
+        let protocol = ["custom", "agui", "agui-v1", "standard"][rng.below(4)];
         let behaviour = match rng.below(100) {
             0..=54 => Behaviour::Full,
             55..=69 => Behaviour::Slow,
@@ -506,71 +478,75 @@ fn request(
         frames,
         bytes,
     };
+    if behaviour == Behaviour::Full {
+        let answer = agent()
+            .post(format!("http://{addr}{path}"))
+            .header("Content-Type", "application/json")
+            .send(&body)
+            .map_err(|e| format!("request: {e}"));
+        let chunked = answer.as_ref().is_ok_and(|a| {
+            a.headers()
+                .get("transfer-encoding")
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"chunked"))
+        });
+        return Ok(match answer.and_then(read_whole) {
+            Ok(a) if a.status != 200 => outcome(Err(format!("status {}", a.status)), a.body.len()),
+            Ok(a) if !chunked => outcome(Err("not chunked".into()), a.body.len()),
+            Ok(a) => outcome(check_sse(&a.body), a.body.len()),
+            Err(e) => outcome(Err(e), 0),
+        });
+    }
     let mut s = connect(addr)?;
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     if behaviour == Behaviour::HalfRequest {
-        let cut = rng.below(body.len() as u64) as usize;
+        let cut = rng.below(body.len());
         let _ = s.write_all(head.as_bytes());
         let _ = s.write_all(&body.as_bytes()[..cut]);
-        thread::sleep(Duration::from_millis(rng.below(50)));
+        thread::sleep(Duration::from_millis(rng.below(50) as u64));
         let _ = s.shutdown(Shutdown::Both);
         return Ok(outcome(Err("half request".into()), 0));
     }
     s.write_all(format!("{head}{body}").as_bytes())
         .map_err(|e| format!("send: {e}"))?;
     if behaviour == Behaviour::Disconnect {
-        {
-            // Read up to a random number of bytes (maybe none), then go away.
-            let limit = match rng.below(4) {
-                0 => 0,
-                1 => rng.below(400),
-                _ => rng.below(6000),
-            } as usize;
-            let pause = Duration::from_millis(rng.below(300));
-            let mut got = 0;
-            let mut buf = [0u8; 512];
-            while got < limit {
-                match s.read(&mut buf[..(limit - got).min(512)]) {
-                    Ok(0) | Err(_) => break,
-                    Ok(k) => got += k,
-                }
+        // Read up to a random number of bytes (maybe none), then go away.
+        let limit = match rng.below(4) {
+            0 => 0,
+            1 => rng.below(400),
+            _ => rng.below(6000),
+        };
+        let pause = Duration::from_millis(rng.below(300) as u64);
+        let mut got = 0;
+        let mut buf = [0u8; 512];
+        while got < limit {
+            match s.read(&mut buf[..(limit - got).min(512)]) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => got += k,
             }
-            thread::sleep(pause);
-            drop(s);
-            return Ok(outcome(Err("disconnected".into()), got));
+        }
+        thread::sleep(pause);
+        drop(s);
+        return Ok(outcome(Err("disconnected".into()), got));
+    }
+    // A slow reader: small pieces, with pauses.
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 97];
+    let started = Instant::now();
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => raw.extend_from_slice(&buf[..k]),
+            Err(e) => return Ok(outcome(Err(format!("read error: {e}")), raw.len())),
+        }
+        thread::sleep(Duration::from_millis(15));
+        if started.elapsed() > Duration::from_secs(120) {
+            return Ok(outcome(Err("response took over 120 s".into()), raw.len()));
         }
     }
-    {
-        {
-            let mut raw = Vec::new();
-            let mut buf = vec![
-                0u8;
-                if behaviour == Behaviour::Slow {
-                    97
-                } else {
-                    16 * 1024
-                }
-            ];
-            let started = Instant::now();
-            loop {
-                match s.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(k) => raw.extend_from_slice(&buf[..k]),
-                    Err(e) => return Ok(outcome(Err(format!("read error: {e}")), raw.len())),
-                }
-                if behaviour == Behaviour::Slow {
-                    thread::sleep(Duration::from_millis(15));
-                }
-                if started.elapsed() > Duration::from_secs(120) {
-                    return Ok(outcome(Err("response took over 120 s".into()), raw.len()));
-                }
-            }
-            Ok(outcome(check_response(&raw), raw.len()))
-        }
-    }
+    Ok(outcome(check_response(&raw), raw.len()))
 }
 
 fn connect(addr: &str) -> Result<TcpStream, String> {
@@ -672,7 +648,7 @@ fn check_sse(body: &[u8]) -> Result<usize, String> {
             continue;
         }
         let data = data.ok_or("a frame without data")?;
-        Json::parse(&data)
+        serde_json::from_str::<serde_json::Value>(&data)
             .map_err(|e| format!("frame data is not JSON ({e}): {:?}", truncate(&data)))?;
         frames += 1;
     }
@@ -686,20 +662,11 @@ fn truncate(s: &str) -> String {
 /// Copies the scenarios and writes a `cut-` copy of each (first half of its
 /// lines: no terminal). Returns the scenario names.
 fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
-    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    create_dir(to)?;
     let mut names = Vec::new();
-    let mut entries: Vec<PathBuf> = fs::read_dir(from)
-        .map_err(|e| format!("{}: {e}", from.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let name = p
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .ok_or("a scenario without a name")?;
-        let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    for p in files_with(from, "jsonl")? {
+        let name = stem(&p);
+        let text = read(&p)?;
         fs::write(to.join(format!("{name}.jsonl")), &text).map_err(|e| e.to_string())?;
         let lines: Vec<&str> = text.lines().collect();
         let half = (lines.len() / 2).max(1);
@@ -712,64 +679,36 @@ fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// A running `lce serve`.
-struct Server {
-    child: Child,
-    addr: String,
-    pid: u32,
-}
+/// A running `lce serve` (killed when dropped).
+struct Server(Replica);
 
 impl Server {
-    fn start(exe: &Path, scenarios: &Path, audit: &Path, speed: &str) -> Result<Server, String> {
-        let mut child = Command::new(exe)
-            .arg("serve")
-            .args(["--addr", "127.0.0.1:0", "--speed", speed])
-            .arg("--scenarios")
-            .arg(scenarios)
-            .arg("--audit-log")
-            .arg(audit)
-            // Ended runs stay in the in-memory run log for their retention
-            // (docs/gateway.md); a short one lets RSS return near the
-            // baseline after the load, which is what this checks.
-            .args(["--retention", "1", "--takeover-after", "2"])
-            .env("RUST_LOG", "off")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| format!("reading the server's first line: {e}"))?;
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .ok_or(format!("unexpected first line {line:?}"))?
-            .to_owned();
-        let pid = child.id();
-        Ok(Server { child, addr, pid })
+    fn start(exe: &Path, work: &Path, speed: &str) -> Result<Server, String> {
+        let mut args: Vec<OsString> = ["serve", "--addr", "127.0.0.1:0", "--speed", speed]
+            .map(OsString::from)
+            .to_vec();
+        args.extend(["--scenarios".into(), work.join("scenarios").into()]);
+        args.extend(["--audit-log".into(), work.join("audit.jsonl").into()]);
+        // Ended runs stay in the in-memory run log for their retention
+        // (docs/gateway.md); a short one lets RSS return near the
+        // baseline after the load, which is what this checks.
+        args.extend(["--retention", "1", "--takeover-after", "2"].map(OsString::from));
+        Replica::start(exe, &args, &work.join("serve.log")).map(Server)
+    }
+
+    fn addr(&self) -> &str {
+        &self.0.addr
     }
 
     fn rss_kib(&self) -> Result<u64, String> {
-        let status = fs::read_to_string(format!("/proc/{}/status", self.pid))
-            .map_err(|e| format!("/proc/{}/status: {e}", self.pid))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .ok_or("no VmRSS".into())
+        rss_kib(self.0.pid())
     }
 
     fn fds(&self) -> Result<u64, String> {
-        fs::read_dir(format!("/proc/{}/fd", self.pid))
+        let pid = self.0.pid();
+        fs::read_dir(format!("/proc/{pid}/fd"))
             .map(|d| d.count() as u64)
-            .map_err(|e| format!("/proc/{}/fd: {e}", self.pid))
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            .map_err(|e| format!("/proc/{pid}/fd: {e}"))
     }
 }
 
@@ -781,11 +720,12 @@ struct AuditLine {
 }
 
 fn read_audit(path: &Path) -> Result<Vec<AuditLine>, String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read(path)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let j = Json::parse(line).map_err(|e| format!("audit line {}: {e}", i + 1))?;
-        let field = |k: &str| j.get(k).and_then(Json::as_str).map(str::to_owned);
+        let j: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("audit line {}: {e}", i + 1))?;
+        let field = |k: &str| j[k].as_str().map(str::to_owned);
         out.push(AuditLine {
             conversation_id: field("conversation_id")
                 .ok_or(format!("audit line {}: no conversation_id", i + 1))?,

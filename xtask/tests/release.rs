@@ -204,22 +204,32 @@ fn dry_run_bumps_moves_the_changelog_packages_and_prints_the_plan() {
 fn refuses_bad_versions_and_empty_notes() {
     let root = workspace("release-refusals", "rust-version.workspace = true");
     let ws = root.to_str().unwrap();
+    // Not a version to release: refused by the command line, naming it.
     for (version, why) in [
-        ("1.2", "version `1.2`: expected MAJOR.MINOR.PATCH[-pre]"),
         (
-            "1.2.3+build",
-            "version `1.2.3+build`: patch `3+build` is not a number (expected MAJOR.MINOR.PATCH[-pre])",
+            "1.2",
+            "unexpected end of input while parsing minor version number",
         ),
-        ("01.2.3", "version `01.2.3`: major `01` has a leading zero"),
-        (
-            "0.1.0",
-            "0.1.0 is not greater than the current version 0.1.0",
-        ),
-        (
-            "0.1.0-rc.1",
-            "0.1.0-rc.1 is not greater than the current version 0.1.0",
-        ),
+        ("1.2.3+build", "build metadata (`+...`) is not allowed"),
+        ("01.2.3", "invalid leading zero in major version number"),
     ] {
+        let out = xtask(&[
+            "release",
+            version,
+            "--dry-run",
+            "--offline",
+            "--workspace",
+            ws,
+        ]);
+        assert!(!out.status.success(), "{version}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!("error: invalid value '{version}' for '<MAJOR.MINOR.PATCH[-pre]>': `{version}`: {why}\n")),
+            "{stderr}"
+        );
+    }
+    // Not greater than the current version.
+    for version in ["0.1.0", "0.1.0-rc.1"] {
         let out = xtask(&[
             "release",
             version,
@@ -231,7 +241,7 @@ fn refuses_bad_versions_and_empty_notes() {
         assert!(!out.status.success(), "{version}");
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
-            format!("xtask: {why}\n")
+            format!("xtask: {version} is not greater than the current version 0.1.0\n")
         );
     }
     put(
@@ -266,7 +276,7 @@ fn msrv_checks_the_declaration() {
     assert_eq!(
         stderr,
         format!(
-            "xtask: msrv: the declaration is inconsistent:\n  alpha-app: {} does not use `rust-version.workspace = true`\n  alpha-app: rust-version is Some(\"1.80\"), the workspace declares 1.85\n",
+            "xtask: msrv: the declaration is inconsistent:\n  alpha-app: {} does not use `rust-version.workspace = true`\n  alpha-app: rust-version is Some(\"1.80.0\"), the workspace declares 1.85\n",
             bad.join("crates/alpha-app/Cargo.toml").display()
         )
     );
