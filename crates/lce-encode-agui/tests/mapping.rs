@@ -11,11 +11,23 @@ use lce_types::Event;
 
 /// The timestamp text `2026-08-17T00:00:{ss}Z`: `ss` (`SS.fff`) seconds
 /// after 2026-08-17T00:00:00Z (= 1786924800), the instant the expected
-/// frames count from; for [`RunBuilder::set_timestamp`], so each event
-/// carries the exact text these tests were written with.
+/// frames count from; for [`RunBuilder::set_timestamp`], where events are
+/// not a whole second apart (else [`by_seconds`]).
 fn secs(ss: &str) -> String {
     format!("2026-08-17T00:00:{ss}Z")
 }
+
+/// A run `run_id` of `conv-1` whose clock starts at 2026-08-17T00:00:00Z
+/// (= 1786924800, the instant the expected frames count from) and moves one
+/// second per event: the run's event `n` is at `n` seconds.
+fn by_seconds(run_id: &str) -> RunBuilder {
+    let mut run = RunBuilder::new(run_id, "conv-1");
+    run.set_time_ms(1_786_924_800_000).set_step_ms(1000);
+    run
+}
+
+/// The `agui-v1` frame of [`by_seconds`]' `run.started` of `run-1`.
+const V1_RUN_STARTED: &str = r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#;
 
 /// The encoder for `format` (`Agui` or `AguiV1`).
 fn encoder(format: WireFormat, options: AguiOptions) -> AguiSseEncoder {
@@ -144,24 +156,20 @@ fn wire_formats_section_4_examples() {
 
 #[test]
 fn da_namespace_context_only_on_change_and_never_before_text_end() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01"))
-            .tool_started("tc-a", "task", "{}"),
-        r.set_timestamp(secs("02"))
-            .namespace_entered("a", "A", "tc-a"),
-        r.set_timestamp(secs("03")).at(["tc-a"]).text_started("m-a"),
-        r.set_timestamp(secs("04")).text_delta("m-a", "x"),
+        r.run_started(),
+        r.tool_started("tc-a", "task", "{}"),
+        r.namespace_entered("a", "A", "tc-a"),
+        r.at(["tc-a"]).text_started("m-a"),
+        r.text_delta("m-a", "x"),
         // A warning does not change the announced namespace.
-        r.set_timestamp(secs("05")).warning("w", "careful"),
-        r.set_timestamp(secs("06")).text_delta("m-a", "y"),
-        r.set_timestamp(secs("07")).text_finished("m-a"),
-        r.set_timestamp(secs("08"))
-            .root()
-            .namespace_exited("a", "tc-a"),
-        r.set_timestamp(secs("09")).tool_finished("tc-a", "done"),
-        r.set_timestamp(secs("10")).run_finished(),
+        r.warning("w", "careful"),
+        r.text_delta("m-a", "y"),
+        r.text_finished("m-a"),
+        r.root().namespace_exited("a", "tc-a"),
+        r.tool_finished("tc-a", "done"),
+        r.run_finished(),
     ];
     let out = da(&events);
     assert_eq!(
@@ -206,14 +214,12 @@ fn da_namespace_context_only_on_change_and_never_before_text_end() {
 
 #[test]
 fn da_rejected_re_emission_is_suppressed_entirely() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01"))
-            .tool_started("t-del", "delete_file", r#"{"path":"/x"}"#),
-        r.set_timestamp(secs("02"))
-            .tool_error("t-del", "tool_rejected", "rejected"),
-        r.set_timestamp(secs("03")).run_finished(),
+        r.run_started(),
+        r.tool_started("t-del", "delete_file", r#"{"path":"/x"}"#),
+        r.tool_error("t-del", "tool_rejected", "rejected"),
+        r.run_finished(),
     ];
     assert_eq!(names(&da(&events)), ["RUN_STARTED", "RUN_FINISHED"]);
     // agui-v1 has no hold: the call and its error are shown.
@@ -221,7 +227,7 @@ fn da_rejected_re_emission_is_suppressed_entirely() {
     assert_eq!(
         datas(&out),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"t-del","toolCallName":"delete_file"}"#,
             r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924801000,"toolCallId":"t-del","delta":"{\"path\":\"/x\"}"}"#,
             r#"{"type":"TOOL_CALL_END","timestamp":1786924802000,"toolCallId":"t-del"}"#,
@@ -272,7 +278,7 @@ fn da_streamed_arguments_become_one_args_frame_with_python_numbers() {
     assert_eq!(
         datas(&v1(&events)),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"t","toolCallName":"calc"}"#,
             r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"{\"a\": 1E2, "}"#,
             r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"\"b\": 1e16, \"c\": \"é"}"#,
@@ -286,17 +292,17 @@ fn da_streamed_arguments_become_one_args_frame_with_python_numbers() {
 
 #[test]
 fn da_error_result_is_truncated_and_run_error_leaves_text_open() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let long = "é".repeat(2005);
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).text_started("m"),
-        r.set_timestamp(secs("02")).tool_started("t", "x", r#"{"k":1}"#),
-        r.set_timestamp(secs("03")).event("tool.error", &format!(
+        r.run_started(),
+        r.text_started("m"),
+        r.tool_started("t", "x", r#"{"k":1}"#),
+        r.event("tool.error", &format!(
                 r#"{{"tool_call_id":"t","code":"tool_error","message":"{long}","retryable":true}}"#
             ),
         ),
-        r.set_timestamp(secs("04")).event(
+        r.event(
             "run.error",
             r#"{"code":"internal","message":"Agent failed.","retryable":false,"side_effect_status":"possible"}"#,
         ),
@@ -333,7 +339,7 @@ fn da_error_result_is_truncated_and_run_error_leaves_text_open() {
     assert_eq!(
         datas(&out),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#.to_owned(),
+            V1_RUN_STARTED.to_owned(),
             r#"{"type":"TEXT_MESSAGE_START","timestamp":1786924801000,"messageId":"m","role":"assistant"}"#.to_owned(),
             r#"{"type":"TOOL_CALL_START","timestamp":1786924802000,"toolCallId":"t","toolCallName":"x"}"#.to_owned(),
             r#"{"type":"TOOL_CALL_ARGS","timestamp":1786924802000,"toolCallId":"t","delta":"{\"k\":1}"}"#.to_owned(),
@@ -348,17 +354,16 @@ fn da_error_result_is_truncated_and_run_error_leaves_text_open() {
 
 #[test]
 fn da_cancel_releases_held_starts_then_goes_silent() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).text_started("m"),
-        r.set_timestamp(secs("02"))
-            .tool_started("t", "x", r#"{"k":1}"#),
-        r.set_timestamp(secs("03")).event(
+        r.run_started(),
+        r.text_started("m"),
+        r.tool_started("t", "x", r#"{"k":1}"#),
+        r.event(
             "run.cancelled",
             r#"{"reason":"disconnect","side_effect_status":"none"}"#,
         ),
-        r.set_timestamp(secs("04")).warning("late", "after the end"),
+        r.warning("late", "after the end"),
     ];
     assert_eq!(
         names(&da(&events)),
@@ -384,12 +389,12 @@ fn da_cancel_releases_held_starts_then_goes_silent() {
 
 #[test]
 fn da_open_texts_closed_in_opening_order_at_finish() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).text_started("m2"),
-        r.set_timestamp(secs("02")).text_started("m1"),
-        r.set_timestamp(secs("03")).run_finished(),
+        r.run_started(),
+        r.text_started("m2"),
+        r.text_started("m1"),
+        r.run_finished(),
     ];
     let out = da(&events);
     let d = datas(&out);
@@ -405,14 +410,14 @@ fn da_open_texts_closed_in_opening_order_at_finish() {
 
 #[test]
 fn incomplete_arguments_are_an_error_and_write_nothing() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
-    let start = r.set_timestamp(secs("00")).run_started();
-    let tool = r.set_timestamp(secs("01")).tool_started("t", "x", "{}");
-    let delta = r.set_timestamp(secs("02")).event(
+    let mut r = by_seconds("run-1");
+    let start = r.run_started();
+    let tool = r.tool_started("t", "x", "{}");
+    let delta = r.event(
         "tool.arguments.delta",
         r#"{"tool_call_id":"t","delta":"{\"k\":"}"#,
     );
-    let fin = r.set_timestamp(secs("03")).tool_finished("t", "x");
+    let fin = r.tool_finished("t", "x");
     let mut enc = AguiSseEncoder::da(AguiOptions::default());
     let mut out = BytesMut::new();
     for e in [&start, &tool, &delta] {
@@ -429,17 +434,12 @@ fn incomplete_arguments_are_an_error_and_write_nothing() {
 
 #[test]
 fn release_ready_lets_complete_starts_out_while_the_tool_runs() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let mut enc = AguiSseEncoder::da(AguiOptions::default());
     let mut out = BytesMut::new();
-    enc.encode_frame(&r.set_timestamp(secs("00")).run_started(), &mut out)
+    enc.encode_frame(&r.run_started(), &mut out).unwrap();
+    enc.encode_frame(&r.tool_started("t", "x", r#"{"k":1}"#), &mut out)
         .unwrap();
-    enc.encode_frame(
-        &r.set_timestamp(secs("01"))
-            .tool_started("t", "x", r#"{"k":1}"#),
-        &mut out,
-    )
-    .unwrap();
     assert!(enc.has_held());
     let before = out.len();
     // Through the encoder trait, as the chain's `encoded` stage calls it
@@ -450,44 +450,41 @@ fn release_ready_lets_complete_starts_out_while_the_tool_runs() {
     assert_eq!(names(&released), ["TOOL_CALL_START", "TOOL_CALL_ARGS"]);
     // The finish later brings only the result pair.
     let before = out.len();
-    enc.encode_frame(
-        &r.set_timestamp(secs("05")).tool_finished("t", "ok"),
-        &mut out,
-    )
-    .unwrap();
+    enc.encode_frame(&r.tool_finished("t", "ok"), &mut out)
+        .unwrap();
     let rest = String::from_utf8(out[before..].to_vec()).unwrap();
     assert_eq!(names(&rest), ["TOOL_CALL_RESULT", "TOOL_CALL_END"]);
 }
 
 #[test]
 fn v1_reasoning_usage_and_result_ref() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).reasoning_started("r1"),
-        r.set_timestamp(secs("02")).reasoning_delta("r1", ""),
-        r.set_timestamp(secs("03")).reasoning_delta("r1", "think"),
-        r.set_timestamp(secs("04")).reasoning_finished("r1"),
-        r.set_timestamp(secs("05")).event(
+        r.run_started(),
+        r.reasoning_started("r1"),
+        r.reasoning_delta("r1", ""),
+        r.reasoning_delta("r1", "think"),
+        r.reasoning_finished("r1"),
+        r.event(
             "tool.started",
             r#"{"tool_call_id":"t","tool_name":"x","arguments":{"k":1.50},"parent_message_id":"m0"}"#,
         ),
-        r.set_timestamp(secs("06")).event(
+        r.event(
             "tool.finished",
             r#"{"tool_call_id":"t","result":"ok","result_ref":"res-9"}"#,
         ),
-        r.set_timestamp(secs("07")).usage_updated(9007199254740992, 5),
-        r.set_timestamp(secs("08")).event(
+        r.usage_updated(9007199254740992, 5),
+        r.event(
             "provider.metadata",
             r#"{"provider":"p","model":"m","metadata":{"request_id":"secret-ish"}}"#,
         ),
-        r.set_timestamp(secs("09")).run_finished(),
+        r.run_finished(),
     ];
     let out = v1(&events);
     assert_eq!(
         datas(&out),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"REASONING_START","timestamp":1786924801000,"messageId":"r1"}"#,
             r#"{"type":"REASONING_MESSAGE_START","timestamp":1786924801000,"messageId":"r1","role":"reasoning"}"#,
             r#"{"type":"REASONING_MESSAGE_CONTENT","timestamp":1786924803000,"messageId":"r1","delta":"think"}"#,
@@ -518,25 +515,25 @@ fn v1_reasoning_usage_and_result_ref() {
 
 #[test]
 fn v1_nested_subagents_and_suspension_close_everything_for_verify_events() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).event(
+        r.run_started(),
+        r.event(
             "tool.started",
             r#"{"tool_call_id":"tc-a","tool_name":"task","arguments":{},"parent_message_id":"m0"}"#,
         ),
-        r.set_timestamp(secs("02")).namespace_entered("a", "A", "tc-a"),
-        r.set_timestamp(secs("03")).at(["tc-a"]).tool_started("tc-b", "task", "{}"),
-        r.set_timestamp(secs("04")).namespace_entered("b", "B", "tc-b"),
-        r.set_timestamp(secs("05")).at(["tc-a", "tc-b"]).event(
+        r.namespace_entered("a", "A", "tc-a"),
+        r.at(["tc-a"]).tool_started("tc-b", "task", "{}"),
+        r.namespace_entered("b", "B", "tc-b"),
+        r.at(["tc-a", "tc-b"]).event(
             "interrupt.requested",
             r#"{"interrupt_id":"i-1","interrupt_type":"form_input","agent_id":"b","prompt":"Why?","fields":[{"field_name":"why","field_type":"text"}]}"#,
         ),
-        r.set_timestamp(secs("06")).at(["tc-a"]).event(
+        r.at(["tc-a"]).event(
             "namespace.exited",
             r#"{"agent_id":"b","parent_tool_call_id":"tc-b","outcome":"interrupted"}"#,
         ),
-        r.set_timestamp(secs("07")).root().event(
+        r.root().event(
             "run.interrupted",
             r#"{"interrupt_id":"i-1","reason":"human_input"}"#,
         ),
@@ -549,7 +546,7 @@ fn v1_nested_subagents_and_suspension_close_everything_for_verify_events() {
     assert_eq!(
         datas(&out),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"tc-a","toolCallName":"task","parentMessageId":"m0"}"#,
             r#"{"type":"SUBAGENT_STARTED","timestamp":1786924802000,"subagentRunId":"tc-a","name":"A","parentToolCallId":"tc-a","parentMessageId":"m0"}"#,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924803000,"subagentRunId":"tc-a","toolCallId":"tc-b","toolCallName":"task"}"#,
@@ -565,24 +562,21 @@ fn v1_nested_subagents_and_suspension_close_everything_for_verify_events() {
 
 #[test]
 fn v1_subagent_error_and_warning_in_subagent() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01"))
-            .tool_started("tc-a", "task", r#"{"x":"y"}"#),
-        r.set_timestamp(secs("02"))
-            .namespace_entered("a", "A", "tc-a"),
-        r.set_timestamp(secs("03")).at(["tc-a"]).event(
+        r.run_started(),
+        r.tool_started("tc-a", "task", r#"{"x":"y"}"#),
+        r.namespace_entered("a", "A", "tc-a"),
+        r.at(["tc-a"]).event(
             "warning",
             r#"{"code":"slow","message":"Slow.","details":{"ms":1E3}}"#,
         ),
-        r.set_timestamp(secs("04")).root().event(
+        r.root().event(
             "namespace.exited",
             r#"{"agent_id":"a","parent_tool_call_id":"tc-a","outcome":"error"}"#,
         ),
-        r.set_timestamp(secs("05"))
-            .tool_error("tc-a", "subagent_failed", "Child failed."),
-        r.set_timestamp(secs("06")).run_finished(),
+        r.tool_error("tc-a", "subagent_failed", "Child failed."),
+        r.run_finished(),
     ];
     let d: Vec<String> = datas(&v1(&events)).into_iter().map(str::to_owned).collect();
     assert_eq!(
@@ -597,14 +591,14 @@ fn v1_subagent_error_and_warning_in_subagent() {
 
 #[test]
 fn multi_approval_interrupts_keep_every_call() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01")).event(
+        r.run_started(),
+        r.event(
             "interrupt.requested",
             r#"{"interrupt_id":"i","interrupt_type":"tool_approval","agent_id":"ag","tool_approvals":[{"tool_call_id":"c1","tool_name":"a","tool_args":{"n":1}},{"tool_call_id":"c2","tool_name":"b","tool_args":{"s":"ü"},"allowed_decisions":["approve","reject"]}]}"#,
         ),
-        r.set_timestamp(secs("02")).event(
+        r.event(
             "run.interrupted",
             r#"{"interrupt_id":"i","reason":"tool_approval"}"#,
         ),
@@ -612,7 +606,7 @@ fn multi_approval_interrupts_keep_every_call() {
     assert_eq!(
         datas(&v1(&events)),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"RUN_FINISHED","timestamp":1786924802000,"threadId":"conv-1","runId":"run-1","outcome":{"type":"interrupt","interrupts":[{"id":"i:c1","reason":"tool_approval","toolCallId":"c1","metadata":{"lce":{"interruptId":"i","agentId":"ag","agent":"ag","toolName":"a","toolArgs":{"n":1},"allowedDecisions":["approve","edit","reject"]}}},{"id":"i:c2","reason":"tool_approval","toolCallId":"c2","metadata":{"lce":{"interruptId":"i","agentId":"ag","agent":"ag","toolName":"b","toolArgs":{"s":"ü"},"allowedDecisions":["approve","reject"]}}}]}}"#,
         ]
     );
@@ -630,34 +624,26 @@ fn multi_approval_interrupts_keep_every_call() {
 /// with other texts and calls open at the same time.
 #[test]
 fn v1_text_and_call_frames_carry_their_openers_subagent() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01"))
-            .tool_started("tc-a", "task", "{}"),
-        r.set_timestamp(secs("02"))
-            .namespace_entered("a", "A", "tc-a"),
-        r.set_timestamp(secs("03")).root().text_started("m-root"),
-        r.set_timestamp(secs("04")).at(["tc-a"]).text_started("m-a"),
-        r.set_timestamp(secs("05")).tool_started("t-in", "x", "{}"),
-        r.set_timestamp(secs("06"))
-            .root()
-            .tool_started("t-root", "y", "{}"),
-        r.set_timestamp(secs("07"))
-            .at(["tc-a"])
-            .text_delta("m-a", "x"),
-        r.set_timestamp(secs("08")).root().text_delta("m-root", "y"),
+        r.run_started(),
+        r.tool_started("tc-a", "task", "{}"),
+        r.namespace_entered("a", "A", "tc-a"),
+        r.root().text_started("m-root"),
+        r.at(["tc-a"]).text_started("m-a"),
+        r.tool_started("t-in", "x", "{}"),
+        r.root().tool_started("t-root", "y", "{}"),
+        r.at(["tc-a"]).text_delta("m-a", "x"),
+        r.root().text_delta("m-root", "y"),
         // Named at the root, but opened in `tc-a`.
-        r.set_timestamp(secs("09"))
-            .tool_arguments_delta("t-in", r#"{"k":1}"#),
-        r.set_timestamp(secs("10"))
-            .tool_arguments_delta("t-root", r#"{"j":2}"#),
-        r.set_timestamp(secs("11")).run_finished(),
+        r.tool_arguments_delta("t-in", r#"{"k":1}"#),
+        r.tool_arguments_delta("t-root", r#"{"j":2}"#),
+        r.run_finished(),
     ];
     assert_eq!(
         datas(&v1(&events)),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"tc-a","toolCallName":"task"}"#,
             r#"{"type":"SUBAGENT_STARTED","timestamp":1786924802000,"subagentRunId":"tc-a","name":"A","parentToolCallId":"tc-a"}"#,
             r#"{"type":"TEXT_MESSAGE_START","timestamp":1786924803000,"messageId":"m-root","role":"assistant"}"#,
@@ -686,28 +672,24 @@ fn v1_text_and_call_frames_carry_their_openers_subagent() {
 /// `cancelled` as a `subagent_cancelled` error.
 #[test]
 fn v1_sibling_subagents_finish_by_their_own_call_and_outcome() {
-    let mut r = RunBuilder::new("run-1", "conv-1");
+    let mut r = by_seconds("run-1");
     let events = [
-        r.set_timestamp(secs("00")).run_started(),
-        r.set_timestamp(secs("01"))
-            .tool_started("tc-a", "task", "{}"),
-        r.set_timestamp(secs("02"))
-            .tool_started("tc-b", "task", "{}"),
-        r.set_timestamp(secs("03"))
-            .namespace_entered("a", "A", "tc-a"),
-        r.set_timestamp(secs("04"))
-            .namespace_entered("b", "B", "tc-b"),
-        r.set_timestamp(secs("05")).namespace_exited("b", "tc-b"),
-        r.set_timestamp(secs("06")).event(
+        r.run_started(),
+        r.tool_started("tc-a", "task", "{}"),
+        r.tool_started("tc-b", "task", "{}"),
+        r.namespace_entered("a", "A", "tc-a"),
+        r.namespace_entered("b", "B", "tc-b"),
+        r.namespace_exited("b", "tc-b"),
+        r.event(
             "namespace.exited",
             r#"{"agent_id":"a","parent_tool_call_id":"tc-a","outcome":"cancelled"}"#,
         ),
-        r.set_timestamp(secs("07")).run_finished(),
+        r.run_finished(),
     ];
     assert_eq!(
         datas(&v1(&events)),
         [
-            r#"{"type":"RUN_STARTED","timestamp":1786924800000,"threadId":"conv-1","runId":"run-1","protocolVersion":"1.0"}"#,
+            V1_RUN_STARTED,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924801000,"toolCallId":"tc-a","toolCallName":"task"}"#,
             r#"{"type":"TOOL_CALL_START","timestamp":1786924802000,"toolCallId":"tc-b","toolCallName":"task"}"#,
             r#"{"type":"SUBAGENT_STARTED","timestamp":1786924803000,"subagentRunId":"tc-a","name":"A","parentToolCallId":"tc-a"}"#,
@@ -799,7 +781,7 @@ fn v1_a_model_is_kept_for_the_same_provider_only() {
 #[test]
 fn v1_a_second_run_starts_from_nothing() {
     let mut first = RunBuilder::new("run-1", "conv-1");
-    let mut second = RunBuilder::new("run-2", "conv-1");
+    let mut second = by_seconds("run-2");
     let events = [
         first.run_started(),
         first.usage_updated(5, 6),
@@ -809,9 +791,9 @@ fn v1_a_second_run_starts_from_nothing() {
         ),
         first.text_started("m-1"),
         first.run_cancelled(),
-        second.set_timestamp(secs("00")).run_started(),
+        second.run_started(),
         second.event("usage.updated", r#"{"output_tokens":2}"#),
-        second.set_timestamp(secs("02")).run_finished(),
+        second.run_finished(),
     ];
     let out = v1(&events);
     let frames = datas(&out);
