@@ -209,47 +209,31 @@ impl BlockKind {
     ];
 }
 
-// The mixes, one table each, alike on purpose: the numbers are the point, and
-// each mix reads on its own (the benches and `docs/performance.md` name them).
+/// `mixes! { field: text, tools, mixed; ... }`: the [`Shape`] of each mix
+/// ([`Mix`] says what each is for), written as one table: a row per field,
+/// a column per mix, so each number reads against the same number of the
+/// other mixes (the numbers are the point; the benches and
+/// `docs/performance.md` name the mixes).
+macro_rules! mixes {
+    ($($field:ident: $text:expr, $tools:expr, $mixed:expr;)*) => {
+        static TEXT: Shape = Shape { $($field: $text),* };
+        static TOOLS: Shape = Shape { $($field: $tools),* };
+        static MIXED: Shape = Shape { $($field: $mixed),* };
+    };
+}
 
-/// ≈95% text deltas: long messages, a little reasoning, rare small tools.
-static TEXT: Shape = Shape {
-    name: "text",
-    weights: [940, 30, 10, 0, 5, 0, 15, 0],
-    text_deltas: (30, 90),
-    reasoning_deltas: (5, 40),
-    args_bytes: (100, 600),
-    result_bytes: (0, 1024),
-    fragments: (3, 12),
-    tool_error_percent: 2,
-    child_blocks: (2, 5),
-};
-
-/// Tool-heavy: most blocks are tool calls with big arguments and results.
-static TOOLS: Shape = Shape {
-    name: "tools",
-    weights: [150, 50, 380, 330, 30, 20, 40, 0],
-    text_deltas: (3, 20),
-    reasoning_deltas: (3, 15),
-    args_bytes: (100, 4096),
-    result_bytes: (0, 8192),
-    fragments: (4, 48),
-    tool_error_percent: 5,
-    child_blocks: (2, 8),
-};
-
-/// A realistic blend of everything, with subagents two deep.
-static MIXED: Shape = Shape {
-    name: "mixed",
-    weights: [450, 100, 180, 100, 60, 20, 80, 10],
-    text_deltas: (5, 60),
-    reasoning_deltas: (3, 30),
-    args_bytes: (100, 4096),
-    result_bytes: (0, 8192),
-    fragments: (3, 24),
-    tool_error_percent: 4,
-    child_blocks: (2, 8),
-};
+mixes! {
+    //                  text                            tools                               mixed
+    name:               "text",                         "tools",                            "mixed";
+    weights:            [940, 30, 10, 0, 5, 0, 15, 0],  [150, 50, 380, 330, 30, 20, 40, 0], [450, 100, 180, 100, 60, 20, 80, 10];
+    text_deltas:        (30, 90),                       (3, 20),                            (5, 60);
+    reasoning_deltas:   (5, 40),                        (3, 15),                            (3, 30);
+    args_bytes:         (100, 600),                     (100, 4096),                        (100, 4096);
+    result_bytes:       (0, 1024),                      (0, 8192),                          (0, 8192);
+    fragments:          (3, 12),                        (4, 48),                            (3, 24);
+    tool_error_percent: 2,                              5,                                  4;
+    child_blocks:       (2, 5),                         (2, 8),                             (2, 8);
+}
 
 // ------------------------------------------------------------------ the PRNG
 
