@@ -182,8 +182,10 @@ const TOOL_START_0: &str = "event: tool_start\ndata: {\"tool_name\": \"delete_fi
 const INPUT_REQUIRED: &str = "event: input_required\ndata: {\"type\": \"tool_approval\", \"interrupt_id\": \"toolu_9\", \"agent\": \"ops\", \"tool_name\": \"delete_file\", \"tool_args\": {\"path\": \"/tmp/a\"}, \"allowed_decisions\": [\"approve\", \"edit\", \"reject\"]}\n\n";
 
 /// A run that asks for approval and then ends with `last` (after a close
-/// event), frame by frame.
-fn interrupt_then(last: (&str, &str)) -> Vec<String> {
+/// event): what `last` writes. Before it, frame by frame, the held start
+/// goes out at the interrupt and the close event writes nothing.
+#[track_caller]
+fn interrupt_then(last: (&str, &str)) -> String {
     let mut r = RunBuilder::new("r", "c");
     let events = vec![
         r.tool_started("toolu_0", "delete_file", r#"{"path":"/tmp/a"}"#),
@@ -191,62 +193,44 @@ fn interrupt_then(last: (&str, &str)) -> Vec<String> {
         r.text_finished("m"),
         r.event(last.0, last.1),
     ];
-    encode_each(&events)
+    let mut frames = encode_each(&events);
+    let last = frames.pop().unwrap_or_default();
+    assert_eq!(frames, ["", TOOL_START_0, ""]);
+    last
 }
 
 #[test]
 fn d4a_input_required_goes_out_with_run_interrupted() {
-    let frames = interrupt_then((
+    let last = interrupt_then((
         "run.interrupted",
         r#"{"interrupt_id":"toolu_9","reason":"tool_approval"}"#,
     ));
     // The held start goes out at the interrupt; the interrupt itself only
     // once run.interrupted is accepted; the bytes are DA's.
-    assert_eq!(
-        frames,
-        [
-            String::new(),
-            TOOL_START_0.into(),
-            String::new(),
-            INPUT_REQUIRED.into()
-        ]
-    );
+    assert_eq!(last, INPUT_REQUIRED);
 }
 
 #[test]
 fn d4a_an_error_instead_of_run_interrupted_never_shows_the_interrupt() {
     // A failed interrupt commit, a violation or closure: the coordinator's
     // run.error takes the place of run.interrupted.
-    let frames = interrupt_then((
+    let last = interrupt_then((
         "run.error",
         r#"{"code":"thread_durability_uncertain","message":"State could not be saved.","retryable":false,"side_effect_status":"possible"}"#,
     ));
     assert_eq!(
-        frames,
-        [
-            String::new(),
-            TOOL_START_0.into(),
-            String::new(),
-            "event: error\ndata: {\"error\": \"State could not be saved.\"}\n\n".into()
-        ]
+        last,
+        "event: error\ndata: {\"error\": \"State could not be saved.\"}\n\n"
     );
 }
 
 #[test]
 fn d4a_cancellation_instead_of_run_interrupted_closes_silently() {
-    let frames = interrupt_then((
+    let last = interrupt_then((
         "run.cancelled",
         r#"{"reason":"client_request","side_effect_status":"possible"}"#,
     ));
-    assert_eq!(
-        frames,
-        [
-            String::new(),
-            TOOL_START_0.into(),
-            String::new(),
-            String::new()
-        ]
-    );
+    assert_eq!(last, "");
 }
 
 #[test]
@@ -350,49 +334,41 @@ fn error_messages_are_never_truncated() {
     );
 }
 
-#[test]
-fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
+/// Call `a` started with `{}`, one `tool.arguments.delta` of `data`, then
+/// the call's `tool.finished`: the error that finish gives, once none of
+/// the three wrote anything.
+#[track_caller]
+fn finished_after_one_delta(data: &str) -> EncodeError {
     let mut r = RunBuilder::new("r", "c");
     let mut enc = CustomSseEncoder::new(CustomOptions::default());
     let mut out = BytesMut::new();
     for e in [
         r.tool_started("a", "t", "{}"),
-        r.event(
-            "tool.arguments.delta",
-            r#"{"tool_call_id":"a","delta":"{\"x\":"}"#,
-        ),
+        r.event("tool.arguments.delta", data),
     ] {
         enc.encode_event(&e, &mut out).unwrap();
     }
     let err = enc
         .encode_event(&r.tool_finished("a", "r"), &mut out)
         .unwrap_err();
+    assert!(out.is_empty());
+    err
+}
+
+#[test]
+fn incomplete_arguments_are_a_typed_error_and_leave_nothing() {
+    let err = finished_after_one_delta(r#"{"tool_call_id":"a","delta":"{\"x\":"}"#);
     assert!(matches!(
         err,
         EncodeError::IncompleteArguments { sequence: 2 }
     ));
-    assert!(out.is_empty());
     // A syntactically broken but balanced object: the hold judges streamed
     // arguments strictly (D6, D17), so they never count as complete.
-    let mut r = RunBuilder::new("r", "c");
-    let mut enc = CustomSseEncoder::new(CustomOptions::default());
-    for e in [
-        r.tool_started("a", "t", "{}"),
-        r.event(
-            "tool.arguments.delta",
-            r#"{"tool_call_id":"a","delta":"{\"x\" 1}"}"#,
-        ),
-    ] {
-        enc.encode_event(&e, &mut out).unwrap();
-    }
-    let err = enc
-        .encode_event(&r.tool_finished("a", "r"), &mut out)
-        .unwrap_err();
+    let err = finished_after_one_delta(r#"{"tool_call_id":"a","delta":"{\"x\" 1}"}"#);
     assert!(
         matches!(err, EncodeError::IncompleteArguments { sequence: 2 }),
         "{err}"
     );
-    assert!(out.is_empty());
 }
 
 #[test]
