@@ -349,27 +349,29 @@ fn backticked(core: &str) -> Option<&str> {
     core.get(start..start + len)
 }
 
+/// The first backticked name in `core`, fit for a message (see
+/// [`safe_name`]); empty when there is none.
+fn backticked_name(core: &str) -> String {
+    backticked(core)
+        .map(|n| safe_name(n, "name"))
+        .unwrap_or_default()
+}
+
 fn classify_data(core: &str) -> (ParseErrorKind, String) {
     if core.starts_with("unknown field") {
-        let name = backticked(core)
-            .map(|n| safe_name(n, "name"))
-            .unwrap_or_default();
+        let name = backticked_name(core);
         (
             ParseErrorKind::UnknownField,
             format!("unknown member `{name}`"),
         )
     } else if core.starts_with("missing field") {
-        let name = backticked(core)
-            .map(|n| safe_name(n, "name"))
-            .unwrap_or_default();
+        let name = backticked_name(core);
         (
             ParseErrorKind::MissingField,
             format!("missing member `{name}`"),
         )
     } else if core.starts_with("duplicate field") {
-        let name = backticked(core)
-            .map(|n| safe_name(n, "name"))
-            .unwrap_or_default();
+        let name = backticked_name(core);
         (
             ParseErrorKind::DuplicateKey,
             format!("member `{name}` appears twice"),

@@ -421,10 +421,7 @@ fn parse_rfc3339(b: &[u8]) -> Option<(i64, u32)> {
     let hour = byte(p1, 3);
     let minute = byte(p1, 6);
     let second = byte(p2, 6);
-    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-        return None;
-    }
-    if hour > 23 || minute > 59 || second > 59 {
+    if !fields_in_range(year, month, day, hour, minute, second) {
         return None;
     }
     let mut i = 19;
@@ -476,6 +473,19 @@ fn zone_offset(b: &[u8], i: usize) -> Option<i64> {
     (end == b.len()).then_some(offset_secs)
 }
 
+/// Whether a date and time name one: month 1 to 12, a day the month has
+/// (leap years included), hour 0 to 23, minute and second 0 to 59 (RFC
+/// 3339's leap second 60 is not taken).
+#[inline]
+fn fields_in_range(year: i64, month: u32, day: u32, hour: u32, minute: u32, second: u32) -> bool {
+    (1..=12).contains(&month)
+        && day != 0
+        && day <= days_in_month(year, month)
+        && hour <= 23
+        && minute <= 59
+        && second <= 59
+}
+
 const POW10: [u32; 10] = [
     1,
     10,
@@ -497,12 +507,12 @@ mod tests {
 
     use super::*;
 
-    /// The parser as it was before it read the fixed-width part at once: a
-    /// reference oracle for the date, time and fraction, written apart on
-    /// purpose so the properties compare the fast parser's word-at-a-time
-    /// reading with code it does not share. The zone at the end is read by
-    /// the parser's own `zone_offset` (the explicit offset cases below hold
-    /// that one to known values).
+    /// A reference oracle: the date and time read field by field and the
+    /// fraction read as text, apart from the parser on purpose, so the
+    /// properties compare the fast parser's word-at-a-time reading and its
+    /// digit arithmetic with code they do not share. The range check and
+    /// the zone are the parser's own (`fields_in_range`, `zone_offset`):
+    /// the explicit cases below hold those to known values.
     fn parse_rfc3339_reference(b: &[u8]) -> Option<(i64, u32)> {
         let year = i64::from(digits(b, 0, 4)?);
         if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
@@ -519,31 +529,24 @@ mod tests {
         }
         let minute = digits(b, 14, 2)?;
         let second = digits(b, 17, 2)?;
-        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        if !fields_in_range(year, month, day, hour, minute, second) {
             return None;
         }
-        if hour > 23 || minute > 59 || second > 59 {
+        // The fraction, read as text: its first nine digits, padded with
+        // zeros on the right, are the nanoseconds.
+        let fraction = match b.get(19) {
+            Some(b'.') => b.get(20..)?,
+            _ => &[],
+        };
+        let n = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        if b.get(19) == Some(&b'.') && n == 0 {
             return None;
         }
-        let mut i = 19;
-        let mut nanos = 0u32;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            let start = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                if i - start < 9 {
-                    nanos = nanos * 10 + u32::from(b[i] - b'0');
-                }
-                i += 1;
-            }
-            let n = i - start;
-            if n == 0 {
-                return None;
-            }
-            for _ in n..9 {
-                nanos *= 10;
-            }
-        }
+        let mut nine = *b"000000000";
+        let kept = n.min(9);
+        nine[..kept].copy_from_slice(&fraction[..kept]);
+        let nanos: u32 = std::str::from_utf8(&nine).ok()?.parse().ok()?;
+        let i = if n == 0 { 19 } else { 20 + n };
         let offset_secs = zone_offset(b, i)?;
         let days = days_from_civil(year, month, day);
         let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_secs;
