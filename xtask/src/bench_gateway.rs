@@ -57,8 +57,8 @@ use lce_testkit::corpus::{self, Mix, Options};
 use lce_testkit::time::{START_MS, rfc3339_ms};
 
 use crate::cluster::{
-    HttpResponse, Redis, Replica, Secrets, agent, cpu_secs, http, query, random_hex, read_whole,
-    replica_args, rss_kib,
+    HttpResponse, Redis, Replica, Secrets, agent, cpu_secs, http, print_log_tails, query,
+    random_hex, read_whole, replica_args, rss_kib,
 };
 use crate::corpus::count;
 use crate::util::{
@@ -142,18 +142,11 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         )?;
         Bench::new(&root, &exe, &dir, &secrets, &redis)?.all(&args)
     })();
-    let _ = fs::copy(redis.dir().join("redis.log"), dir.join("redis.log"));
+    let _ = fs::copy(redis.server.dir().join("redis.log"), dir.join("redis.log"));
     let stopped = redis.stop();
     let result = result.and_then(|report| stopped.map(|()| report));
     if result.is_err() {
-        for name in ["replica.log", "redis.log"] {
-            eprintln!("bench-gateway: the end of {name}:");
-            let log = fs::read_to_string(dir.join(name)).unwrap_or_default();
-            let lines: Vec<&str> = log.lines().collect();
-            for l in &lines[lines.len().saturating_sub(12)..] {
-                eprintln!("  {l}");
-            }
-        }
+        print_log_tails(&dir);
     }
     if std::env::var_os("LCE_BENCH_KEEP").is_some() {
         eprintln!("bench-gateway: kept {} (LCE_BENCH_KEEP)", dir.display());
@@ -199,7 +192,7 @@ impl<'a> Bench<'a> {
 
     fn replica(&self) -> Result<Replica, String> {
         let args = replica_args(
-            &self.redis.url(),
+            &self.redis.server.url(),
             &self.scenarios,
             self.secrets,
             &REPLICA_EXTRA,
@@ -211,21 +204,10 @@ impl<'a> Bench<'a> {
         format!("Bearer {}", self.secrets.ingest_token)
     }
 
-    /// The read token of each run id (`lce token`, as a platform would).
+    /// The read token of each run id.
     fn tokens(&self, ids: &[String]) -> Result<Vec<String>, String> {
         ids.iter()
-            .map(|id| {
-                let out = Command::new(self.exe)
-                    .args(["token", id, "--token-secret-file"])
-                    .arg(&self.secrets.token_secret)
-                    .stderr(Stdio::inherit())
-                    .output()
-                    .map_err(|e| format!("lce token: {e}"))?;
-                if !out.status.success() {
-                    return Err(format!("lce token {id} failed"));
-                }
-                Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-            })
+            .map(|id| self.secrets.token(self.exe, id))
             .collect()
     }
 
@@ -504,7 +486,7 @@ impl<'a> Bench<'a> {
                 "-h",
                 "127.0.0.1",
                 "-p",
-                &self.redis.port().to_string(),
+                &self.redis.server.port().to_string(),
                 "--pipe",
             ])
             .stdin(input)
@@ -538,7 +520,12 @@ impl<'a> Bench<'a> {
         query::<()>(&mut conn, &["CONFIG", "RESETSTAT"])?;
         let redis0 = cpu_secs(self.redis_pid)?;
         let out = Command::new("redis-benchmark")
-            .args(["-h", "127.0.0.1", "-p", &self.redis.port().to_string()])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.redis.server.port().to_string(),
+            ])
             .args(["-P", "32", "-c", "1", "-n", &entries.to_string(), "--csv"])
             .args(["XADD", "benchref", "*", "event", &payload])
             .stderr(Stdio::null())

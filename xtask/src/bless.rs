@@ -291,12 +291,8 @@ fn remove_stray(
     why: &str,
     tally: &mut Tally,
 ) -> Result<(), String> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Ok(());
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == ext) && !names.contains(&stem(&path)) {
+    for path in files_with(dir, ext).unwrap_or_default() {
+        if !names.contains(&stem(&path)) {
             fs::remove_file(&path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
             println!("removed {} ({why})", path.display());
             tally.removed += 1;

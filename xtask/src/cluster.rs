@@ -180,7 +180,7 @@ fn supervise_in(options: &Args, root: &Path, exe: &Path, dir: &Path) -> Result<(
         cluster.replicas.iter_mut().for_each(Replica::kill);
         print_log_tails(dir);
         if let Some(redis) = cluster.redis.take() {
-            print_log_tails(redis.dir());
+            print_log_tails(redis.server.dir());
         }
     }
     result
@@ -198,7 +198,7 @@ fn run_cluster(
     stop_rx: &mpsc::Receiver<()>,
 ) -> Result<(), String> {
     let redis = Redis::start()?;
-    let url = redis.url();
+    let url = redis.server.url();
     cluster.redis = Some(redis);
     let scenarios = root.join("fixtures/scenarios");
     for i in 1..=usize::from(options.replicas) {
@@ -307,7 +307,7 @@ impl Cluster {
 }
 
 /// Prints the end of every log in `dir` to stderr (after a failure).
-fn print_log_tails(dir: &Path) {
+pub(crate) fn print_log_tails(dir: &Path) {
     let logs = crate::util::files_with(dir, "log").unwrap_or_default();
     for log in logs {
         let text = fs::read_to_string(&log).unwrap_or_default();
@@ -342,6 +342,20 @@ impl Secrets {
             ingest_token_file,
             ingest_token,
         })
+    }
+
+    /// The read token of `run_id` (`lce token`, as a platform would get it).
+    pub(crate) fn token(&self, exe: &Path, run_id: &str) -> Result<String, String> {
+        let out = Command::new(exe)
+            .args(["token", run_id, "--token-secret-file"])
+            .arg(&self.token_secret)
+            .output()
+            .map_err(|e| format!("lce token: {e}"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("lce token {run_id} failed: {}", err.trim()));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 }
 
@@ -433,9 +447,9 @@ impl Plan {
         );
         println!(
             "  redis-server  127.0.0.1:{} (--log {}): appendonly yes, appendfsync always, data in {}",
-            redis.port(),
-            redis.url(),
-            redis.dir().display()
+            redis.server.port(),
+            redis.server.url(),
+            redis.server.dir().display()
         );
         for (i, replica) in cluster.replicas.iter().enumerate() {
             println!(
@@ -519,18 +533,7 @@ impl Plan {
         }
 
         // The token, exactly as the printed command gets it.
-        let out = Command::new(&self.exe)
-            .args(["token", &self.run_id, "--token-secret-file"])
-            .arg(&secrets.token_secret)
-            .output()
-            .map_err(|e| format!("lce token: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "lce token failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let token = secrets.token(&self.exe, &self.run_id)?;
 
         let path = format!("/api/v1/runs/{}/stream?protocol=custom", self.run_id);
         let read_back = http(&r2, "GET", &path, &[("X-Run-Token", &token)], b"")?;
@@ -644,7 +647,8 @@ pub(crate) fn cpu_secs(pid: u32) -> Result<f64, String> {
 /// loopback port, a folder of its own, `appendonly yes`, `appendfsync
 /// always`, no RDB snapshots), without automatic AOF rewrites.
 pub(crate) struct Redis {
-    server: RedisServer,
+    /// The server (its port, URL and folder).
+    pub(crate) server: RedisServer,
     client: redis::Client,
 }
 
@@ -660,21 +664,6 @@ impl Redis {
             &["CONFIG", "SET", "auto-aof-rewrite-percentage", "0"],
         )?;
         Ok(redis)
-    }
-
-    /// The loopback port it listens on.
-    pub(crate) fn port(&self) -> u16 {
-        self.server.port()
-    }
-
-    /// `redis://127.0.0.1:PORT`, what `--log` takes.
-    pub(crate) fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Its folder: the append-only file and `redis.log`.
-    pub(crate) fn dir(&self) -> &Path {
-        self.server.dir()
     }
 
     /// A new connection to the server.

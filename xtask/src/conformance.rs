@@ -53,23 +53,27 @@ const STAMP: &str = ".lock-hash";
 const SCENARIOS: &str = "fixtures/scenarios";
 /// Folders of broken runs whose repaired `agui-v1` output is checked.
 const BROKEN: [&str; 3] = ["fixtures/invalid", "fixtures/malformed", "fixtures/hostile"];
+/// The options that pick parts of the default run.
+const PARTS: [&str; 4] = ["no_serve", "no_repaired", "serve_only", "repaired_only"];
 /// Seed of the mutation sample (fixed: the sample is the same on every run).
 const MUTATION_SEED: u64 = 0x6c63_655f_6167_7569;
 
-/// What the command line asked for.
+/// What the command line asked for: the default run (goldens, live runs,
+/// repaired streams) or a part of it, or one set of files, or the
+/// self-test.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Check every `*.sse` in DIR.
-    #[arg(long, value_name = "DIR", conflicts_with = "files")]
+    #[arg(long, value_name = "DIR", conflicts_with = "files", conflicts_with_all = PARTS)]
     dir: Option<PathBuf>,
     /// Check exactly these files (possibly none).
-    #[arg(long, value_name = "F.sse", num_args = 0..)]
+    #[arg(long, value_name = "F.sse", num_args = 0.., conflicts_with_all = PARTS)]
     files: Option<Vec<PathBuf>>,
     /// Finding no file is a success.
     #[arg(long)]
     allow_empty: bool,
     /// The samples must behave (good passes, bad fails).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = PARTS)]
     self_test: bool,
     /// Skip the live runs against `lce serve`.
     #[arg(long)]
@@ -78,58 +82,34 @@ pub(crate) struct Args {
     #[arg(long)]
     no_repaired: bool,
     /// Only the live runs.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["no_serve", "repaired_only"])]
     serve_only: bool,
     /// Only the repaired streams.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_repaired")]
     repaired_only: bool,
-}
-
-/// What the command line asked for, checked.
-#[derive(Debug, Default)]
-struct Options {
-    /// `--dir DIR`: check every `*.sse` in DIR.
-    dir: Option<PathBuf>,
-    /// `--files F...`: check exactly these files.
-    files: Vec<PathBuf>,
-    /// `--files` was given (possibly with no file after it).
-    files_given: bool,
-    /// `--allow-empty`: finding no file is a success.
-    allow_empty: bool,
-    /// `--self-test`: the samples must behave (good passes, bad fails).
-    self_test: bool,
-    /// Skip the goldens (`--serve-only`, `--repaired-only`).
-    no_goldens: bool,
-    /// `--no-serve`: skip the live runs against `lce serve`.
-    no_serve: bool,
-    /// `--no-repaired`: skip the repaired streams.
-    no_repaired: bool,
 }
 
 /// Runs the task with the arguments after `conformance`.
 pub(crate) fn run(args: Args) -> Result<(), String> {
-    let options = options(args)?;
     let root = workspace_root();
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
 
-    if options.self_test {
+    if args.self_test {
         let files = files_with(&root.join(SOURCE_DIR).join("samples"), "sse")?;
         let cache = ensure_node_env(&root)?;
         return check_files(&root, &cache, &files, &["--self-test"]);
     }
-    if options.dir.is_some() || options.files_given {
-        let files = if !options.files_given {
-            let dir = options
-                .dir
-                .as_ref()
-                .map_or_else(|| root.join(DEFAULT_DIR), |d| absolute(&cwd, d));
-            listed_sse(&dir)?
-        } else {
-            options.files.iter().map(|f| absolute(&cwd, f)).collect()
+    if args.dir.is_some() || args.files.is_some() {
+        let files = match (&args.dir, &args.files) {
+            (_, Some(files)) => files.iter().map(|f| absolute(&cwd, f)).collect(),
+            (dir, None) => listed_sse(
+                &dir.as_ref()
+                    .map_or_else(|| root.join(DEFAULT_DIR), |d| absolute(&cwd, d)),
+            )?,
         };
         if files.is_empty() {
-            return no_files(options.allow_empty);
+            return no_files(args.allow_empty);
         }
         let cache = ensure_node_env(&root)?;
         return check_files(&root, &cache, &files, &[]);
@@ -138,12 +118,14 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     // The default: goldens, live runs, repaired streams; every part runs, and
     // the task fails if any did.
     let cache = ensure_node_env(&root)?;
+    let no_serve = args.no_serve || args.repaired_only;
+    let no_repaired = args.no_repaired || args.serve_only;
     let mut failed = Vec::new();
-    if !options.no_goldens {
+    if !(args.serve_only || args.repaired_only) {
         println!("conformance: goldens ({DEFAULT_DIR})");
         let files = listed_sse(&root.join(DEFAULT_DIR))?;
         let result = if files.is_empty() {
-            no_files(options.allow_empty)
+            no_files(args.allow_empty)
         } else {
             check_files(&root, &cache, &files, &[])
         };
@@ -151,15 +133,15 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
             failed.push(format!("goldens: {e}"));
         }
     }
-    if !(options.no_serve && options.no_repaired) {
+    if !(no_serve && no_repaired) {
         let lce = build_lce(&root, false)?;
-        if !options.no_serve {
+        if !no_serve {
             println!("conformance: live runs of {SCENARIOS} through `lce serve`");
             if let Err(e) = live(&root, &cache, &lce) {
                 failed.push(format!("live: {e}"));
             }
         }
-        if !options.no_serve {
+        if !no_serve {
             println!(
                 "conformance: the official HttpAgent through `lce serve --upstream` (examples/harness-python)"
             );
@@ -167,7 +149,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
                 failed.push(format!("gateway: {e}"));
             }
         }
-        if !options.no_repaired {
+        if !no_repaired {
             println!("conformance: streams the coordinator repaired");
             if let Err(e) = repaired(&root, &cache, &lce) {
                 failed.push(format!("repaired: {e}"));
@@ -437,31 +419,6 @@ fn retarget_message(line: &str, id: &str) -> Option<String> {
     Some(format!("{}{id}{}", &line[..start], &line[end..]))
 }
 
-/// Checks the options' combinations.
-fn options(args: Args) -> Result<Options, String> {
-    let options = Options {
-        dir: args.dir,
-        files_given: args.files.is_some(),
-        files: args.files.unwrap_or_default(),
-        allow_empty: args.allow_empty,
-        self_test: args.self_test,
-        no_goldens: args.serve_only || args.repaired_only,
-        no_serve: args.no_serve || args.repaired_only,
-        no_repaired: args.no_repaired || args.serve_only,
-    };
-    let parts = options.no_goldens || options.no_serve || options.no_repaired;
-    if parts && (options.self_test || options.dir.is_some() || options.files_given) {
-        return Err(
-            "conformance: --no-serve, --no-repaired, --serve-only and --repaired-only apply to the default run only"
-                .to_owned(),
-        );
-    }
-    if options.no_goldens && options.no_serve && options.no_repaired {
-        return Err("conformance: nothing left to check".to_owned());
-    }
-    Ok(options)
-}
-
 /// `path` made absolute against `base` (node runs from the workspace root).
 fn absolute(base: &Path, path: &Path) -> PathBuf {
     if path.is_absolute() {
@@ -525,36 +482,37 @@ mod tests {
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
-    fn parse(v: &[&str]) -> Result<Options, String> {
+    fn parse(v: &[&str]) -> Result<Args, clap::Error> {
         use clap::Parser as _;
         #[derive(clap::Parser)]
         struct Cli {
             #[command(flatten)]
             args: Args,
         }
-        let cli = Cli::try_parse_from(std::iter::once("conformance").chain(v.iter().copied()))
-            .map_err(|e| e.to_string())?;
-        options(cli.args)
+        Cli::try_parse_from(std::iter::once("conformance").chain(v.iter().copied())).map(|c| c.args)
     }
 
     #[test]
     fn args() {
         let o = parse(&["--files", "a.sse", "b.sse", "--allow-empty"]).unwrap();
-        assert_eq!(o.files.len(), 2);
-        assert!(o.allow_empty && o.files_given);
-        let o = parse(&["--files"]).unwrap();
-        assert!(o.files_given && o.files.is_empty());
+        assert_eq!(o.files.map(|f| f.len()), Some(2));
+        assert!(o.allow_empty);
+        assert_eq!(parse(&["--files"]).unwrap().files, Some(Vec::new()));
         let o = parse(&["--dir", "x"]).unwrap();
         assert_eq!(o.dir, Some(PathBuf::from("x")));
-        assert!(!o.files_given);
+        assert!(o.files.is_none());
+        assert!(
+            parse(&["--no-serve", "--no-repaired"]).is_ok(),
+            "the goldens are left"
+        );
         assert!(parse(&["a.sse"]).is_err());
         assert!(parse(&["--dir", "x", "--files", "a.sse"]).is_err());
-        let o = parse(&["--serve-only"]).unwrap();
-        assert!(o.no_goldens && o.no_repaired && !o.no_serve);
-        let o = parse(&["--no-serve"]).unwrap();
-        assert!(!o.no_goldens && !o.no_repaired && o.no_serve);
+        // The parts apply to the default run only, and leave something.
         assert!(parse(&["--self-test", "--no-serve"]).is_err());
+        assert!(parse(&["--files", "a.sse", "--serve-only"]).is_err());
         assert!(parse(&["--serve-only", "--no-serve"]).is_err());
+        assert!(parse(&["--serve-only", "--repaired-only"]).is_err());
+        assert!(parse(&["--repaired-only", "--no-repaired"]).is_err());
     }
 
     const RUN: &str = concat!(

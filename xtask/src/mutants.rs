@@ -2,26 +2,7 @@
 //! crate tested by its own tests only, and the figure the reliability page
 //! quotes: caught / viable mutants per crate.
 //!
-//! - `--crate C` (repeatable): only these crates (default: every library
-//!   crate of [`CRATES`]).
-//! - `--sample N`: a deterministic sample of N mutants per crate (all of them
-//!   when the crate has N or fewer): the crate's mutants are listed
-//!   (`cargo mutants --list`), N are drawn with
-//!   [`SplitMix64`](lce_testkit::rng::SplitMix64) seeded with `--seed S`
-//!   (default 0), and only those run (one anchored `--re` per mutant name).
-//!   The same tree, N and S always pick the same mutants.
-//! - `--timeout SECS`: the per-mutant test timeout (default: cargo-mutants'
-//!   own, five times the unmutated tests' time), so the run's time is
-//!   bounded by the number of mutants.
-//! - `--jobs J` (default 1): mutants built and tested at once.
-//! - `--iterate`: after new tests, run again only what the crate's last run
-//!   did not catch (cargo-mutants' own `--iterate`: the mutants in its
-//!   `caught.txt`, `previously_caught.txt` and `unviable.txt` are skipped
-//!   and counted as before; the unviable ones, which cargo-mutants lists
-//!   with them, are kept apart in `target/mutants/C/unviable-all.txt`). With
-//!   the same `--sample` and `--seed`, the figure is then the whole
-//!   sample's again. Mutants are matched by file, line, column and text, so
-//!   a moved mutant is a new one, and one no longer listed stops counting.
+//! The flags are those of [`Args`] (`cargo xtask mutants --help`).
 //!
 //! Each crate runs as `cargo mutants --package C` (cargo-mutants then runs
 //! only that package's tests: unit, integration and doc tests), with its
@@ -74,22 +55,36 @@ const MISSING: &str = "cargo-mutants is missing: cargo install cargo-mutants --l
 /// What the command line asked for.
 #[derive(Debug, PartialEq, Eq, clap::Args)]
 pub(crate) struct Args {
-    /// Only these crates (repeatable; default: all of them).
+    /// Only these crates (repeatable; default: every library crate).
     #[arg(long = "crate", value_name = "C", value_parser = clap::builder::PossibleValuesParser::new(CRATES))]
     crates: Vec<String>,
-    /// Run a deterministic sample of N mutants per crate.
+    /// A deterministic sample of N mutants per crate (all of them when the
+    /// crate has N or fewer): the crate's mutants are listed (`cargo mutants
+    /// --list`), N are drawn with `SplitMix64` seeded with `--seed`, and only
+    /// those run (one anchored `--re` per mutant name). The same tree, N and
+    /// seed always pick the same mutants.
     #[arg(long, value_name = "N")]
     sample: Option<usize>,
     /// The sample's seed.
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
-    /// cargo-mutants' `--timeout`.
+    /// The per-mutant test timeout (default: cargo-mutants' own, five times
+    /// the unmutated tests' time), so the run's time is bounded by the
+    /// number of mutants.
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
-    /// cargo-mutants' `--jobs`.
+    /// Mutants built and tested at once.
     #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
-    /// After new tests, run again only what the last run did not catch.
+    /// After new tests, run again only what the crate's last run did not
+    /// catch (cargo-mutants' own `--iterate`: the mutants in its
+    /// `caught.txt`, `previously_caught.txt` and `unviable.txt` are skipped
+    /// and counted as before; the unviable ones, which cargo-mutants lists
+    /// with them, are kept apart in `target/mutants/C/unviable-all.txt`).
+    /// With the same `--sample` and `--seed`, the figure is then the whole
+    /// sample's again. Mutants are matched by file, line, column and text,
+    /// so a moved mutant is a new one, and one no longer listed stops
+    /// counting.
     #[arg(long)]
     iterate: bool,
 }

@@ -61,66 +61,41 @@ pub(crate) struct Args {
     workspace: Option<PathBuf>,
 }
 
-/// What the task works with.
-#[derive(Debug)]
-struct Options {
-    /// The version to release.
-    version: Version,
-    /// Work on a scratch copy.
-    dry_run: bool,
-    /// Pass `--offline` to cargo.
-    offline: bool,
-    /// Accept a dirty git tree (real runs only).
-    allow_dirty: bool,
-    /// The changelog date.
-    date: String,
-    /// The workspace to release (this one by default).
-    workspace: PathBuf,
-}
-
 /// Runs the task with the arguments after `release`.
 pub(crate) fn run(args: Args) -> Result<(), String> {
-    let workspace = match args.workspace {
+    let workspace = match &args.workspace {
         Some(dir) => {
-            fs::canonicalize(&dir).map_err(|e| format!("--workspace {}: {e}", dir.display()))?
+            fs::canonicalize(dir).map_err(|e| format!("--workspace {}: {e}", dir.display()))?
         }
         None => workspace_root(),
     };
-    let options = Options {
-        version: args.version,
-        dry_run: args.dry_run,
-        offline: args.offline,
-        allow_dirty: args.allow_dirty,
-        date: args.date.unwrap_or_else(today_utc),
-        workspace,
-    };
-    let (work, target_dir) = prepare_workspace(&options)?;
+    let (work, target_dir) = prepare_workspace(&workspace, &args)?;
     let cargo = Cargo {
         dir: work.clone(),
         target_dir,
-        offline: options.offline,
+        offline: args.offline,
     };
-    let new = options.version.to_string();
+    let new = args.version.to_string();
     println!(
         "release {new}{}",
-        if options.dry_run {
+        if args.dry_run {
             format!(" (dry run in {})", work.display())
         } else {
             String::new()
         }
     );
-    let members = bump_versions(&work, &cargo, &options.version)?;
-    move_changelog(&work, &new, &options.date)?;
+    let members = bump_versions(&work, &cargo, &args.version)?;
+    let date = args.date.unwrap_or_else(today_utc);
+    move_changelog(&work, &new, &date)?;
     let order = package_and_check(&cargo, &members)?;
-    print_plan(&order, &new, options.dry_run.then_some(work.as_path()));
+    print_plan(&order, &new, args.dry_run.then_some(work.as_path()));
     Ok(())
 }
 
 /// Step 2: the workspace to work in, and its build folder: a scratch copy
-/// for a dry run, else the real tree, which must be clean.
-fn prepare_workspace(options: &Options) -> Result<(PathBuf, Option<PathBuf>), String> {
-    let root = &options.workspace;
-    if options.dry_run {
+/// of `root` for a dry run, else the real tree, which must be clean.
+fn prepare_workspace(root: &Path, args: &Args) -> Result<(PathBuf, Option<PathBuf>), String> {
+    if args.dry_run {
         let scratch = root.join("target").join("xtask-release");
         let work = scratch.join("workspace");
         if work.exists() {
@@ -130,10 +105,10 @@ fn prepare_workspace(options: &Options) -> Result<(PathBuf, Option<PathBuf>), St
         copy_tree(root, &work)?;
         Ok((work, Some(scratch.join("target"))))
     } else {
-        if !options.allow_dirty {
+        if !args.allow_dirty {
             ensure_clean(root)?;
         }
-        Ok((root.clone(), None))
+        Ok((root.to_owned(), None))
     }
 }
 

@@ -117,7 +117,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     let _ = fs::remove_dir_all(&work);
     let scenarios = write_scenarios(&root.join("fixtures/scenarios"), &work.join("scenarios"))?;
     let audit_path = work.join("audit.jsonl");
-    let server = Server::start(&exe, &work, &speed)?;
+    let server = serve(&exe, &work, &speed)?;
     let result = soak(&server, &scenarios, &audit_path, seconds, clients);
     drop(server);
     if result.is_ok() {
@@ -132,14 +132,14 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
 }
 
 fn soak(
-    server: &Server,
+    server: &Replica,
     scenarios: &[String],
     audit_path: &Path,
     seconds: u64,
     clients: u64,
 ) -> Result<(), String> {
     let warm_runs = warm_up(server, scenarios, audit_path)?;
-    let (rss0, fds0) = (server.rss_kib()?, server.fds()?);
+    let (rss0, fds0) = usage(server)?;
     println!("baseline after warm-up: RSS {rss0} KiB, {fds0} fds");
 
     let load = load(server, scenarios, seconds, clients, (rss0, fds0))?;
@@ -159,13 +159,12 @@ fn soak(
 
     // Back to baseline: fds exactly (a little slack for the runtime), RSS near.
     let settle = Instant::now();
-    let (mut rss1, mut fds1) = (server.rss_kib()?, server.fds()?);
+    let (mut rss1, mut fds1) = usage(server)?;
     while (fds1 > fds0 + 2 || rss1 > rss0 + RSS_SLACK_KIB)
         && settle.elapsed() < Duration::from_secs(15)
     {
         thread::sleep(Duration::from_millis(250));
-        rss1 = server.rss_kib()?;
-        fds1 = server.fds()?;
+        (rss1, fds1) = usage(server)?;
     }
     let requests = load.counters.requests.load(Ordering::Relaxed);
     println!(
@@ -216,12 +215,12 @@ fn soak(
 
 /// One complete run of every scenario in every protocol, so the baseline
 /// includes what the server allocates once. Returns the runs it made.
-fn warm_up(server: &Server, scenarios: &[String], audit_path: &Path) -> Result<usize, String> {
+fn warm_up(server: &Replica, scenarios: &[String], audit_path: &Path) -> Result<usize, String> {
     for (i, s) in scenarios.iter().enumerate() {
         for protocol in ["custom", "agui", "agui-v1"] {
             let conv = format!("warm-{i}-{protocol}");
             let o = request(
-                server.addr(),
+                &server.addr,
                 s,
                 protocol,
                 &conv,
@@ -253,7 +252,7 @@ struct Load {
 /// `clients` client threads for `seconds`, sampling the server's RSS and
 /// fds (from `baseline`) meanwhile.
 fn load(
-    server: &Server,
+    server: &Replica,
     scenarios: &[String],
     seconds: u64,
     clients: u64,
@@ -265,7 +264,7 @@ fn load(
     let started = Instant::now();
     let mut handles = Vec::new();
     for t in 0..clients {
-        let addr = server.addr().to_owned();
+        let addr = server.addr.clone();
         let scenarios = scenarios.to_vec();
         let counters = counters.clone();
         let h = thread::Builder::new()
@@ -276,7 +275,7 @@ fn load(
     }
     // Sample the server while the load runs.
     while Instant::now() < deadline {
-        if let (Ok(r), Ok(f)) = (server.rss_kib(), server.fds()) {
+        if let Ok((r, f)) = usage(server) {
             peak_rss = peak_rss.max(r);
             peak_fds = peak_fds.max(f);
         }
@@ -679,37 +678,27 @@ fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// A running `lce serve` (killed when dropped).
-struct Server(Replica);
+/// Starts `lce serve` on the scenarios and with the audit log of `work`.
+fn serve(exe: &Path, work: &Path, speed: &str) -> Result<Replica, String> {
+    let mut args: Vec<OsString> = ["serve", "--addr", "127.0.0.1:0", "--speed", speed]
+        .map(OsString::from)
+        .to_vec();
+    args.extend(["--scenarios".into(), work.join("scenarios").into()]);
+    args.extend(["--audit-log".into(), work.join("audit.jsonl").into()]);
+    // Ended runs stay in the in-memory run log for their retention
+    // (docs/gateway.md); a short one lets RSS return near the
+    // baseline after the load, which is what this checks.
+    args.extend(["--retention", "1", "--takeover-after", "2"].map(OsString::from));
+    Replica::start(exe, &args, &work.join("serve.log"))
+}
 
-impl Server {
-    fn start(exe: &Path, work: &Path, speed: &str) -> Result<Server, String> {
-        let mut args: Vec<OsString> = ["serve", "--addr", "127.0.0.1:0", "--speed", speed]
-            .map(OsString::from)
-            .to_vec();
-        args.extend(["--scenarios".into(), work.join("scenarios").into()]);
-        args.extend(["--audit-log".into(), work.join("audit.jsonl").into()]);
-        // Ended runs stay in the in-memory run log for their retention
-        // (docs/gateway.md); a short one lets RSS return near the
-        // baseline after the load, which is what this checks.
-        args.extend(["--retention", "1", "--takeover-after", "2"].map(OsString::from));
-        Replica::start(exe, &args, &work.join("serve.log")).map(Server)
-    }
-
-    fn addr(&self) -> &str {
-        &self.0.addr
-    }
-
-    fn rss_kib(&self) -> Result<u64, String> {
-        rss_kib(self.0.pid())
-    }
-
-    fn fds(&self) -> Result<u64, String> {
-        let pid = self.0.pid();
-        fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|d| d.count() as u64)
-            .map_err(|e| format!("/proc/{pid}/fd: {e}"))
-    }
+/// The server's RSS (KiB) and open fds.
+fn usage(server: &Replica) -> Result<(u64, u64), String> {
+    let pid = server.pid();
+    let fds = fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count() as u64)
+        .map_err(|e| format!("/proc/{pid}/fd: {e}"))?;
+    Ok((rss_kib(pid)?, fds))
 }
 
 /// One audit line, the fields the checks need.
