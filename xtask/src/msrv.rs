@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cargo_metadata::{Metadata, MetadataCommand};
+use semver::{Version, VersionReq};
 use toml_edit::DocumentMut;
 
 use crate::release::{package_inherits, workspace_package_value};
@@ -37,6 +38,8 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     let manifest = parse_manifest(&root.join("Cargo.toml"))?;
     let declared = workspace_package_value(&manifest, "rust-version")
         .ok_or("Cargo.toml: no `rust-version` in [workspace.package]")?;
+    let ours = rust_version(&declared)
+        .ok_or_else(|| format!("Cargo.toml: rust-version `{declared}` is not a version"))?;
 
     let metadata = cargo_metadata(&root, &[])?;
     let mut problems = Vec::new();
@@ -52,7 +55,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
             ));
         }
         let actual = package.rust_version.as_ref().map(ToString::to_string);
-        if actual.as_deref().map(version_key) != Some(version_key(&declared)) {
+        if package.rust_version.as_ref() != Some(&ours) {
             problems.push(format!(
                 "{name}: rust-version is {actual:?}, the workspace declares {declared}"
             ));
@@ -69,7 +72,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         packages.len()
     );
 
-    check_dependencies(&root, &declared)?;
+    check_dependencies(&root, &declared, &ours)?;
     if !build {
         return Ok(());
     }
@@ -140,7 +143,7 @@ fn cargo_metadata(root: &Path, options: &[&str]) -> Result<Metadata, String> {
 /// Every package in the locked dependency graph must declare a
 /// `rust-version` no newer than ours (or none): the check this machine can
 /// make without the old toolchain itself.
-fn check_dependencies(root: &Path, declared: &str) -> Result<(), String> {
+fn check_dependencies(root: &Path, declared: &str, ours: &Version) -> Result<(), String> {
     // The graph that ships is the locked one; a workspace without a lock
     // file (a scratch one) is resolved as it stands.
     let locked: &[&str] = if root.join("Cargo.lock").is_file() {
@@ -149,14 +152,13 @@ fn check_dependencies(root: &Path, declared: &str) -> Result<(), String> {
         &[]
     };
     let metadata = cargo_metadata(root, locked)?;
-    let ours = version_key(declared);
     let mut newer = Vec::new();
     let packages = &metadata.packages;
     for package in packages {
         let Some(rv) = &package.rust_version else {
             continue;
         };
-        if version_key(&rv.to_string()) > ours {
+        if rv > ours {
             let (name, version) = (&package.name, &package.version);
             newer.push(format!("{name} {version} needs Rust {rv}"));
         }
@@ -174,35 +176,23 @@ fn check_dependencies(root: &Path, declared: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `"1.85.0"` -> `[1, 85, 0]`, missing parts as 0, for comparison.
-fn version_key(v: &str) -> [u64; 3] {
-    let mut key = [0u64; 3];
-    for (slot, part) in key.iter_mut().zip(v.split('.')) {
-        *slot = part.parse().unwrap_or(0);
-    }
-    key
+/// A `rust-version` (`1.85`, `1.85.1`) as a version, a missing patch as 0.
+fn rust_version(text: &str) -> Option<Version> {
+    let padded = if text.matches('.').count() == 1 {
+        format!("{text}.0")
+    } else {
+        text.to_owned()
+    };
+    Version::parse(&padded).ok()
 }
 
 /// True when a `rustup toolchain list` name is that Rust version
-/// (`1.85-x86_64-...`, `1.85.0-x86_64-...`, `1.85.1`, ...).
-fn matches_version(toolchain: &str, version: &str) -> bool {
-    let Some(rest) = toolchain.strip_prefix(version) else {
-        return false;
-    };
-    if rest.is_empty() || rest.starts_with('-') {
-        return true;
-    }
-    // `1.85` declared: any `1.85.<patch>` toolchain qualifies.
-    rest.strip_prefix('.')
-        .map(|r| {
-            r.split('-')
-                .next()
-                .unwrap_or("")
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .unwrap_or(false)
-        && version.matches('.').count() == 1
+/// (`1.85-x86_64-...`, `1.85.0-x86_64-...`, `1.85.1`, ...): `1.85` declared
+/// takes any `1.85.<patch>`, `1.85.0` only itself.
+fn matches_version(toolchain: &str, declared: &str) -> bool {
+    let wanted = VersionReq::parse(&format!("={declared}"));
+    let named = toolchain.split('-').next().and_then(rust_version);
+    matches!((wanted, named), (Ok(w), Some(v)) if w.matches(&v))
 }
 
 #[cfg(test)]
@@ -211,9 +201,11 @@ mod tests {
 
     #[test]
     fn versions_compare_by_number() {
-        assert!(version_key("1.85.0") == version_key("1.85"));
-        assert!(version_key("1.9") < version_key("1.85"));
-        assert!(version_key("1.86") > version_key("1.85.9"));
+        let v = |t| rust_version(t).unwrap();
+        assert!(v("1.85.0") == v("1.85"));
+        assert!(v("1.9") < v("1.85"));
+        assert!(v("1.86") > v("1.85.9"));
+        assert!(rust_version("1.x").is_none());
     }
 
     #[test]

@@ -566,49 +566,38 @@ fn connect(addr: &str) -> Result<TcpStream, String> {
     Err(format!("cannot connect to {addr}: {last}"))
 }
 
-/// A complete HTTP response: 200, chunked, well-formed SSE frames.
+/// A complete HTTP response (`httparse`): 200, chunked to its last chunk,
+/// well-formed SSE frames.
 fn check_response(raw: &[u8]) -> Result<usize, String> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no end of headers")?;
-    let head = String::from_utf8_lossy(&raw[..split]);
-    if !head.starts_with("HTTP/1.1 200") {
-        return Err(format!(
-            "status line {:?}",
-            head.lines().next().unwrap_or("")
-        ));
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut head = httparse::Response::new(&mut headers);
+    let Ok(httparse::Status::Complete(mut at)) = head.parse(raw) else {
+        return Err("no end of headers".into());
+    };
+    if head.code != Some(200) {
+        return Err(format!("status {:?}", head.code));
     }
-    if !head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
+    let chunked = head.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
+    });
+    if !chunked {
         return Err("not chunked".into());
     }
-    let body = dechunk(&raw[split + 4..])?;
-    check_sse(&body)
-}
-
-/// Undoes chunked transfer encoding; the body must end with the last chunk.
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
+    let mut body = Vec::new();
     loop {
-        let eol = b
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("truncated chunk size")?;
-        let size_text = String::from_utf8_lossy(&b[..eol]);
-        let size = usize::from_str_radix(size_text.trim(), 16)
-            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-        b = &b[eol + 2..];
+        let Ok(httparse::Status::Complete((len, size))) = httparse::parse_chunk_size(&raw[at..])
+        else {
+            return Err("truncated or bad chunk size".into());
+        };
         if size == 0 {
-            return Ok(out);
+            return check_sse(&body);
         }
-        if b.len() < size + 2 {
-            return Err("truncated chunk (the response did not end)".into());
-        }
-        out.extend_from_slice(&b[..size]);
-        b = &b[size + 2..];
+        let start = at + len;
+        let end = start + usize::try_from(size).map_err(|_| "chunk too large")?;
+        // The chunk and the CRLF after it must have come.
+        let chunk = raw.get(start..end).filter(|_| end + 2 <= raw.len());
+        body.extend_from_slice(chunk.ok_or("truncated chunk (the response did not end)")?);
+        at = end + 2;
     }
 }
 
@@ -736,5 +725,35 @@ fn wait_for_records(path: &Path, n: usize, timeout: Duration) {
             return;
         }
         thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_slow_read_is_checked_whole() {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let (a, b) = ("data: {}\n\n", "event: a\ndata: [1]\n\n");
+        let body = format!(
+            "{:x}\r\n{a}\r\n{:x};ext=1\r\n{b}\r\n0\r\n\r\n",
+            a.len(),
+            b.len()
+        );
+        let whole = format!("{head}{body}");
+        assert_eq!(super::check_response(whole.as_bytes()), Ok(2));
+        let cut = &whole[..whole.len() - 5];
+        assert!(
+            super::check_response(cut.as_bytes()).is_err(),
+            "no last chunk"
+        );
+        let bad = whole.replace("data: [1]", "data: [1");
+        assert!(super::check_response(bad.as_bytes()).is_err(), "not JSON");
+        let plain = whole.replace("Transfer-Encoding: chunked\r\n", "");
+        assert_eq!(
+            super::check_response(plain.as_bytes()),
+            Err("not chunked".into())
+        );
+        let status = whole.replace("200 OK", "503 Busy");
+        assert!(super::check_response(status.as_bytes()).is_err());
     }
 }
