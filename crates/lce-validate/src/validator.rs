@@ -967,10 +967,7 @@ impl RunValidator {
                     "tool.arguments.delta",
                     "for call",
                     id,
-                    format_args!(
-                        "that was {}",
-                        never(self.tools.forgot(), "started", "ended")
-                    ),
+                    that_was_never(self.tools.forgot(), "started", "ended"),
                 ),
             );
         };
@@ -1055,7 +1052,7 @@ impl RunValidator {
                     ty,
                     "for call",
                     id,
-                    format_args!("that was {}", never(forgot, "started", "ended")),
+                    that_was_never(forgot, "started", "ended"),
                 ),
             );
         };
@@ -1133,10 +1130,7 @@ impl RunValidator {
                 ty,
                 "in namespace",
                 last,
-                format_args!(
-                    "that was {}",
-                    never(self.namespaces.forgot(), "entered", "exited")
-                ),
+                that_was_never(self.namespaces.forgot(), "entered", "exited"),
             ));
         };
         if ns.path.as_slice() != path {
@@ -1185,7 +1179,7 @@ impl RunValidator {
                     ty,
                     "for message",
                     id,
-                    format_args!("that was {}", never(forgot, "started", "finished")),
+                    that_was_never(forgot, "started", "finished"),
                 ),
             );
         };
@@ -1292,10 +1286,7 @@ impl RunValidator {
                     "namespace.entered",
                     "for delegation call",
                     id,
-                    format_args!(
-                        "that was {}",
-                        never(self.tools.forgot(), "started", "ended")
-                    ),
+                    that_was_never(self.tools.forgot(), "started", "ended"),
                 ),
             );
         };
@@ -1375,10 +1366,7 @@ impl RunValidator {
                 "namespace.exited",
                 "for namespace",
                 id,
-                format_args!(
-                    "that was {}",
-                    never(self.namespaces.forgot(), "entered", "exited")
-                ),
+                that_was_never(self.namespaces.forgot(), "entered", "exited"),
             ));
         };
         if !ns.active {
@@ -1420,14 +1408,14 @@ impl RunValidator {
     }
 }
 
-/// "never started", or once ids were forgotten (a bounded closed window
-/// dropped some), "never started (or finished long ago)": the id may have
-/// closed before the window.
-fn never(forgot: bool, started: &str, ended: &str) -> String {
+/// "that was never started", or once ids were forgotten (a bounded closed
+/// window dropped some), "that was never started (or finished long ago)":
+/// the id may have closed before the window.
+fn that_was_never(forgot: bool, started: &str, ended: &str) -> String {
     if forgot {
-        format!("never {started} (or {ended} long ago)")
+        format!("that was never {started} (or {ended} long ago)")
     } else {
-        format!("never {started}")
+        format!("that was never {started}")
     }
 }
 
