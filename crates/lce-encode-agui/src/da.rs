@@ -1,7 +1,7 @@
 //! `agui`: DA's AG-UI dialect, byte for byte (wire-formats §4, §6, §7).
 
 use bytes::BytesMut;
-use lce_types::{Event, InterruptRequested, Payload};
+use lce_types::{Event, InterruptRequested, Payload, RunInterrupted};
 use lce_wire::hold::{Action, Released, ToolStartHold};
 use lce_wire::{
     AgentPlace, DA_RESULT_DISPLAY_CHARS, JsonWriter, Style, WireError, truncate_display,
@@ -147,6 +147,50 @@ impl DaEncoder {
         Ok(())
     }
 
+    /// `run.interrupted`: ends the open texts, then `RUN_FINISHED` with the
+    /// held interrupt (DA's `interrupt` object and its payload).
+    fn run_interrupted(
+        &mut self,
+        dst: &mut BytesMut,
+        ev: &Event,
+        ts: f64,
+        p: &RunInterrupted,
+    ) -> Result<(), WireError> {
+        self.close_texts(dst, ts)?;
+        self.closed = true;
+        let held = self.interrupt.take();
+        let agent_name = self.options.agent_name.as_deref();
+        da_frame(dst, k!("RUN_FINISHED"), ts, |w| {
+            w.field_str_k(k!("runId"), &ev.run_id);
+            w.field_str_k(k!("threadId"), &ev.conversation_id);
+            w.field_str_k(k!("outcome"), "interrupt");
+            w.key_k(k!("interrupt"));
+            w.begin_object();
+            match &held {
+                Some(ir) => {
+                    w.field_str_k(k!("id"), &ir.interrupt_id);
+                    w.field_str_k(k!("reason"), ir.interrupt_type.reason().as_str());
+                    w.key_k(k!("payload"));
+                    w.begin_object();
+                    let agent = agent_name.unwrap_or(&ir.agent_id);
+                    write_interrupt_payload(w, ir, agent, AgentPlace::AfterRequest)?;
+                    w.end_object();
+                }
+                None => {
+                    // No interrupt.requested was seen (a contract
+                    // violation): the id and reason are all we know.
+                    w.field_str_k(k!("id"), &p.interrupt_id);
+                    w.field_str_k(k!("reason"), p.reason.as_str());
+                    w.key_k(k!("payload"));
+                    w.begin_object();
+                    w.end_object();
+                }
+            }
+            w.end_object();
+            Ok(())
+        })
+    }
+
     fn render(&mut self, ev: &Event, dst: &mut BytesMut) -> Result<(), WireError> {
         let ts = ev.timestamp.unix_seconds_f64();
         match &ev.payload {
@@ -197,41 +241,7 @@ impl DaEncoder {
                 self.closed = true;
                 da_flat!(dst, "RUN_FINISHED", ts, "runId" => &ev.run_id, "threadId" => &ev.conversation_id, "outcome" => "success")
             }
-            Payload::RunInterrupted(p) => {
-                self.close_texts(dst, ts)?;
-                self.closed = true;
-                let held = self.interrupt.take();
-                let agent_name = self.options.agent_name.as_deref();
-                da_frame(dst, k!("RUN_FINISHED"), ts, |w| {
-                    w.field_str_k(k!("runId"), &ev.run_id);
-                    w.field_str_k(k!("threadId"), &ev.conversation_id);
-                    w.field_str_k(k!("outcome"), "interrupt");
-                    w.key_k(k!("interrupt"));
-                    w.begin_object();
-                    match &held {
-                        Some(ir) => {
-                            w.field_str_k(k!("id"), &ir.interrupt_id);
-                            w.field_str_k(k!("reason"), ir.interrupt_type.reason().as_str());
-                            w.key_k(k!("payload"));
-                            w.begin_object();
-                            let agent = agent_name.unwrap_or(&ir.agent_id);
-                            write_interrupt_payload(w, ir, agent, AgentPlace::AfterRequest)?;
-                            w.end_object();
-                        }
-                        None => {
-                            // No interrupt.requested was seen (a contract
-                            // violation): the id and reason are all we know.
-                            w.field_str_k(k!("id"), &p.interrupt_id);
-                            w.field_str_k(k!("reason"), p.reason.as_str());
-                            w.key_k(k!("payload"));
-                            w.begin_object();
-                            w.end_object();
-                        }
-                    }
-                    w.end_object();
-                    Ok(())
-                })
-            }
+            Payload::RunInterrupted(p) => self.run_interrupted(dst, ev, ts, p),
             Payload::RunError(p) => {
                 self.closed = true;
                 da_flat!(dst, "RUN_ERROR", ts, "message" => &p.message)
