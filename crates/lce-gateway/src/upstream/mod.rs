@@ -166,6 +166,17 @@ pub trait Upstream: Send + Sync + 'static {
     fn cancel<'a>(&'a self, run_id: &'a str, forwarded: &'a Forwarded) -> BoxFuture<'a, bool>;
 }
 
+/// A shared upstream is one: the host may keep a handle to its harness.
+impl<U: Upstream> Upstream for std::sync::Arc<U> {
+    fn open(&self, request: RunRequest) -> BoxFuture<'_, Result<EventStream, UpstreamError>> {
+        (**self).open(request)
+    }
+
+    fn cancel<'a>(&'a self, run_id: &'a str, forwarded: &'a Forwarded) -> BoxFuture<'a, bool> {
+        (**self).cancel(run_id, forwarded)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

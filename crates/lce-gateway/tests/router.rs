@@ -1,0 +1,564 @@
+//! Every route of the gateway in-process, through `tower::ServiceExt::
+//! oneshot` on `Gateway::router()`: no socket, no process. The
+//! process-level suites (signals, replicas, Redis) live in
+//! `crates/lce-cli/tests`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use futures::future::BoxFuture;
+use http_body_util::BodyExt as _;
+use lce_gateway::{
+    EventStream, Forwarded, Gateway, GatewayBuilder, RunInput, RunRequest, Upstream, UpstreamError,
+};
+use tower::ServiceExt as _;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+const SECRET: &[u8] = b"a test secret of 32 bytes, fixed";
+const INGEST: &str = "ingest-token-0123456789";
+
+async fn gateway() -> Gateway {
+    GatewayBuilder::new()
+        .scenarios(root().join("fixtures/scenarios"))
+        .speed(0.0)
+        .token_secret(SECRET.to_vec())
+        .ingest_token(INGEST)
+        .build()
+        .await
+        .unwrap()
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+}
+
+async fn send(router: &Router, request: Request<Body>) -> Answer {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn post(path: &str, body: impl Into<Body>) -> Request<Body> {
+    Request::post(path)
+        .header("content-type", "application/json")
+        .body(body.into())
+        .unwrap()
+}
+
+fn start_body(agent: &str, protocol: &str, conversation: &str) -> String {
+    serde_json::json!({
+        "message": "hello", "conversation_id": conversation, "agent_id": agent, "protocol": protocol,
+    })
+    .to_string()
+}
+
+/// The golden bytes of `name` in `protocol`, under the served run id.
+fn golden(name: &str, protocol: &str, run_id: &str) -> String {
+    let golden =
+        std::fs::read_to_string(root().join(format!("fixtures/golden/{protocol}/{name}.sse")))
+            .unwrap();
+    let scenario =
+        std::fs::read_to_string(root().join(format!("fixtures/scenarios/{name}.jsonl"))).unwrap();
+    let first: serde_json::Value = serde_json::from_str(scenario.lines().next().unwrap()).unwrap();
+    golden.replace(first["run_id"].as_str().unwrap(), run_id)
+}
+
+fn conversation_of(name: &str) -> String {
+    let scenario =
+        std::fs::read_to_string(root().join(format!("fixtures/scenarios/{name}.jsonl"))).unwrap();
+    let first: serde_json::Value = serde_json::from_str(scenario.lines().next().unwrap()).unwrap();
+    first["conversation_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_start_answers_the_golden_bytes_in_every_protocol_with_its_run_headers() {
+    let gw = gateway().await;
+    let router = gw.router();
+    for name in [
+        "tool-approval-interrupt",
+        "parallel-tool-calls",
+        "unicode-everywhere",
+    ] {
+        for protocol in ["custom", "agui", "agui-v1"] {
+            let conversation = conversation_of(name);
+            let answer = send(
+                &router,
+                post(
+                    "/api/v1/chat/stream/start",
+                    start_body(name, protocol, &conversation),
+                ),
+            )
+            .await;
+            assert_eq!(answer.status, 200, "{name} {protocol}");
+            let run_id = answer.header("x-run-id").unwrap().to_owned();
+            assert_eq!(run_id.len(), 32);
+            assert_eq!(
+                answer.header("x-run-token"),
+                Some(gw.read_token(&run_id).as_str())
+            );
+            assert_eq!(
+                answer.text(),
+                golden(name, protocol, &run_id),
+                "{name} {protocol}"
+            );
+        }
+    }
+    assert_eq!(gw.running(), 0, "every run ended and was unregistered");
+}
+
+#[tokio::test]
+async fn the_gateway_nests_under_a_prefix_beside_the_hosts_routes_and_layers() {
+    let gw = gateway().await;
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let recorder = seen.clone();
+    let app: Router = Router::new()
+        .nest("/agents", gw.router())
+        .route("/mine", axum::routing::get(|| async { "the host's own" }))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let recorder = recorder.clone();
+                async move {
+                    recorder.lock().unwrap().push(req.uri().path().to_owned());
+                    let mut response = next.run(req).await;
+                    response
+                        .headers_mut()
+                        .insert("x-host-layer", "1".parse().unwrap());
+                    response
+                }
+            },
+        ));
+    let conversation = conversation_of("plain-text-answer");
+    let answer = send(
+        &app,
+        post(
+            "/agents/api/v1/chat/stream/start",
+            start_body("plain-text-answer", "custom", &conversation),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("x-host-layer"), Some("1"));
+    let run_id = answer.header("x-run-id").unwrap().to_owned();
+    assert_eq!(
+        answer.text(),
+        golden("plain-text-answer", "custom", &run_id)
+    );
+    let mine = send(&app, Request::get("/mine").body(Body::empty()).unwrap()).await;
+    assert_eq!(mine.text(), "the host's own");
+    // Without the prefix the gateway's routes are not there.
+    let bare = send(
+        &app,
+        post(
+            "/api/v1/chat/stream/start",
+            start_body("plain-text-answer", "custom", "c"),
+        ),
+    )
+    .await;
+    assert_eq!(bare.status, 404);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "/agents/api/v1/chat/stream/start",
+            "/mine",
+            "/api/v1/chat/stream/start"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_run_reads_back_from_the_log_with_its_token_and_resumes_after_a_frame() {
+    let gw = gateway().await;
+    let router = gw.router();
+    let conversation = conversation_of("tool-approval-interrupt");
+    let live = send(
+        &router,
+        post(
+            "/api/v1/chat/stream/start",
+            start_body("tool-approval-interrupt", "agui", &conversation),
+        ),
+    )
+    .await;
+    let run_id = live.header("x-run-id").unwrap().to_owned();
+    let token = live.header("x-run-token").unwrap().to_owned();
+    let path = format!("/api/v1/runs/{run_id}/stream?protocol=agui");
+    let get = |headers: &[(&str, &str)]| {
+        let mut req = Request::get(&path);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    // A missing or wrong token is the same 404 as an unknown run.
+    for headers in [vec![], vec![("x-run-token", "00")]] {
+        let answer = send(&router, get(&headers)).await;
+        assert_eq!(answer.status, 404);
+        assert_eq!(answer.json()["code"], "unknown_run");
+    }
+    let replay = send(&router, get(&[("x-run-token", &token)])).await;
+    assert_eq!(replay.status, 200);
+    let text = replay.text();
+    let stripped: String = text
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with("id: "))
+        .collect();
+    assert_eq!(stripped, live.text());
+    // After the first frame: exactly the bytes that followed it.
+    let first_end = text.find("\n\n").unwrap() + 2;
+    let first_id = text.lines().next().unwrap().strip_prefix("id: ").unwrap();
+    let resumed = send(
+        &router,
+        get(&[("x-run-token", &token), ("last-event-id", first_id)]),
+    )
+    .await;
+    assert_eq!(resumed.text(), text[first_end..]);
+    for (id, code) in [
+        ("x", "bad_last_event_id"),
+        ("9999.0", "unknown_last_event_id"),
+    ] {
+        let answer = send(
+            &router,
+            get(&[("x-run-token", &token), ("last-event-id", id)]),
+        )
+        .await;
+        assert_eq!(answer.status, 400);
+        assert_eq!(answer.json()["code"], code);
+    }
+}
+
+#[tokio::test]
+async fn push_needs_the_ingest_token_answers_a_summary_and_refuses_a_second_push() {
+    let gw = gateway().await;
+    let router = gw.router();
+    let body = std::fs::read(root().join("fixtures/scenarios/plain-text-answer.jsonl")).unwrap();
+    let push = |auth: Option<&str>| {
+        let mut req = Request::post("/api/v1/runs").header("content-type", "application/x-ndjson");
+        if let Some(auth) = auth {
+            req = req.header("authorization", auth);
+        }
+        req.body(Body::from(body.clone())).unwrap()
+    };
+    let refused = send(&router, push(Some("Bearer wrong"))).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.json()["code"], "unauthorized");
+    let bearer = format!("Bearer {INGEST}");
+    let pushed = send(&router, push(Some(&bearer))).await;
+    assert_eq!(pushed.status, 200);
+    let summary = pushed.json();
+    assert_eq!(summary["terminal"], "run.finished");
+    assert_eq!(summary["outcome"], "ended");
+    assert_eq!(summary["violations"], serde_json::json!([]));
+    let run_id = summary["run_id"].as_str().unwrap();
+    assert_eq!(
+        pushed.header("x-run-token"),
+        Some(gw.read_token(run_id).as_str())
+    );
+    let again = send(&router, push(Some(&bearer))).await;
+    assert_eq!(again.status, 409);
+    assert_eq!(again.json()["code"], "run_exists");
+    // Without an ingest token push is off.
+    let off = GatewayBuilder::new()
+        .scenarios(root().join("fixtures/scenarios"))
+        .build()
+        .await
+        .unwrap();
+    let answer = send(&off.router(), push(None)).await;
+    assert_eq!(answer.status, 404);
+}
+
+#[tokio::test]
+async fn bad_requests_get_typed_json_errors_before_any_stream() {
+    let gw = gateway().await;
+    let router = gw.router();
+    let cases: [(&str, &str, u16, &str); 7] = [
+        ("/api/v1/chat/stream/start", "{", 400, "malformed_json"),
+        (
+            "/api/v1/chat/stream/start",
+            r#"{"message": 1}"#,
+            422,
+            "invalid_request",
+        ),
+        (
+            "/api/v1/chat/stream/resume",
+            r#"{"conversation_id":"c","agent_id":"a","message":"m"}"#,
+            422,
+            "invalid_request",
+        ),
+        (
+            "/api/v1/chat/stream/start",
+            r#"{"message":"m","conversation_id":"c","agent_id":"plain-text-answer","protocol":"xml"}"#,
+            400,
+            "unknown_protocol",
+        ),
+        (
+            "/api/v1/chat/stream/start",
+            r#"{"message":"m","conversation_id":"c","agent_id":"nope"}"#,
+            404,
+            "unknown_agent",
+        ),
+        (
+            "/api/v1/chat/stream/resume",
+            r#"{"conversation_id":"c","agent_id":"plain-text-answer","resume_data":"{}"}"#,
+            404,
+            "nothing_to_resume",
+        ),
+        (
+            "/api/v1/agui",
+            r#"{"threadId":"t","runId":"r","messages":[]}"#,
+            400,
+            "missing_agent",
+        ),
+    ];
+    for (path, body, status, code) in cases {
+        let answer = send(&router, post(path, body.to_owned())).await;
+        assert_eq!(answer.status.as_u16(), status, "{path} {body}");
+        assert_eq!(answer.header("content-type"), Some("application/json"));
+        assert_eq!(answer.json()["code"], code, "{path} {body}");
+    }
+}
+
+#[tokio::test]
+async fn an_agui_run_id_that_has_a_log_is_a_409() {
+    let gw = gateway().await;
+    let router = gw.router();
+    let body = serde_json::json!({
+        "threadId": "thread-9", "runId": "run-agui-9", "messages": [{"role": "user", "content": "hi"}],
+        "forwardedProps": {"agentId": "plain-text-answer"},
+    })
+    .to_string();
+    let first = send(&router, post("/api/v1/agui", body.clone())).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("content-type"), Some("text/event-stream"));
+    assert!(first.text().contains("\"type\":\"RUN_FINISHED\""));
+    let second = send(&router, post("/api/v1/agui", body)).await;
+    assert_eq!(second.status, 409);
+}
+
+#[tokio::test]
+async fn invoke_answers_das_json_and_cancel_without_a_run_is_false() {
+    let gw = gateway().await;
+    let router = gw.router();
+    let conversation = conversation_of("plain-text-answer");
+    let answer = send(
+        &router,
+        post(
+            "/api/v1/chat/invoke",
+            serde_json::json!({"message": "m", "conversation_id": conversation, "agent_id": "plain-text-answer"}).to_string(),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    let golden: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root().join("fixtures/golden/invoke/plain-text-answer.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    assert_eq!(answer.text(), golden["body"].as_str().unwrap());
+    let cancel = send(
+        &router,
+        post(
+            "/api/v1/chat/stream/cancel",
+            r#"{"conversation_id":"nobody","agent_id":"a"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(cancel.text(), r#"{"cancelled":false}"#);
+    assert_eq!(gw.running(), 0);
+}
+
+/// A harness written in Rust, in-process: it records the requests and
+/// cancels it gets and plays a run that waits for its cancel.
+#[derive(Default)]
+struct InProcess {
+    requests: Mutex<Vec<(String, String, RunInput, Option<String>)>>,
+    cancels: Mutex<Vec<String>>,
+}
+
+impl Upstream for InProcess {
+    fn open(&self, request: RunRequest) -> BoxFuture<'_, Result<EventStream, UpstreamError>> {
+        let auth = request
+            .forwarded
+            .authorization()
+            .map(|v| v.to_str().unwrap().to_owned());
+        self.requests.lock().unwrap().push((
+            request.run_id.clone(),
+            request.agent_id.clone(),
+            request.input.clone(),
+            auth,
+        ));
+        let mut run = lce_testkit::RunBuilder::new(&request.run_id, &request.conversation_id);
+        let events = vec![
+            run.run_started(),
+            run.text_started("m"),
+            run.text_delta("m", "hi"),
+        ];
+        // Then nothing: the run waits, as a live model does, until cancelled.
+        let stream =
+            futures::stream::iter(events.into_iter().map(Ok)).chain(futures::stream::pending());
+        Box::pin(async move { Ok(Box::pin(stream) as EventStream) })
+    }
+
+    fn cancel<'a>(&'a self, run_id: &'a str, _forwarded: &'a Forwarded) -> BoxFuture<'a, bool> {
+        self.cancels.lock().unwrap().push(run_id.to_owned());
+        Box::pin(async { true })
+    }
+}
+
+use futures::StreamExt as _;
+
+#[tokio::test]
+async fn an_in_process_upstream_gets_the_request_and_the_cancel_and_the_run_ends_cancelled() {
+    let harness = Arc::new(InProcess::default());
+    let gw = GatewayBuilder::new()
+        .upstream(harness.clone())
+        .build()
+        .await
+        .unwrap();
+    let router = gw.router();
+    let request = Request::post("/api/v1/chat/stream/start")
+        .header("authorization", "Bearer user-token")
+        .body(Body::from(start_body("my-agent", "agui-v1", "conv-ip")))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body().into_data_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(std::str::from_utf8(&first).unwrap().contains("RUN_STARTED"));
+    // The run waits; cancel it from the cancel route.
+    let cancel = send(
+        &router,
+        post(
+            "/api/v1/chat/stream/cancel",
+            r#"{"conversation_id":"conv-ip","agent_id":"my-agent"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(cancel.text(), r#"{"cancelled":true}"#);
+    let mut rest = Vec::new();
+    while let Some(chunk) = body.next().await {
+        rest.extend_from_slice(&chunk.unwrap());
+    }
+    let rest = String::from_utf8(rest).unwrap();
+    assert!(rest.contains("\"type\":\"RUN_FINISHED\""), "{rest}");
+    assert!(rest.contains("cancelled"), "{rest}");
+    let requests = harness.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let (run_id, agent, input, auth) = &requests[0];
+    assert_eq!(agent, "my-agent");
+    assert_eq!(*input, RunInput::Message("hello".into()));
+    assert_eq!(auth.as_deref(), Some("Bearer user-token"));
+    assert_eq!(*harness.cancels.lock().unwrap(), [run_id.clone()]);
+}
+
+#[tokio::test]
+async fn shutdown_ends_the_runs_it_drives_as_cancelled_shutdown() {
+    let harness = Arc::new(InProcess::default());
+    let gw = GatewayBuilder::new()
+        .upstream(harness.clone())
+        .build()
+        .await
+        .unwrap();
+    let response = gw
+        .router::<()>()
+        .oneshot(post(
+            "/api/v1/chat/stream/start",
+            start_body("a", "custom", "conv-sd"),
+        ))
+        .await
+        .unwrap();
+    let reader = tokio::spawn(response.into_body().collect());
+    // Wait until the run's first events are in the log.
+    let mut logged = 0;
+    for _ in 0..400 {
+        if let Some((run_id, ..)) = harness.requests.lock().unwrap().first().cloned() {
+            logged = gw
+                .log()
+                .read(&run_id, 0, 100, Duration::ZERO)
+                .await
+                .map_or(0, |b| b.entries.len());
+        }
+        if logged >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(logged >= 3, "the run's events were logged");
+    assert_eq!(gw.running(), 1);
+    gw.shutdown().await;
+    assert_eq!(gw.running(), 0);
+    let body = reader.await.unwrap().unwrap().to_bytes();
+    // `custom` writes nothing for a cancelled run: the stream ends after
+    // its last whole frame.
+    assert!(body.starts_with(b"event: content\n"), "{body:?}");
+    assert!(body.ends_with(b"\n\n"), "{body:?}");
+    let run_id = harness.requests.lock().unwrap()[0].0.clone();
+    let batch = gw
+        .log()
+        .read(&run_id, 0, 100, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(batch.sealed);
+    let last = format!("{:?}", batch.entries.last().unwrap());
+    assert!(
+        last.contains("RunCancelled") && last.contains("Shutdown"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn a_builder_without_an_upstream_or_with_short_secrets_is_refused() {
+    let err = GatewayBuilder::new().build().await.unwrap_err();
+    assert!(matches!(err, lce_gateway::BuildError::NoUpstream), "{err}");
+    let err = GatewayBuilder::new()
+        .scenarios(root().join("fixtures/scenarios"))
+        .token_secret(b"short".to_vec())
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, lce_gateway::BuildError::TokenSecretTooShort),
+        "{err}"
+    );
+    let err = GatewayBuilder::new()
+        .scenarios("/nonexistent-lce-folder")
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, lce_gateway::BuildError::Scenarios(_)),
+        "{err}"
+    );
+}
