@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lce_core::{CommitRequest, ThreadStore};
-use lce_runlog::{LogEntry, LogError, Refusal, RunInfo, RunLog};
 use lce_redis::{RedisLogOptions, RedisRunLog, RedisStore};
+use lce_runlog::{LogEntry, LogError, Refusal, RunInfo, RunLog};
 use lce_testkit::RunBuilder;
 use lce_testkit::redis_server::RedisServer;
 use lce_testkit::run_log::{check_run_log, fresh_run_id};

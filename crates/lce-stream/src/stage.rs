@@ -53,4 +53,3 @@ impl<T: LifecycleStream + ?Sized> LifecycleStream for Pin<Box<T>> {
         (**self).stage_counts()
     }
 }
-
