@@ -2,10 +2,7 @@
 
 use std::fmt;
 
-use lce_types::{
-    Event, InterruptRequested, JsonObject, Limits, Payload, ProviderMetadata, RunFinished,
-    RunStarted, ToolArgumentsDelta, UsageUpdated, Warning,
-};
+use lce_types::{Event, InterruptRequested, JsonObject, Limits, Payload};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -529,7 +526,7 @@ impl Cx<'_> {
 
     /// `run.started`: its ids and names.
     #[inline]
-    fn run_started(&mut self, d: &RunStarted) -> Result<(), Rejection> {
+    fn run_started(&mut self, d: &lce_types::RunStarted) -> Result<(), Rejection> {
         self.opt_id("data.message_id", d.message_id.as_ref())?;
         self.name("data.harness_id", &d.harness_id)?;
         self.name("data.adapter_version", &d.adapter_version)?;
@@ -538,7 +535,7 @@ impl Cx<'_> {
 
     /// `run.finished`: the stop reason and the thread state's head, when given.
     #[inline]
-    fn run_finished(&mut self, d: &RunFinished) -> Result<(), Rejection> {
+    fn run_finished(&mut self, d: &lce_types::RunFinished) -> Result<(), Rejection> {
         if let Some(s) = &d.stop_reason {
             self.name("data.stop_reason", s)?;
         }
@@ -551,7 +548,7 @@ impl Cx<'_> {
     /// `tool.arguments.delta`: the call's id, and a delta over
     /// `tool_arguments_bytes` rejects the event.
     #[inline]
-    fn tool_arguments_delta(&mut self, d: &ToolArgumentsDelta) -> Result<(), Rejection> {
+    fn tool_arguments_delta(&mut self, d: &lce_types::ToolArgumentsDelta) -> Result<(), Rejection> {
         self.id("data.tool_call_id", &d.tool_call_id)?;
         let max = self.limits.tool_arguments_bytes;
         if d.delta.len() > max {
@@ -569,7 +566,7 @@ impl Cx<'_> {
     /// `warning`: the code, the message, and details that break their
     /// bounds dropped (counted in the report).
     #[inline]
-    fn warning(&mut self, d: &mut Warning) -> Result<(), Rejection> {
+    fn warning(&mut self, d: &mut lce_types::Warning) -> Result<(), Rejection> {
         self.name("data.code", &d.code)?;
         self.message("data.message", &mut d.message);
         if let Some(details) = &d.details {
@@ -584,7 +581,7 @@ impl Cx<'_> {
 
     /// `usage.updated`: a finite cost and a plain currency name.
     #[inline]
-    fn usage_updated(&mut self, d: &UsageUpdated) -> Result<(), Rejection> {
+    fn usage_updated(&mut self, d: &lce_types::UsageUpdated) -> Result<(), Rejection> {
         if let Some(c) = d.cost {
             check_f64("data.cost", c)?;
         }
@@ -597,7 +594,7 @@ impl Cx<'_> {
     /// `provider.metadata`: the provider and model names, and the metadata
     /// kept to its allowlist and bounds.
     #[inline]
-    fn provider_metadata(&mut self, d: &mut ProviderMetadata) -> Result<(), Rejection> {
+    fn provider_metadata(&mut self, d: &mut lce_types::ProviderMetadata) -> Result<(), Rejection> {
         self.name("data.provider", &d.provider)?;
         if let Some(m) = &d.model {
             self.name("data.model", m)?;

@@ -1,12 +1,11 @@
 //! DA's interrupt, as both DA protocols write it: the payload of `custom`'s
-//! `input_required` frame and of DA `agui`'s `RUN_FINISHED.interrupt`, and
-//! the form fields `agui-v1` writes too. Here because both encoder crates
-//! need it and neither depends on the other; written once, so the two DA
-//! protocols cannot drift apart.
+//! `input_required` frame and of DA `agui`'s `RUN_FINISHED.interrupt`. Here
+//! because both encoder crates need it and neither depends on the other;
+//! written once, so the two DA protocols cannot drift apart.
 
-use lce_types::{FormField, InterruptRequested, InterruptType, ToolApproval};
+use lce_types::{InterruptRequested, InterruptType, ToolApproval};
 
-use crate::{JsonWriter, Key, WireError};
+use crate::{JsonWriter, Key, WireError, write_form_field};
 
 /// A [`Key`] built at compile time, as a `&'static` reference.
 macro_rules! k {
@@ -97,35 +96,5 @@ fn approval_members(
         w.string(d.as_str());
     }
     w.end_array();
-    Ok(())
-}
-
-/// An interrupt's form field (`input_fields[i]`) as a JSON object with the
-/// canonical member names in DA's order, absent members left out: what
-/// `custom`'s `input_required`, DA's `agui` and `agui-v1` interrupts all
-/// write, in the writer's style.
-pub fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
-    w.begin_object();
-    w.field_str("field_name", &f.field_name);
-    if let Some(v) = &f.field_label {
-        w.field_str("field_label", v);
-    }
-    if let Some(v) = &f.field_description {
-        w.field_str("field_description", v);
-    }
-    w.field_str("field_type", &f.field_type);
-    if let Some(v) = &f.field_values {
-        w.field_opaque("field_values", v.get())?;
-    }
-    if let Some(v) = f.required {
-        w.field_bool("required", v);
-    }
-    if let Some(v) = &f.default_value {
-        w.field_opaque("default_value", v.get())?;
-    }
-    if let Some(v) = &f.placeholder {
-        w.field_str("placeholder", v);
-    }
-    w.end_object();
     Ok(())
 }

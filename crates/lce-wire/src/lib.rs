@@ -42,14 +42,14 @@ mod writer;
 
 pub use error::{EncodeError, WireError};
 pub use float::{write_compact_float, write_py_float};
-pub use interrupt::{AgentPlace, write_form_field, write_interrupt_payload};
+pub use interrupt::{AgentPlace, write_interrupt_payload};
 pub use key::Key;
 pub use len::json_string_len;
 pub use sse::{
     write_comment, write_data_frame, write_data_json, write_event_frame, write_event_json,
 };
 pub use truncate::{DA_RESULT_DISPLAY_CHARS, truncate_display};
-pub use writer::{JsonWriter, Member, Style};
+pub use writer::{JsonWriter, Member, Style, write_form_field};
 
 /// Deepest nesting [`JsonWriter::opaque`] accepts; deeper input gives
 /// [`WireError::TooDeep`].

@@ -1,6 +1,7 @@
 //! The streaming JSON writer.
 
 use bytes::BytesMut;
+use lce_types::FormField;
 
 use crate::WireError;
 use crate::escape::Stage;
@@ -776,4 +777,35 @@ fn int_words(v: i64) -> ([u64; 4], usize) {
         *w = u64::from_le_bytes(b);
     }
     (words, len)
+}
+
+/// An interrupt's form field (`input_fields[i]`) as a JSON object with the
+/// canonical member names in DA's order, absent members left out: what
+/// `custom`'s `input_required`, DA's `agui` and `agui-v1` interrupts all
+/// write, in the writer's style. Here because both encoder crates need it
+/// and neither depends on the other.
+pub fn write_form_field(w: &mut JsonWriter<'_>, f: &FormField) -> Result<(), WireError> {
+    w.begin_object();
+    w.field_str("field_name", &f.field_name);
+    if let Some(v) = &f.field_label {
+        w.field_str("field_label", v);
+    }
+    if let Some(v) = &f.field_description {
+        w.field_str("field_description", v);
+    }
+    w.field_str("field_type", &f.field_type);
+    if let Some(v) = &f.field_values {
+        w.field_opaque("field_values", v.get())?;
+    }
+    if let Some(v) = f.required {
+        w.field_bool("required", v);
+    }
+    if let Some(v) = &f.default_value {
+        w.field_opaque("default_value", v.get())?;
+    }
+    if let Some(v) = &f.placeholder {
+        w.field_str("placeholder", v);
+    }
+    w.end_object();
+    Ok(())
 }
