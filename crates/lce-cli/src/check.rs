@@ -62,7 +62,8 @@ use std::rc::Rc;
 use lce::types::{DEFAULT_MAX_LINE_BYTES, EventLines, ParseError, ParseErrorKind};
 use lce::validate::{Mode, RunValidator, ToolSchemas, ValidatorOptions, Violation};
 
-use crate::{UsageError, input};
+use crate::input;
+use crate::usage::UsageError;
 use lce::types::excerpt::{Excerpt, excerpt};
 
 /// What `lce check --help` shows after the options.

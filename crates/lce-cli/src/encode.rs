@@ -31,7 +31,8 @@ use futures::{FutureExt, Stream, StreamExt};
 use lce::prelude::*;
 use lce::stream::{Cause, WireFormat};
 
-use crate::{UsageError, input};
+use crate::input;
+use crate::usage::UsageError;
 
 /// What `lce encode --help` shows after the options.
 const AFTER_HELP: &str = "\

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
-use crate::UsageError;
+use crate::usage::UsageError;
 
 /// An opened input and the name to print in messages.
 pub(crate) struct Input {

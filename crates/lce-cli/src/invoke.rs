@@ -27,7 +27,8 @@ use lce::custom::invoke::InvokeIds;
 use lce::prelude::*;
 use lce::stream::MemoryAudit;
 
-use crate::{UsageError, input};
+use crate::input;
+use crate::usage::UsageError;
 
 /// What `lce invoke --help` shows after the options.
 const AFTER_HELP: &str = "\

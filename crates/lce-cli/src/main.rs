@@ -36,6 +36,9 @@ mod input;
 mod invoke;
 mod serve;
 mod signals;
+mod usage;
+
+use usage::UsageError;
 
 /// What `lce --help` shows after the list of commands.
 const AFTER_HELP: &str = "\
@@ -68,10 +71,6 @@ enum Command {
     Serve(serve::Args),
     Token(serve::TokenArgs),
 }
-
-/// A failure that is not about the input's content: bad usage or I/O.
-#[derive(Debug)]
-pub(crate) struct UsageError(pub(crate) String);
 
 /// Logs (payload-free summaries, audit records) go to stderr.
 fn init_logging() {

@@ -11,8 +11,8 @@ use std::time::Duration;
 use lce::gateway::server::{ServerLimits, serve_http};
 use lce::gateway::{FileAudit, GatewayBuilder, HttpUpstream};
 
-use crate::UsageError;
 use crate::signals::Signals;
+use crate::usage::UsageError;
 
 /// What `lce serve --help` shows after the options.
 const AFTER_HELP: &str = "\

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use axum::Router;
 use lce_core::{AuditSink, ThreadStore};
 use lce_runlog::{LogError, LogWriter, RunInfo, RunLog, Takeover};
 use lce_stream::{
@@ -61,7 +60,8 @@ pub(crate) enum Ingest {
 /// (`gateway.md`). Built by [`GatewayBuilder`](crate::GatewayBuilder);
 /// cheap to clone (every clone is the same gateway).
 ///
-/// [`Gateway::router`] gives its routes to nest in a host's own server;
+/// [`Gateway::router`] (defined with the routes) gives its routes to nest
+/// in a host's own server;
 /// [`Gateway::shutdown`] ends (memory log) or releases (a durable log) the
 /// runs it owns.
 #[derive(Clone)]
@@ -138,17 +138,6 @@ impl Gateway {
             *slot = Some(sweeper.abort_handle());
         }
         gateway
-    }
-
-    /// Every route of `gateway.md`, to serve as is or to nest under any
-    /// prefix next to a host's own routes and layers:
-    /// `Router::new().nest("/agents", gateway.router())`. See the crate
-    /// documentation for the list.
-    pub fn router<S>(&self) -> Router<S>
-    where
-        S: Clone + Send + Sync + 'static,
-    {
-        crate::routes::router(self.clone())
     }
 
     /// This replica's id (it owns the runs it starts under this id).

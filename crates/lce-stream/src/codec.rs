@@ -109,18 +109,18 @@ impl Decoder for EventLinesDecoder {
 
 /// Reads canonical JSON Lines from `reader` as a lifecycle stream's items:
 /// [`EventLinesDecoder`] driven by tokio-util's `FramedRead`. Every line is
-/// one item (an event, or a [`LceError::Parse`](crate::LceError::Parse)
+/// one item (an event, or a [`LceError::Parse`](crate::error::LceError::Parse)
 /// naming its line); an I/O error is the last item. Start a chain with it
 /// through [`source`](crate::source).
-pub fn read_event_lines<R>(reader: R) -> impl futures::Stream<Item = Result<Event, crate::LceError>>
+pub fn read_event_lines<R>(reader: R) -> impl futures::Stream<Item = Result<Event, crate::error::LceError>>
 where
     R: tokio::io::AsyncRead,
 {
     use futures::StreamExt as _;
     tokio_util::codec::FramedRead::new(reader, EventLinesDecoder::new()).map(|item| match item {
         Ok(Ok(event)) => Ok(event),
-        Ok(Err(parse)) => Err(crate::LceError::Parse(parse)),
-        Err(io) => Err(crate::LceError::Io(io)),
+        Ok(Err(parse)) => Err(crate::error::LceError::Parse(parse)),
+        Err(io) => Err(crate::error::LceError::Io(io)),
     })
 }
 

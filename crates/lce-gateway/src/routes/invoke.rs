@@ -54,7 +54,7 @@ async fn invoke_run(
     })?;
     let cancel = gw.register(&run_id);
     let run = gw.enforced(events, &run_id, &req.conversation_id, cancel);
-    let acc = crate::accumulate(run, true).await;
+    let acc = crate::invoke::accumulate(run, true).await;
     gw.unregister(&run_id);
     Ok(acc.response(&InvokeIds {
         agent_id: &req.agent_id,

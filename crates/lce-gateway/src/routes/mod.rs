@@ -55,6 +55,17 @@ pub(crate) fn answer(result: Result<Response, ApiError>) -> Response {
 }
 
 impl Gateway {
+    /// Every route of `gateway.md`, to serve as is or to nest under any
+    /// prefix next to a host's own routes and layers:
+    /// `Router::new().nest("/agents", gateway.router())`. See the crate
+    /// documentation for the list.
+    pub fn router<S>(&self) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        router(self.clone())
+    }
+
     /// Starts the run `request` asks the upstream for (logged, owned by
     /// this replica) and answers with its SSE read back from the log. An
     /// upstream that gives no run gets the client a 4xx/502 before any
