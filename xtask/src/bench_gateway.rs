@@ -45,7 +45,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{PipeWriter, Read, Write};
+use std::io::{BufRead, BufReader, PipeWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -57,7 +57,7 @@ use lce_testkit::corpus::{self, Mix, Options};
 use lce_testkit::time::{START_MS, rfc3339_ms};
 
 use crate::cluster::{
-    HttpResponse, Redis, Replica, Secrets, agent, cpu_secs, http, print_log_tails, query,
+    HttpResponse, Redis, Replica, Secrets, agent, cpu_secs, print_log_tails, push, query,
     random_hex, read_whole, replica_args, rss_kib,
 };
 use crate::corpus::count;
@@ -406,7 +406,7 @@ impl<'a> Bench<'a> {
             let mut readers = Vec::new();
             for ((run_id, body), token) in bodies.iter().zip(&tokens) {
                 let (addr, auth) = (&replica.addr, &auth);
-                pushers.push(s.spawn(move || ended(&push_whole(addr, auth, body)?, run_id)));
+                pushers.push(s.spawn(move || ended(&push(addr, auth, body)?, run_id)));
                 readers.push(s.spawn(move || -> (Instant, Result<usize, String>) {
                     let n = read_stream(addr, run_id, token);
                     (Instant::now(), n)
@@ -725,20 +725,6 @@ impl<'a> Bench<'a> {
 
 // ------------------------------------------------------------- HTTP pieces
 
-/// `POST /api/v1/runs` with the whole body.
-fn push_whole(addr: &str, auth: &str, body: &[u8]) -> Result<HttpResponse, String> {
-    http(
-        addr,
-        "POST",
-        "/api/v1/runs",
-        &[
-            ("Authorization", auth),
-            ("Content-Type", "application/x-ndjson"),
-        ],
-        body,
-    )
-}
-
 /// Whether the push answer says the run ended with its own
 /// `run.finished` (`outcome: ended`). A run the gateway could not log
 /// (`log_failed`, ...) is `false`, counted and reported; an answer that is
@@ -783,7 +769,7 @@ fn push_all(
                         let Some((run_id, body)) = bodies.get(i) else {
                             return Ok(failed);
                         };
-                        failed += usize::from(!ended(&push_whole(addr, auth, body)?, run_id)?);
+                        failed += usize::from(!ended(&push(addr, auth, body)?, run_id)?);
                     }
                 })
             })
@@ -840,52 +826,30 @@ fn subscribe_markers(
     // Counted even when it failed, so the writer does not wait forever.
     ready.fetch_add(1, Ordering::SeqCst);
     let open = open.as_mut().map_err(|e| e.clone())?;
-    let mut stream = open.body_mut().as_reader();
+    let mut stream = BufReader::new(open.body_mut().as_reader());
     let mut arrived = vec![None; deltas];
-    let mut window = Vec::new();
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut now = Instant::now();
+    let mut line = Vec::new();
     loop {
-        // Every whole marker in the window; keep what may start one.
-        let mut from = 0;
-        while let Some(p) = find(&window[from..], b"[ev") {
-            let s = from + p;
-            if s + 10 > window.len() {
-                break;
-            }
-            if window[s + 9] == b']' {
-                if let Some(j) = std::str::from_utf8(&window[s + 3..s + 9])
-                    .ok()
-                    .and_then(|d| d.parse::<usize>().ok())
-                {
-                    if let Some(slot) = arrived.get_mut(j) {
-                        slot.get_or_insert(now);
-                    }
-                }
-            }
-            from = s + 3;
-        }
-        let keep = window.len().saturating_sub(9).max(from.min(window.len()));
-        window.drain(..keep.min(window.len()));
-        // An error: the stream ended without its last chunk.
-        let n = match stream.read(&mut buf) {
-            Ok(n) => n,
+        line.clear();
+        match stream.read_until(b'\n', &mut line) {
+            Ok(0) => return Ok((arrived, true)),
+            Ok(_) => {}
+            // The stream ended without its last chunk.
             Err(e) => {
                 eprintln!("bench-gateway: {run_id}: the stream ended early: {e}");
                 return Ok((arrived, false));
             }
-        };
-        now = Instant::now();
-        if n == 0 {
-            break;
         }
-        window.extend_from_slice(&buf[..n]);
+        let now = Instant::now();
+        for marker in String::from_utf8_lossy(&line).split("[ev").skip(1) {
+            let j = marker
+                .get(..7)
+                .and_then(|m| m.strip_suffix(']')?.parse().ok());
+            if let Some(slot) = j.and_then(|j: usize| arrived.get_mut(j)) {
+                slot.get_or_insert(now);
+            }
+        }
     }
-    Ok((arrived, true))
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A push whose body is still being written: the writing end of the body's

@@ -32,7 +32,7 @@
 //! end of its stdin and stops the cluster in order.
 //!
 //! The process handling here ([`Redis`], on `lce-testkit`'s `RedisServer`,
-//! [`Replica`], [`http`]) is shared with `cargo xtask bench-gateway`.
+//! [`Replica`], [`push`], [`get`]) is shared with `cargo xtask bench-gateway`.
 
 use std::ffi::OsString;
 use std::fs;
@@ -498,18 +498,11 @@ impl Plan {
                 .ok_or("too few replicas")
         };
         let (r1, r2, r3) = (addr(0)?, addr(1)?, addr(2 % cluster.replicas.len())?);
-        let body =
-            fs::read(&self.scenario).map_err(|e| format!("{}: {e}", self.scenario.display()))?;
-        let auth = format!("Bearer {}", secrets.ingest_token);
-        let pushed = http(
+        let body = read(&self.scenario)?;
+        let pushed = push(
             &r1,
-            "POST",
-            "/api/v1/runs",
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/x-ndjson"),
-            ],
-            &body,
+            &format!("Bearer {}", secrets.ingest_token),
+            body.as_bytes(),
         )?;
         if pushed.status != 200 {
             return Err(format!(
@@ -536,7 +529,7 @@ impl Plan {
         let token = secrets.token(&self.exe, &self.run_id)?;
 
         let path = format!("/api/v1/runs/{}/stream?protocol=custom", self.run_id);
-        let read_back = http(&r2, "GET", &path, &[("X-Run-Token", &token)], b"")?;
+        let read_back = get(&r2, &path, &[("X-Run-Token", &token)])?;
         if read_back.status != 200 {
             return Err(format!("read from replica 2: status {}", read_back.status));
         }
@@ -563,12 +556,10 @@ impl Plan {
             .and_then(|l| l.strip_prefix("id: "))
             .unwrap_or_default()
             .to_owned();
-        let resumed = http(
+        let resumed = get(
             &r3,
-            "GET",
             &path,
             &[("X-Run-Token", &token), ("Last-Event-ID", &first_id)],
-            b"",
         )?;
         let rest = &text[frames[0].len()..];
         if resumed.status != 200 || resumed.body != rest.as_bytes() {
@@ -812,24 +803,35 @@ pub(crate) fn agent() -> ureq::Agent {
         .into()
 }
 
-/// One HTTP/1.1 request to `addr` (`HOST:PORT`), read to its end.
-pub(crate) fn http(
+/// `POST /api/v1/runs` to `addr` (`HOST:PORT`) with a whole JSON Lines
+/// body and `auth` (`Bearer <ingest token>`), read to its end.
+pub(crate) fn push(addr: &str, auth: &str, body: &[u8]) -> Result<HttpResponse, String> {
+    let url = format!("http://{addr}/api/v1/runs");
+    let answer = agent()
+        .post(&url)
+        .header("Authorization", auth)
+        .header("Content-Type", "application/x-ndjson")
+        .send(body);
+    answer
+        .map_err(|e| e.to_string())
+        .and_then(read_whole)
+        .map_err(|e| format!("POST {url}: {e}"))
+}
+
+/// `GET path` from `addr` with `headers`, read to its end.
+pub(crate) fn get(
     addr: &str,
-    method: &str,
     path: &str,
     headers: &[(&str, &str)],
-    body: &[u8],
 ) -> Result<HttpResponse, String> {
     let url = format!("http://{addr}{path}");
-    let mut request = ureq::http::Request::builder().method(method).uri(&url);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let request = request.body(body).map_err(|e| format!("{url}: {e}"))?;
-    let answer = agent()
-        .run(request)
-        .map_err(|e| format!("{method} {url}: {e}"))?;
-    read_whole(answer).map_err(|e| format!("{method} {url}: {e}"))
+    let request = headers
+        .iter()
+        .fold(agent().get(&url), |r, (k, v)| r.header(*k, *v));
+    let answer = request.call().map_err(|e| e.to_string());
+    answer
+        .and_then(read_whole)
+        .map_err(|e| format!("GET {url}: {e}"))
 }
 
 /// An answer's status and whole body (an error if the body did not end).
