@@ -344,42 +344,11 @@ impl Inner {
         entries: &[LogEntry],
     ) -> Result<(), LogError> {
         let (run_id, position) = (in_flight.run_id.as_str(), in_flight.position);
-        let Some(last_entry) = entries.last() else {
+        let Some(terminal) = check_batch(position, entries)? else {
             return Ok(());
         };
-        let terminal = last_entry.is_terminal();
-        if entries[..entries.len() - 1]
-            .iter()
-            .any(LogEntry::is_terminal)
-        {
-            // Nothing may follow a terminal in one batch either.
-            return Err(LogError::Refused {
-                position,
-                refusal: Refusal::Sealed,
-            });
-        }
-        if position == 0 {
-            // Positions start at 1 (and `0-0` is no stream entry id the
-            // engine takes, even in a fenced transaction).
-            return Err(LogError::Refused {
-                position,
-                refusal: Refusal::OutOfOrder,
-            });
-        }
         let keys = self.keys(run_id);
-        let mut stored: Vec<(&str, String)> = Vec::with_capacity(entries.len());
-        for (i, entry) in entries.iter().enumerate() {
-            stored.push(match entry {
-                LogEntry::Event(event) => ("event", event.to_json()),
-                LogEntry::Idle => ("idle", "1".to_owned()),
-                // An entry this version cannot store.
-                _ => {
-                    return Err(LogError::Corrupt {
-                        position: position + i as u64,
-                    });
-                }
-            });
-        }
+        let stored = stored_entries(position, entries)?;
         let guard_args = [
             owner.to_owned(),
             position.to_string(),
@@ -387,45 +356,6 @@ impl Inner {
             if terminal { "1" } else { "0" }.to_owned(),
             millis(self.options.retention).to_string(),
         ];
-        // One transaction: the guard, the entries as plain `XADD`s (written
-        // only when the guard answers `ok`; see `scripts::APPEND_GUARD`),
-        // the unfence.
-        let transaction = |retry: bool| {
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            let guard = pipe
-                .cmd("EVAL")
-                .arg(APPEND_GUARD)
-                .arg(4)
-                .arg(&keys.meta)
-                .arg(&keys.log)
-                .arg(&keys.lease)
-                .arg(&keys.fenced)
-                .arg(&guard_args[..]);
-            if retry {
-                guard.arg("1").arg(stored[0].0).arg(&stored[0].1);
-            } else {
-                guard.arg("0");
-            }
-            for (k, (field, value)) in stored.iter().enumerate() {
-                pipe.cmd("XADD")
-                    .arg(&keys.log)
-                    .arg("NOMKSTREAM")
-                    .arg(format!("{}-0", position + k as u64))
-                    .arg(*field)
-                    .arg(value);
-            }
-            pipe.cmd("EVAL")
-                .arg(UNFENCE)
-                .arg(2)
-                .arg(&keys.log)
-                .arg(&keys.fenced);
-            // Wakes the reads waiting on the run, on every replica (a
-            // refused append wakes them for nothing: they look and wait
-            // again).
-            pipe.cmd("PUBLISH").arg(&self.appended).arg(run_id);
-            pipe
-        };
         let deadline = Instant::now() + self.options.timeout;
         // From the second round of the gap loop on, every attempt counts as
         // a retry: an earlier round's lost attempt may land late.
@@ -436,19 +366,18 @@ impl Inner {
             let earlier_pending = in_flight.earlier_pending();
             let replies = self
                 .engine
-                .transaction("append", |retry| transaction(retry || later_round))
+                .transaction("append", |retry| {
+                    self.append_transaction(
+                        (run_id, &keys),
+                        &guard_args,
+                        &stored,
+                        position,
+                        retry || later_round,
+                    )
+                })
                 .await
                 .map_err(unavailable)?;
-            let Some(reply) = replies.first() else {
-                return Err(LogError::Unavailable);
-            };
-            let (answer, conversation_id) = match reply {
-                Value::Array(parts) => match parts.as_slice() {
-                    [answer, conversation_id] => (text(answer), Some(conversation_id)),
-                    _ => (None, None),
-                },
-                other => (text(other), None),
-            };
+            let (answer, conversation_id) = guard_answer(&replies)?;
             let all_added = replies
                 .get(1..=entries.len())
                 .is_some_and(|added| added.iter().all(|id| text(id).is_some()));
@@ -462,15 +391,7 @@ impl Inner {
             return match answer {
                 Some(b"ok" | b"written") => {
                     if terminal {
-                        // The run is no longer its conversation's running
-                        // run.
-                        self.mark_done("append", &[run_id]).await;
-                        if let Some(conversation_id) = conversation_id
-                            .and_then(|v| text(v))
-                            .and_then(|b| std::str::from_utf8(b).ok())
-                        {
-                            self.unmark_running("append", conversation_id, run_id).await;
-                        }
+                        self.after_terminal(run_id, conversation_id).await;
                     }
                     Ok(())
                 }
@@ -492,6 +413,66 @@ impl Inner {
                 Some(b"not_owner") => refused(Refusal::NotOwner),
                 _ => Err(LogError::Unavailable),
             };
+        }
+    }
+
+    /// One append as one transaction: the guard, the entries as plain
+    /// `XADD`s (written only when the guard answers `ok`; see
+    /// `scripts::APPEND_GUARD`), the unfence, the wake-up. `retry`: the
+    /// guard also accepts the first entry already there (an attempt whose
+    /// answer was lost may have landed).
+    fn append_transaction(
+        &self,
+        (run_id, keys): (&str, &RunKeys),
+        guard_args: &[String],
+        stored: &[(&str, String)],
+        position: u64,
+        retry: bool,
+    ) -> redis::Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        let guard = pipe
+            .cmd("EVAL")
+            .arg(APPEND_GUARD)
+            .arg(4)
+            .arg(&keys.meta)
+            .arg(&keys.log)
+            .arg(&keys.lease)
+            .arg(&keys.fenced)
+            .arg(guard_args);
+        if retry {
+            guard.arg("1").arg(stored[0].0).arg(&stored[0].1);
+        } else {
+            guard.arg("0");
+        }
+        for (k, (field, value)) in stored.iter().enumerate() {
+            pipe.cmd("XADD")
+                .arg(&keys.log)
+                .arg("NOMKSTREAM")
+                .arg(format!("{}-0", position + k as u64))
+                .arg(*field)
+                .arg(value);
+        }
+        pipe.cmd("EVAL")
+            .arg(UNFENCE)
+            .arg(2)
+            .arg(&keys.log)
+            .arg(&keys.fenced);
+        // Wakes the reads waiting on the run, on every replica (a refused
+        // append wakes them for nothing: they look and wait again).
+        pipe.cmd("PUBLISH").arg(&self.appended).arg(run_id);
+        pipe
+    }
+
+    /// After the terminal's append: the run is no longer active, nor its
+    /// conversation's running run.
+    async fn after_terminal(&self, run_id: &str, conversation_id: Option<&Value>) {
+        self.mark_done("append", &[run_id]).await;
+        if let Some(conversation_id) = conversation_id
+            .and_then(|v| text(v))
+            .and_then(|b| std::str::from_utf8(b).ok())
+        {
+            self.unmark_running("append", conversation_id, run_id).await;
         }
     }
 
@@ -990,4 +971,60 @@ impl Inner {
             _ => Err(LogError::Unavailable),
         }
     }
+}
+
+/// Checks a batch before anything is sent: `None` when it is empty, else
+/// whether it ends with a terminal. Nothing may follow a terminal in a
+/// batch, and positions start at 1 (`0-0` is no stream entry id the engine
+/// takes, even in a fenced transaction).
+fn check_batch(position: u64, entries: &[LogEntry]) -> Result<Option<bool>, LogError> {
+    let Some((last, before)) = entries.split_last() else {
+        return Ok(None);
+    };
+    if before.iter().any(LogEntry::is_terminal) {
+        return Err(LogError::Refused {
+            position,
+            refusal: Refusal::Sealed,
+        });
+    }
+    if position == 0 {
+        return Err(LogError::Refused {
+            position,
+            refusal: Refusal::OutOfOrder,
+        });
+    }
+    Ok(Some(last.is_terminal()))
+}
+
+/// Each entry as its stream field and value (`event` and its canonical
+/// JSON, or `idle`).
+fn stored_entries(
+    position: u64,
+    entries: &[LogEntry],
+) -> Result<Vec<(&'static str, String)>, LogError> {
+    entries
+        .iter()
+        .zip(position..)
+        .map(|(entry, at)| match entry {
+            LogEntry::Event(event) => Ok(("event", event.to_json())),
+            LogEntry::Idle => Ok(("idle", "1".to_owned())),
+            // An entry this version cannot store.
+            _ => Err(LogError::Corrupt { position: at }),
+        })
+        .collect()
+}
+
+/// The guard's answer in an append transaction's replies, and the run's
+/// conversation id when the guard sent it.
+fn guard_answer(replies: &[Value]) -> Result<(Option<&[u8]>, Option<&Value>), LogError> {
+    let Some(reply) = replies.first() else {
+        return Err(LogError::Unavailable);
+    };
+    Ok(match reply {
+        Value::Array(parts) => match parts.as_slice() {
+            [answer, conversation_id] => (text(answer), Some(conversation_id)),
+            _ => (None, None),
+        },
+        other => (text(other), None),
+    })
 }

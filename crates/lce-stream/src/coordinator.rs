@@ -872,39 +872,7 @@ impl Inner {
                     return Poll::Ready(None);
                 }
                 State::Draining => {
-                    // Count what the adapter has ready after the terminal,
-                    // without waiting for more, then let it go.
-                    let mut drained = 0usize;
-                    if let Some(up) = upstream.as_mut().as_pin_mut() {
-                        let mut up = up;
-                        while drained < self.options.drain_limit {
-                            match up.as_mut().poll_next(cx) {
-                                Poll::Ready(Some(item)) => {
-                                    if drained == 0 {
-                                        self.stages = up.as_ref().stage_counts();
-                                        self.note_after_terminal(item);
-                                    }
-                                    drained += 1;
-                                    self.counters.events_in += 1;
-                                    self.counters.dropped += 1;
-                                    self.counters.after_terminal += 1;
-                                }
-                                Poll::Ready(None) | Poll::Pending => break,
-                            }
-                        }
-                        // With what the stages before drained themselves
-                        // (D8), so the log counts what the audit counts.
-                        self.stages = up.as_ref().stage_counts();
-                    }
-                    let after_terminal = self.run_counters().after_terminal;
-                    if after_terminal > 0 {
-                        tracing::debug!(
-                            target: "lce::coordinator",
-                            run_id = %self.options.run_id,
-                            dropped = after_terminal,
-                            "events after the terminal dropped"
-                        );
-                    }
+                    self.drain(upstream.as_mut(), cx);
                     self.state = State::Done;
                 }
                 State::Committing {
@@ -965,6 +933,45 @@ impl Inner {
                     }
                 }
             }
+        }
+    }
+
+    /// Counts what the adapter has ready after the terminal, without
+    /// waiting for more, at most `drain_limit` items (D8).
+    fn drain<S: LifecycleStream>(
+        &mut self,
+        mut upstream: Pin<&mut Option<S>>,
+        cx: &mut Context<'_>,
+    ) {
+        let mut drained = 0usize;
+        if let Some(mut up) = upstream.as_mut().as_pin_mut() {
+            while drained < self.options.drain_limit {
+                match up.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(item)) => {
+                        if drained == 0 {
+                            self.stages = up.as_ref().stage_counts();
+                            self.note_after_terminal(item);
+                        }
+                        drained += 1;
+                        self.counters.events_in += 1;
+                        self.counters.dropped += 1;
+                        self.counters.after_terminal += 1;
+                    }
+                    Poll::Ready(None) | Poll::Pending => break,
+                }
+            }
+            // With what the stages before drained themselves (D8), so the
+            // log counts what the audit counts.
+            self.stages = up.as_ref().stage_counts();
+        }
+        let after_terminal = self.run_counters().after_terminal;
+        if after_terminal > 0 {
+            tracing::debug!(
+                target: "lce::coordinator",
+                run_id = %self.options.run_id,
+                dropped = after_terminal,
+                "events after the terminal dropped"
+            );
         }
     }
 
