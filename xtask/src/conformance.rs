@@ -92,8 +92,6 @@ pub(crate) struct Args {
 /// Runs the task with the arguments after `conformance`.
 pub(crate) fn run(args: Args) -> Result<(), String> {
     let root = workspace_root();
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
 
     if args.self_test {
         let files = files_with(&root.join(SOURCE_DIR).join("samples"), "sse")?;
@@ -101,12 +99,13 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         return check_files(&root, &cache, &files, &["--self-test"]);
     }
     if args.dir.is_some() || args.files.is_some() {
+        // node runs from the workspace root: the paths are made absolute.
+        let absolute =
+            |p: &PathBuf| std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()));
         let files = match (&args.dir, &args.files) {
-            (_, Some(files)) => files.iter().map(|f| absolute(&cwd, f)).collect(),
-            (dir, None) => listed_sse(
-                &dir.as_ref()
-                    .map_or_else(|| root.join(DEFAULT_DIR), |d| absolute(&cwd, d)),
-            )?,
+            (_, Some(files)) => files.iter().map(absolute).collect::<Result<_, _>>()?,
+            (Some(dir), None) => listed_sse(&absolute(dir)?)?,
+            (None, None) => Vec::new(),
         };
         if files.is_empty() {
             return no_files(args.allow_empty);
@@ -417,15 +416,6 @@ fn retarget_message(line: &str, id: &str) -> Option<String> {
         return None;
     }
     Some(format!("{}{id}{}", &line[..start], &line[end..]))
-}
-
-/// `path` made absolute against `base` (node runs from the workspace root).
-fn absolute(base: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        base.join(path)
-    }
 }
 
 /// Makes `target/conformance-node/` hold the pinned packages and the current

@@ -12,10 +12,6 @@ use std::path::PathBuf;
 
 use lce_testkit::corpus::{self, Mix, Options};
 
-/// The civil date of a day number, for `release` (it lived here with the
-/// generator's clock, and moved with it to `lce-testkit`).
-pub(crate) use lce_testkit::time::civil_from_days;
-
 /// What the command line asked for.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -405,15 +405,7 @@ impl Cargo {
 
     /// Runs cargo, output to the terminal.
     fn run(&self, args: &[&str]) -> Result<(), String> {
-        let status = self
-            .command(args)
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("`cargo {}` failed ({status})", args.join(" ")))
-        }
+        crate::util::run(&mut self.command(args))
     }
 
     /// The workspace members, from `cargo metadata --no-deps`.
@@ -566,7 +558,7 @@ fn today_utc() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (y, m, d) = crate::corpus::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = lce_testkit::time::civil_from_days((secs / 86_400) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -15,13 +15,18 @@ pub(crate) fn workspace_root() -> PathBuf {
 
 /// Runs a command to completion, failing with a message naming it.
 pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
+    let line = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
     let status = cmd
         .status()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+        .map_err(|e| format!("cannot start `{line}`: {e}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("{:?} failed with {status}", cmd.get_program()))
+        Err(format!("`{line}` failed ({status})"))
     }
 }
 
