@@ -61,9 +61,7 @@ use crate::cluster::{
     random_hex, read_whole, replica_args, rss_kib,
 };
 use crate::corpus::count;
-use crate::util::{
-    build_lce, cores, cpu_model, create_dir, lce_path, thousands, workspace_root, write,
-};
+use crate::util::{cores, cpu_model, create_dir, lce, thousands, workspace_root, write};
 
 /// The replica's options beyond the cluster's: room for thousands of
 /// connections, and idle push bodies that may wait.
@@ -122,14 +120,10 @@ pub(crate) struct Args {
 /// Runs the task with the arguments after `bench-gateway`.
 pub(crate) fn run(args: Args) -> Result<(), String> {
     let root = workspace_root();
-    let exe = match (&args.lce, args.no_build) {
-        (Some(path), _) => path.clone(),
-        (None, false) => build_lce(&root, true)?,
-        (None, true) => lce_path(&root, true),
+    let exe = match &args.lce {
+        Some(path) => path.clone(),
+        None => lce(&root, true, !args.no_build)?,
     };
-    if !exe.exists() {
-        return Err(format!("{} is missing (drop --no-build)", exe.display()));
-    }
     let dir = std::env::temp_dir().join(format!("lce-bench-gateway-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     create_dir(&dir)?;

@@ -37,8 +37,7 @@ use std::time::Instant;
 use lce_testkit::corpus::{self, Options};
 
 use crate::util::{
-    build_lce, cores, cpu_model, create_dir, fnv1a64, read, run as run_command, thousands,
-    workspace_root,
+    cores, cpu_model, create_dir, fnv1a64, lce, read, run as run_command, thousands, workspace_root,
 };
 
 /// One line of the table.
@@ -78,7 +77,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     println!("bench-peers: {events} {mix} events, about {seconds} s per contender");
     println!("machine: {} cores, {}", cores(), cpu_model());
 
-    let lce = build_lce(&root, true)?;
+    let lce = lce(&root, true, true)?;
     let (corpus, v1_sse) = inputs(&lce, &work, events, &mix)?;
 
     let mut versions = vec![format!("lce {}", env!("CARGO_PKG_VERSION"))];

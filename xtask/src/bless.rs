@@ -26,7 +26,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{build_lce, create_dir, files_with, stem, target_dir, workspace_root, write};
+use crate::util::{create_dir, files_with, lce, stem, target_dir, workspace_root, write};
 
 /// Every kind, in the order they are blessed.
 const KINDS: &[&str] = &["custom", "agui", "agui-v1", "invoke", "hostile"];
@@ -58,7 +58,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     let target = target_dir(&root);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let lce = if kinds.iter().any(|k| *k != "hostile") {
-        build_lce(&root, false)?
+        lce(&root, false, true)?
     } else {
         PathBuf::new()
     };

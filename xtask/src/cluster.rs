@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use lce_testkit::redis_server::RedisServer;
 
-use crate::util::{build_lce, create_dir, lce_path, read, workspace_root, write};
+use crate::util::{create_dir, lce, read, workspace_root, write};
 
 /// The scenario the printed commands and the smoke test push.
 const SCENARIO: &str = "tool-approval-interrupt";
@@ -82,18 +82,9 @@ pub(crate) struct Args {
 /// Runs the task with the arguments after `cluster`.
 pub(crate) fn run(args: Args) -> Result<(), String> {
     let root = workspace_root();
-    let exe = lce_path(&root, !args.debug);
+    let exe = lce(&root, !args.debug, !args.no_build)?;
     if args.supervise {
         return supervise(&args, &root, &exe);
-    }
-    if !args.no_build {
-        build_lce(&root, !args.debug)?;
-    }
-    if !exe.exists() {
-        return Err(format!(
-            "{} is missing (build it, or drop --no-build)",
-            exe.display()
-        ));
     }
     front()
 }

@@ -39,7 +39,7 @@ use std::process::{Command, Stdio};
 
 use crate::cluster::Replica;
 use crate::util::{
-    Rng, build_lce, create_dir, files_with, fnv1a64, read, run as run_command, stem, target_dir,
+    Rng, create_dir, files_with, fnv1a64, lce, read, run as run_command, stem, target_dir,
     workspace_root, write,
 };
 
@@ -133,7 +133,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         }
     }
     if !(no_serve && no_repaired) {
-        let lce = build_lce(&root, false)?;
+        let lce = lce(&root, false, true)?;
         if !no_serve {
             println!("conformance: live runs of {SCENARIOS} through `lce serve`");
             if let Err(e) = live(&root, &cache, &lce) {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use lce_testkit::corpus::{self, Mix, Options};
 
-use crate::util::{build_lce, workspace_root};
+use crate::util::{lce, workspace_root};
 
 /// What one `lce encode` run measured.
 struct Measured {
@@ -72,7 +72,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     } = args;
     let timeout = Duration::from_secs(timeout);
     let root = workspace_root();
-    let lce = build_lce(&root, true)?;
+    let lce = lce(&root, true, true)?;
     let time_v = Path::new("/usr/bin/time").is_file();
     println!(
         "memcheck: lce encode --to {format}, {mix} runs, peak RSS by {}",

@@ -38,7 +38,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::cluster::{Replica, agent, read_whole, rss_kib};
-use crate::util::{Rng, build_lce, create_dir, files_with, lce_path, read, stem, workspace_root};
+use crate::util::{Rng, create_dir, files_with, lce, read, stem, workspace_root};
 
 /// What the command line asked for.
 #[derive(Debug, clap::Args)]
@@ -102,16 +102,7 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
         no_build,
     } = args;
     let root = workspace_root();
-    if !no_build {
-        build_lce(&root, !debug)?;
-    }
-    let exe = lce_path(&root, !debug);
-    if !exe.exists() {
-        return Err(format!(
-            "{} is missing (build it, or drop --no-build)",
-            exe.display()
-        ));
-    }
+    let exe = lce(&root, !debug, !no_build)?;
 
     let work = std::env::temp_dir().join(format!("lce-soak-{}", std::process::id()));
     let _ = fs::remove_dir_all(&work);

@@ -81,28 +81,29 @@ pub(crate) fn target_dir(root: &Path) -> PathBuf {
     }
 }
 
-/// Where `cargo build -p lce-cli` puts `lce` (`--release` or debug).
-pub(crate) fn lce_path(root: &Path, release: bool) -> PathBuf {
-    let profile = if release { "release" } else { "debug" };
-    let exe = format!("lce{}", std::env::consts::EXE_SUFFIX);
-    target_dir(root).join(profile).join(exe)
-}
-
-/// `cargo build --quiet -p lce-cli --bin lce` (`--release` if asked);
-/// returns the binary's path.
-pub(crate) fn build_lce(root: &Path, release: bool) -> Result<PathBuf, String> {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(root).args(["build", "--quiet"]);
-    if release {
-        cmd.arg("--release");
+/// The `lce` binary of `cargo build -p lce-cli` (`--release` or debug),
+/// built first (`cargo build --quiet`) when `build`.
+pub(crate) fn lce(root: &Path, release: bool, build: bool) -> Result<PathBuf, String> {
+    if build {
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cmd.current_dir(root)
+            .args(["build", "--quiet", "-p", "lce-cli", "--bin", "lce"]);
+        if release {
+            cmd.arg("--release");
+        }
+        run(&mut cmd).map_err(|e| format!("cannot build lce ({e})"))?;
     }
-    run(cmd.args(["-p", "lce-cli", "--bin", "lce"]))
-        .map_err(|e| format!("cannot build lce ({e})"))?;
-    let exe = lce_path(root, release);
+    let profile = if release { "release" } else { "debug" };
+    let exe = target_dir(root)
+        .join(profile)
+        .join(format!("lce{}", std::env::consts::EXE_SUFFIX));
     if exe.is_file() {
         Ok(exe)
     } else {
-        Err(format!("{} is missing after the build", exe.display()))
+        Err(format!(
+            "{} is missing (build it, or drop --no-build)",
+            exe.display()
+        ))
     }
 }
 
