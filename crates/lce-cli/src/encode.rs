@@ -29,7 +29,7 @@ use std::io::{self, Write};
 
 use futures::{FutureExt, Stream, StreamExt};
 use lce::prelude::*;
-use lce::stream::{Cause, WireFormat};
+use lce::stream::{Cause, EncodeOptions, WireFormat};
 
 use crate::input;
 use crate::usage::UsageError;
@@ -101,12 +101,10 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         .enable_time()
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
-    let options = RunOptions {
-        format,
-        agent_name,
-        ephemeral,
-        limits,
-    };
+    let options = EncodeOptions::new(format)
+        .agent_name(agent_name)
+        .ephemeral(ephemeral)
+        .limits(limits);
     runtime.block_on(encode(input, live, options, &name))
 }
 
@@ -131,37 +129,13 @@ fn lines(input: input::Input, live: bool) -> Lines {
     Box::pin(futures::stream::iter(lines))
 }
 
-/// What the command line chose for the run.
-struct RunOptions {
-    format: WireFormat,
-    agent_name: Option<String>,
-    ephemeral: bool,
-    limits: lce::types::Limits,
-}
-
 async fn encode(
     input: input::Input,
     live: bool,
-    options: RunOptions,
+    options: EncodeOptions,
     name: &str,
 ) -> Result<bool, UsageError> {
-    let RunOptions {
-        format,
-        agent_name,
-        ephemeral,
-        limits,
-    } = options;
-    let mut items = lines(input, live).peekable();
-    // The run's ids: the first line's, when it parses.
-    let first = std::pin::Pin::new(&mut items).peek().await;
-    let coordinator = Coordinator::new(
-        CoordinatorOptions::for_first_item(first)
-            .ephemeral(ephemeral)
-            .limits(limits),
-    );
-    let mut frames = lce::stream::source(items)
-        .enforced(coordinator)
-        .encoded(WireEncoder::new(format, agent_name));
+    let mut frames = lce::stream::encode_chain(lines(input, live), options).await;
 
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());

@@ -4,7 +4,7 @@
 use bytes::BytesMut;
 use futures::StreamExt;
 use lce::prelude::*;
-use lce::stream::{Cause, FrameEncoder};
+use lce::stream::{Cause, EncodeOptions, FrameEncoder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -166,14 +166,6 @@ impl PyEncodeResult {
     }
 }
 
-/// The chain's options from the Python arguments.
-struct RunOptions {
-    format: WireFormat,
-    agent_name: Option<String>,
-    ephemeral: bool,
-    limits: lce::types::Limits,
-}
-
 /// What one run through the chain gave.
 struct RunOutput {
     data: Vec<u8>,
@@ -195,30 +187,15 @@ struct Intervened {
 /// coordinator (sanitize, validate, commit to an in-memory store) and the
 /// chosen encoder. `Err` only when the coordinator's output did not encode
 /// (never, by its guarantee).
-fn run_chain(lines: &mut PyLines, options: RunOptions) -> Result<RunOutput, String> {
-    let RunOptions {
-        format,
-        agent_name,
-        ephemeral,
-        limits,
-    } = options;
+fn run_chain(lines: &mut PyLines, options: EncodeOptions) -> Result<RunOutput, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let items = lines.by_ref().map(|item| item.map_err(LceError::Parse));
-        let mut items = futures::stream::iter(items).peekable();
         // The run's ids: the first line's, when it parses (as `lce encode`).
-        let first = std::pin::Pin::new(&mut items).peek().await;
-        let coordinator = Coordinator::new(
-            CoordinatorOptions::for_first_item(first)
-                .ephemeral(ephemeral)
-                .limits(limits),
-        );
-        let mut frames = lce::stream::source(items)
-            .enforced(coordinator)
-            .encoded(WireEncoder::new(format, agent_name));
+        let mut frames = lce::stream::encode_chain(futures::stream::iter(items), options).await;
         let mut data = Vec::new();
         while let Some(frame) = frames.next().await {
             match frame {
@@ -261,7 +238,7 @@ fn run_chain(lines: &mut PyLines, options: RunOptions) -> Result<RunOutput, Stri
 fn encode_lines(
     py: Python<'_>,
     lines: &Bound<'_, PyAny>,
-    options: RunOptions,
+    options: EncodeOptions,
 ) -> PyResult<RunOutput> {
     let mut lines = PyLines::new(lines)?;
     let out = py.detach(|| shield(|| run_chain(&mut lines, options)))?;
@@ -277,13 +254,11 @@ fn run_options(
     agent_name: Option<String>,
     ephemeral: bool,
     limits: Option<&PyLimits>,
-) -> PyResult<RunOptions> {
-    Ok(RunOptions {
-        format: format(to)?,
-        agent_name,
-        ephemeral,
-        limits: limits::or_default(limits),
-    })
+) -> PyResult<EncodeOptions> {
+    Ok(EncodeOptions::new(format(to)?)
+        .agent_name(agent_name)
+        .ephemeral(ephemeral)
+        .limits(limits::or_default(limits)))
 }
 
 /// A whole run through the coordinator and the encoder: the same bytes as

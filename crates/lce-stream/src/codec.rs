@@ -112,7 +112,9 @@ impl Decoder for EventLinesDecoder {
 /// one item (an event, or a [`LceError::Parse`](crate::error::LceError::Parse)
 /// naming its line); an I/O error is the last item. Start a chain with it
 /// through [`source`](crate::source).
-pub fn read_event_lines<R>(reader: R) -> impl futures::Stream<Item = Result<Event, crate::error::LceError>>
+pub fn read_event_lines<R>(
+    reader: R,
+) -> impl futures::Stream<Item = Result<Event, crate::error::LceError>>
 where
     R: tokio::io::AsyncRead,
 {

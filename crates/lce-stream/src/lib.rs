@@ -8,7 +8,8 @@
 //!   [`coordinated`](LifecycleStreamExt::coordinated) and
 //!   [`encoded`](LifecycleStreamExt::encoded) (SSE bytes, one chunk per
 //!   event: its whole frames), and [`enforced`](LifecycleStreamExt::enforced),
-//!   the chain lce builds in one call. [`events`] (a stream of plain events)
+//!   the chain lce builds in one call; [`encode_chain`] is the whole of
+//!   `lce encode` (items in, frames out) for every caller. [`events`] (a stream of plain events)
 //!   and [`source`] (a stream of `Result<Event, LceError>`) start a chain: a
 //!   [`LifecycleStream`], which says what its stages dropped. Like
 //!   `futures`' adaptors, each gives access to the stream it wraps
@@ -44,6 +45,7 @@
 
 mod audit;
 mod cancel;
+mod chain;
 pub mod codec;
 pub mod coordinator;
 mod encoder;
@@ -54,6 +56,7 @@ mod store;
 
 pub use audit::{MemoryAudit, TracingAudit};
 pub use cancel::CancelHandle;
+pub use chain::{EncodeChain, EncodeOptions, encode_chain};
 pub use codec::{EventLinesDecoder, SseDecodeError, SseDecoder, SseFrame};
 pub use coordinator::{Coordinated, Coordinator, CoordinatorOptions, Intervention};
 pub use encoder::WireEncoder;
