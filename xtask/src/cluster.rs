@@ -5,15 +5,15 @@
 //!
 //! - Builds `lce` (`cargo build -p lce-cli --bin lce`, release, or
 //!   debug with `--debug`; `--no-build` takes the one already built).
-//! - Starts `redis-server` on a free loopback port in a temporary folder
-//!   (`appendonly yes`, `appendfsync always`, no RDB snapshots: the setting
-//!   under which the gateway's guarantees are tested), writes a token secret
-//!   and an ingest token there, and starts the replicas on free ports with
-//!   them.
+//! - Starts `redis-server` (`lce-testkit`'s) on a free loopback port in a
+//!   temporary folder (`appendonly yes`, `appendfsync always`, no RDB
+//!   snapshots: the setting under which the gateway's guarantees are
+//!   tested), writes a token secret and an ingest token into a folder of
+//!   the cluster, and starts the replicas on free ports with them.
 //! - Prints the addresses and the commands, then runs until Ctrl-C (or,
 //!   with `--seconds N`, N seconds), and stops everything: SIGTERM to the
-//!   replicas (each releases the runs it owns), then to Redis, and removes
-//!   the folder.
+//!   replicas (each releases the runs it owns), then `SHUTDOWN` to Redis,
+//!   and removes the folders.
 //! - With `--seconds N` it is also a smoke test (CI runs it): it does what
 //!   the printed commands do, in Rust (`ureq`, no `curl`):
 //!   pushes the scenario to replica 1, reads it back from replica 2 and
@@ -24,8 +24,8 @@
 //!   check is done if that is later.
 //!
 //! Ctrl-C: a terminal's Ctrl-C reaches every process of the foreground
-//! group, and xtask (`unsafe` forbidden, no signal crate) cannot catch it. So the
-//! command re-runs itself as a *supervisor* in a process group of its own
+//! group, and xtask (`unsafe` forbidden, no signal crate) cannot catch it.
+//! So the command re-runs itself as a *supervisor* in a process group of its own
 //! (the redis-server and the replicas are its children, out of Ctrl-C's
 //! reach too) and holds the write end of a pipe on the supervisor's stdin.
 //! Ctrl-C ends the front process; the pipe closes; the supervisor sees the
@@ -123,14 +123,6 @@ fn front() -> Result<(), String> {
     Err("cargo xtask cluster needs a Unix (process groups, /proc, SIGTERM)".to_owned())
 }
 
-/// Why the supervisor stops.
-enum Stop {
-    /// The front process ended (Ctrl-C) or `--seconds` ran out.
-    Asked,
-    /// A process of the cluster exited by itself.
-    Died(String),
-}
-
 /// The supervisor: starts the cluster, prints how to use it, waits, stops
 /// it and removes its folder.
 fn supervise(options: &Args, root: &Path, exe: &Path) -> Result<(), String> {
@@ -210,7 +202,7 @@ fn run_cluster(
             Err(e) => Err(format!("smoke: {e}")),
         },
     };
-    let stop = if checked.is_ok() {
+    let died = if checked.is_ok() {
         let deadline = options.seconds.map(|s| up + Duration::from_secs(s));
         match deadline {
             Some(d) => println!(
@@ -221,34 +213,39 @@ fn run_cluster(
         }
         wait(cluster, stop_rx, deadline)
     } else {
-        Stop::Asked
+        None
     };
     println!("stopping: SIGTERM to the replicas, then SHUTDOWN to redis-server");
     let stopped = cluster.stop();
     checked?;
-    if let Stop::Died(what) = stop {
+    if let Some(what) = died {
         return Err(what);
     }
     stopped
 }
 
-/// Waits for the stop signal, the deadline or a process of the cluster
-/// that exits by itself.
-fn wait(cluster: &mut Cluster, stop: &mpsc::Receiver<()>, deadline: Option<Instant>) -> Stop {
+/// Waits for the stop signal (the front process ended: Ctrl-C), the
+/// deadline (`--seconds`) or a process of the cluster that exits by itself,
+/// which it names.
+fn wait(
+    cluster: &mut Cluster,
+    stop: &mpsc::Receiver<()>,
+    deadline: Option<Instant>,
+) -> Option<String> {
     loop {
         let step = Duration::from_millis(250);
         let step = deadline.map_or(step, |d| {
             step.min(d.saturating_duration_since(Instant::now()))
         });
         match stop.recv_timeout(step) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return Stop::Asked,
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Stop::Asked;
+            return None;
         }
         if let Some(what) = cluster.exited() {
-            return Stop::Died(what);
+            return Some(what);
         }
     }
 }
@@ -777,6 +774,7 @@ impl Drop for Replica {
 /// A whole HTTP response.
 #[derive(Debug)]
 pub(crate) struct HttpResponse {
+    /// The status code.
     pub(crate) status: u16,
     /// The body, de-chunked.
     pub(crate) body: Vec<u8>,

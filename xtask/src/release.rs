@@ -10,8 +10,9 @@
 //!    `target/xtask-release/workspace/`, and everything below happens there,
 //!    with `target/xtask-release/target/` as the build folder: the real tree
 //!    is not touched.
-//! 3. Lockstep bump: `[workspace.package] version`, and the `version` of every
-//!    inline dependency that also has a `path` (the internal crates in
+//! 3. Lockstep bump (`toml_edit`, layout and comments kept):
+//!    `[workspace.package] version`, and the `version` of every dependency
+//!    that also has a `path`, inline or as a table (the internal crates in
 //!    `[workspace.dependencies]`, and any path dependency in a member
 //!    manifest). A member that does not inherit `version.workspace = true`
 //!    is an error. `Cargo.lock` is refreshed with `cargo update --workspace`.
