@@ -697,7 +697,8 @@ pub(crate) struct Replica {
 }
 
 impl Replica {
-    /// Starts `exe` with `args` (an `lce serve` command line), stderr to
+    /// Starts `exe` with `args` (an `lce serve` command line, or another
+    /// server that says where it listens as `lce serve` does), stderr to
     /// `log`; waits for its `listening on http://ADDR` line.
     pub(crate) fn start(exe: &Path, args: &[OsString], log: &Path) -> Result<Replica, String> {
         let log_file = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -716,7 +717,8 @@ impl Replica {
             let status = wait_or_kill(&mut child, Duration::from_secs(5));
             let stderr = fs::read_to_string(log).unwrap_or_default();
             return Err(format!(
-                "lce serve did not start ({}): {}",
+                "{} did not start ({}): {}",
+                exe.display(),
                 status.map_or_else(|e| e, |s| s.to_string()),
                 stderr.trim()
             ));

@@ -33,7 +33,6 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -234,27 +233,11 @@ fn live(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
 /// agent `demo`: text, a streamed tool call, the approval interrupt).
 fn gateway(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
     let script = root.join("examples/harness-python/harness.py");
-    let mut harness = Command::new("python3")
-        .arg(&script)
-        .args(["--port", "0", "--pace", "0", "--quiet", "--agents", "demo"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start python3 {}: {e}", script.display()))?;
-    let mut line = String::new();
-    let read = harness
-        .stdout
-        .take()
-        .map(|out| BufReader::new(out).read_line(&mut line));
-    let url = match (read, line.trim().strip_prefix("listening on ")) {
-        (Some(Ok(_)), Some(url)) => url.to_owned(),
-        _ => {
-            let _ = harness.kill();
-            let _ = harness.wait();
-            return Err(format!("the harness did not start (first line {line:?})"));
-        }
-    };
+    let mut args = vec![OsString::from(script)];
+    args.extend(["--port", "0", "--pace", "0", "--quiet", "--agents", "demo"].map(OsString::from));
+    let harness_log = target_dir(root).join("conformance-harness.log");
+    let harness = Replica::start(Path::new("python3"), &args, &harness_log)?;
+    let url = format!("http://{}", harness.addr);
     let log = target_dir(root).join("conformance-gateway.log");
     let result = serve(lce, &["--upstream", &url], &log).and_then(|server| {
         let mut node = Command::new("node");
@@ -267,8 +250,7 @@ fn gateway(root: &Path, cache: &Path, lce: &Path) -> Result<(), String> {
         drop(server);
         result.map_err(|e| format!("{e}; server log: {}", log.display()))
     });
-    let _ = harness.kill();
-    let _ = harness.wait();
+    drop(harness);
     result
 }
 
