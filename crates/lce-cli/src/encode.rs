@@ -101,10 +101,8 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         .enable_time()
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
-    let options = EncodeOptions::new(format)
-        .agent_name(agent_name)
-        .ephemeral(ephemeral)
-        .limits(limits);
+    let mut options = EncodeOptions::new(format);
+    (options.agent_name, options.ephemeral, options.limits) = (agent_name, ephemeral, limits);
     runtime.block_on(encode(input, live, options, &name))
 }
 

@@ -97,6 +97,13 @@ fn golden(name: &str, protocol: &str, run_id: &str) -> String {
     golden.replace(first["run_id"].as_str().unwrap(), run_id)
 }
 
+/// A DA start of the scenario `name` (under its own conversation id) at
+/// `path`.
+async fn start(router: &Router, path: &str, name: &str, protocol: &str) -> Answer {
+    let body = start_body(name, protocol, &conversation_of(name));
+    send(router, post(path, body)).await
+}
+
 fn conversation_of(name: &str) -> String {
     let scenario =
         std::fs::read_to_string(root().join(format!("fixtures/scenarios/{name}.jsonl"))).unwrap();
@@ -161,13 +168,11 @@ async fn the_gateway_nests_under_a_prefix_beside_the_hosts_routes_and_layers() {
                 }
             },
         ));
-    let conversation = conversation_of("plain-text-answer");
-    let answer = send(
+    let answer = start(
         &app,
-        post(
-            "/agents/api/v1/chat/stream/start",
-            start_body("plain-text-answer", "custom", &conversation),
-        ),
+        "/agents/api/v1/chat/stream/start",
+        "plain-text-answer",
+        "custom",
     )
     .await;
     assert_eq!(answer.status, 200);
@@ -203,13 +208,11 @@ async fn the_gateway_nests_under_a_prefix_beside_the_hosts_routes_and_layers() {
 async fn a_run_reads_back_from_the_log_with_its_token_and_resumes_after_a_frame() {
     let gw = gateway().await;
     let router = gw.router();
-    let conversation = conversation_of("tool-approval-interrupt");
-    let live = send(
+    let live = start(
         &router,
-        post(
-            "/api/v1/chat/stream/start",
-            start_body("tool-approval-interrupt", "agui", &conversation),
-        ),
+        "/api/v1/chat/stream/start",
+        "tool-approval-interrupt",
+        "agui",
     )
     .await;
     let run_id = live.header("x-run-id").unwrap().to_owned();
@@ -399,11 +402,14 @@ async fn invoke_answers_das_json_and_cancel_without_a_run_is_false() {
     assert_eq!(gw.running(), 0);
 }
 
+/// What the harness saw of a request: run id, agent, input, Authorization.
+type Seen = (String, String, RunInput, Option<String>);
+
 /// A harness written in Rust, in-process: it records the requests and
 /// cancels it gets and plays a run that waits for its cancel.
 #[derive(Default)]
 struct InProcess {
-    requests: Mutex<Vec<(String, String, RunInput, Option<String>)>>,
+    requests: Mutex<Vec<Seen>>,
     cancels: Mutex<Vec<String>>,
 }
 
@@ -480,7 +486,10 @@ async fn an_in_process_upstream_gets_the_request_and_the_cancel_and_the_run_ends
     assert_eq!(agent, "my-agent");
     assert_eq!(*input, RunInput::Message("hello".into()));
     assert_eq!(auth.as_deref(), Some("Bearer user-token"));
-    assert_eq!(*harness.cancels.lock().unwrap(), [run_id.clone()]);
+    assert_eq!(
+        *harness.cancels.lock().unwrap(),
+        std::slice::from_ref(run_id)
+    );
 }
 
 #[tokio::test]
@@ -503,7 +512,8 @@ async fn shutdown_ends_the_runs_it_drives_as_cancelled_shutdown() {
     // Wait until the run's first events are in the log.
     let mut logged = 0;
     for _ in 0..400 {
-        if let Some((run_id, ..)) = harness.requests.lock().unwrap().first().cloned() {
+        let first = harness.requests.lock().unwrap().first().cloned();
+        if let Some((run_id, ..)) = first {
             logged = gw
                 .log()
                 .read(&run_id, 0, 100, Duration::ZERO)

@@ -255,10 +255,10 @@ fn run_options(
     ephemeral: bool,
     limits: Option<&PyLimits>,
 ) -> PyResult<EncodeOptions> {
-    Ok(EncodeOptions::new(format(to)?)
-        .agent_name(agent_name)
-        .ephemeral(ephemeral)
-        .limits(limits::or_default(limits)))
+    let mut options = EncodeOptions::new(format(to)?);
+    (options.agent_name, options.ephemeral) = (agent_name, ephemeral);
+    options.limits = limits::or_default(limits);
+    Ok(options)
 }
 
 /// A whole run through the coordinator and the encoder: the same bytes as

@@ -869,10 +869,10 @@ impl RunLog for RedisRunLog {
         &self,
         run_id: &str,
         owner: &str,
-        position: u64,
+        at: u64,
         entries: Vec<LogEntry>,
     ) -> LogFuture<()> {
-        let in_flight = InFlight::enter(&self.inner, run_id, position);
+        let in_flight = InFlight::enter(&self.inner, run_id, at);
         let owner = owner.to_owned();
         Box::pin(async move {
             let inner = Arc::clone(&in_flight.inner);

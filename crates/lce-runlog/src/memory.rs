@@ -205,14 +205,8 @@ impl RunLog for MemoryRunLog {
     }
 
     /// Under one lock: whole or not at all.
-    fn append_batch(
-        &self,
-        run_id: &str,
-        owner: &str,
-        position: u64,
-        entries: Vec<LogEntry>,
-    ) -> LogFuture<()> {
-        ready(self.append_now(run_id, owner, position, entries))
+    fn append_batch(&self, run: &str, by: &str, at: u64, batch: Vec<LogEntry>) -> LogFuture<()> {
+        ready(self.append_now(run, by, at, batch))
     }
 
     fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {

@@ -428,62 +428,38 @@ struct BatchSizes {
     sizes: std::sync::Mutex<Vec<usize>>,
 }
 
+/// Methods that go to the inner log as they are.
+macro_rules! to_inner {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(fn $name(&self, $($arg: $ty),*) -> lce_runlog::LogFuture<$out> {
+            self.inner.$name($($arg),*)
+        })*
+    };
+}
+
 impl RunLog for BatchSizes {
-    fn create(&self, info: RunInfo, lease: Duration) -> lce_runlog::LogFuture<()> {
-        self.inner.create(info, lease)
-    }
-    fn append(
-        &self,
-        run_id: &str,
-        owner: &str,
-        position: u64,
-        entry: LogEntry,
-    ) -> lce_runlog::LogFuture<()> {
-        self.sizes.lock().unwrap().push(1);
-        self.inner.append(run_id, owner, position, entry)
-    }
     fn append_batch(
         &self,
-        run_id: &str,
-        owner: &str,
-        position: u64,
-        entries: Vec<LogEntry>,
+        run: &str,
+        by: &str,
+        at: u64,
+        batch: Vec<LogEntry>,
     ) -> lce_runlog::LogFuture<()> {
-        self.sizes.lock().unwrap().push(entries.len());
-        self.inner.append_batch(run_id, owner, position, entries)
+        self.sizes.lock().unwrap().push(batch.len());
+        self.inner.append_batch(run, by, at, batch)
     }
-    fn read(
-        &self,
-        run_id: &str,
-        after: u64,
-        max: usize,
-        wait: Duration,
-    ) -> lce_runlog::LogFuture<lce_runlog::LogBatch> {
-        self.inner.read(run_id, after, max, wait)
-    }
-    fn info(&self, run_id: &str) -> lce_runlog::LogFuture<Option<RunInfo>> {
-        self.inner.info(run_id)
-    }
-    fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> lce_runlog::LogFuture<bool> {
-        self.inner.renew(run_id, owner, lease)
-    }
-    fn release(&self, run_id: &str, owner: &str) -> lce_runlog::LogFuture<()> {
-        self.inner.release(run_id, owner)
-    }
-    fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> lce_runlog::LogFuture<bool> {
-        self.inner.claim(run_id, claimant, lease)
-    }
-    fn orphans(&self) -> lce_runlog::LogFuture<Vec<String>> {
-        self.inner.orphans()
-    }
-    fn request_cancel(&self, run_id: &str) -> lce_runlog::LogFuture<bool> {
-        self.inner.request_cancel(run_id)
-    }
-    fn cancel_requested(&self, run_id: &str) -> lce_runlog::LogFuture<bool> {
-        self.inner.cancel_requested(run_id)
-    }
-    fn running_run(&self, conversation_id: &str) -> lce_runlog::LogFuture<Option<String>> {
-        self.inner.running_run(conversation_id)
+    to_inner! {
+        create(info: RunInfo, lease: Duration) -> ();
+        append(run_id: &str, owner: &str, position: u64, entry: LogEntry) -> ();
+        read(run_id: &str, after: u64, max: usize, wait: Duration) -> lce_runlog::LogBatch;
+        info(run_id: &str) -> Option<RunInfo>;
+        renew(run_id: &str, owner: &str, lease: Duration) -> bool;
+        release(run_id: &str, owner: &str) -> ();
+        claim(run_id: &str, claimant: &str, lease: Duration) -> bool;
+        orphans() -> Vec<String>;
+        request_cancel(run_id: &str) -> bool;
+        cancel_requested(run_id: &str) -> bool;
+        running_run(conversation_id: &str) -> Option<String>;
     }
 }
 
