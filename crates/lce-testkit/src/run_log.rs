@@ -1030,153 +1030,66 @@ pub async fn running_run_is_the_newest_unsealed_run(log: &dyn RunLog) {
     let check = "running_run_is_the_newest_unsealed_run";
     let conversation = fresh_run_id("conversation");
     let elsewhere = fresh_run_id("elsewhere");
-    let running = |c: &str| {
-        let c = c.to_owned();
-        async move { log.running_run(&c).await.unwrap() }
+    let start = async |label: &str, conversation: &str, owner: &str| {
+        new_run_in(log, fresh_run_id(label), conversation, owner, LONG).await
     };
-    assert_eq!(running(&conversation).await, None, "{check}: no run yet");
+    // `running_run` of `conversation` names `expected`'s run (none for `None`).
+    let running = async |conversation: &str, expected: Option<&RunInfo>, what: &str| {
+        assert_eq!(
+            log.running_run(conversation).await.unwrap().as_deref(),
+            expected.map(|info| info.run_id.as_str()),
+            "{check}: {what}"
+        );
+    };
+    let append = async |info: &RunInfo, owner: &str, position: u64, event: Event| {
+        let appended = log.append(&info.run_id, owner, position, LogEntry::Event(event));
+        assert_eq!(appended.await, Ok(()), "{check}: {owner} at {position}");
+    };
+    running(&conversation, None, "no run yet").await;
 
-    let (a, mut run_a) = new_run_in(
-        log,
-        fresh_run_id("running-a"),
+    let (a, mut run_a) = start("running-a", &conversation, "replica-a").await;
+    running(&conversation, Some(&a), "the new run").await;
+    let (x, mut run_x) = start("running-x", &elsewhere, "replica-b").await;
+    running(&elsewhere, Some(&x), "the other conversation's run").await;
+    running(
         &conversation,
-        "replica-a",
-        LONG,
+        Some(&a),
+        "the first conversation keeps its run",
     )
     .await;
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(a.run_id.as_str()),
-        "{check}: the new run"
-    );
-    let (x, mut run_x) = new_run_in(
-        log,
-        fresh_run_id("running-x"),
-        &elsewhere,
-        "replica-b",
-        LONG,
-    )
-    .await;
-    assert_eq!(
-        running(&elsewhere).await.as_deref(),
-        Some(x.run_id.as_str()),
-        "{check}: the other conversation's run"
-    );
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(a.run_id.as_str()),
-        "{check}: the first conversation keeps its run"
-    );
-    assert_eq!(
-        log.append(
-            &a.run_id,
-            "replica-a",
-            1,
-            LogEntry::Event(run_a.run_started())
-        )
-        .await,
-        Ok(())
-    );
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(a.run_id.as_str()),
-        "{check}: after an entry"
-    );
+    append(&a, "replica-a", 1, run_a.run_started()).await;
+    running(&conversation, Some(&a), "after an entry").await;
 
     // A second run of the conversation replaces the first; the first's
     // terminal then leaves the second in place.
-    let (b, mut run_b) = new_run_in(
-        log,
-        fresh_run_id("running-b"),
-        &conversation,
-        "replica-b",
-        LONG,
+    let (b, mut run_b) = start("running-b", &conversation, "replica-b").await;
+    running(&conversation, Some(&b), "the second run replaces the first").await;
+    append(&a, "replica-a", 2, run_a.run_finished()).await;
+    running(&conversation, Some(&b), "the first run's terminal").await;
+    append(&b, "replica-b", 1, run_b.run_cancelled()).await;
+    running(&conversation, None, "after the second run's terminal").await;
+    running(
+        &elsewhere,
+        Some(&x),
+        "the other conversation's run after the first's ended",
     )
     .await;
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(b.run_id.as_str()),
-        "{check}: the second run replaces the first"
-    );
-    assert_eq!(
-        log.append(
-            &a.run_id,
-            "replica-a",
-            2,
-            LogEntry::Event(run_a.run_finished())
-        )
-        .await,
-        Ok(())
-    );
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(b.run_id.as_str()),
-        "{check}: the first run's terminal"
-    );
-    assert_eq!(
-        log.append(
-            &b.run_id,
-            "replica-b",
-            1,
-            LogEntry::Event(run_b.run_cancelled())
-        )
-        .await,
-        Ok(())
-    );
-    assert_eq!(
-        running(&conversation).await,
-        None,
-        "{check}: after the second run's terminal"
-    );
-    assert_eq!(
-        running(&elsewhere).await.as_deref(),
-        Some(x.run_id.as_str()),
-        "{check}: the other conversation's run after the first's ended"
-    );
 
     // Ended by a claimant (a takeover): none either.
-    let (c, mut run_c) = new_run_in(
-        log,
-        fresh_run_id("running-c"),
-        &conversation,
-        "replica-a",
-        LONG,
-    )
-    .await;
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(c.run_id.as_str()),
-        "{check}: a third run"
-    );
+    let (c, mut run_c) = start("running-c", &conversation, "replica-a").await;
+    running(&conversation, Some(&c), "a third run").await;
     assert_eq!(log.release(&c.run_id, "replica-a").await, Ok(()));
     assert_eq!(log.claim(&c.run_id, "replica-b", LONG).await, Ok(true));
-    assert_eq!(
-        running(&conversation).await.as_deref(),
-        Some(c.run_id.as_str()),
-        "{check}: claimed, not yet ended"
-    );
-    let closure =
-        LogEntry::Event(run_c.run_error("run_incomplete", "The run ended without a terminal."));
-    assert_eq!(log.append(&c.run_id, "replica-b", 1, closure).await, Ok(()));
-    assert_eq!(
-        running(&conversation).await,
-        None,
-        "{check}: after the claimant's terminal"
-    );
+    running(&conversation, Some(&c), "claimed, not yet ended").await;
+    let closure = run_c.run_error("run_incomplete", "The run ended without a terminal.");
+    append(&c, "replica-b", 1, closure).await;
+    running(&conversation, None, "after the claimant's terminal").await;
 
-    assert_eq!(
-        log.append(
-            &x.run_id,
-            "replica-b",
-            1,
-            LogEntry::Event(run_x.run_finished())
-        )
-        .await,
-        Ok(())
-    );
-    assert_eq!(
-        running(&elsewhere).await,
+    append(&x, "replica-b", 1, run_x.run_finished()).await;
+    running(
+        &elsewhere,
         None,
-        "{check}: the other conversation after its terminal"
-    );
+        "the other conversation after its terminal",
+    )
+    .await;
 }
