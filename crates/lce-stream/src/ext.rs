@@ -202,6 +202,47 @@ macro_rules! fused_when_inner_is {
     };
 }
 
+/// For a stage that counts what it does in its field `$count`: the getter
+/// of that count (documented `$doc`), and its [`LifecycleStream`], its
+/// stream's counts plus its own in [`StageCounts`]' field `$total`.
+macro_rules! counting_stage {
+    ($name:ident, $count:ident => $total:ident, $doc:literal) => {
+        impl<S> $name<S> {
+            #[doc = $doc]
+            pub fn $count(&self) -> u64 {
+                self.$count
+            }
+        }
+
+        #[doc = concat!("Its stream's counts plus its own `", stringify!($count), "`.")]
+        impl<S: LifecycleStream> LifecycleStream for $name<S> {
+            fn stage_counts(&self) -> StageCounts {
+                let mut counts = self.inner.stage_counts();
+                counts.$total += self.$count;
+                counts
+            }
+        }
+    };
+}
+
+/// Polls `inner` and hands an event to `f` where it lies: the item goes on
+/// as it came (no move of the event in or out), or, where `f` fails, its
+/// error in the event's place.
+#[inline]
+fn poll_in_place<S: Stream<Item = Result<Event, LceError>>>(
+    inner: Pin<&mut S>,
+    cx: &mut Context<'_>,
+    f: impl FnOnce(&mut Event) -> Result<(), LceError>,
+) -> Poll<Option<S::Item>> {
+    let mut poll = inner.poll_next(cx);
+    if let Poll::Ready(Some(Ok(e))) = &mut poll {
+        if let Err(err) = f(e) {
+            return Poll::Ready(Some(Err(err)));
+        }
+    }
+    poll
+}
+
 pin_project! {
     /// The start of a chain: see [`source`] and [`events`]. Passes the
     /// stream's items on as they are.
@@ -253,13 +294,11 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sequenced<S> {
     #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        // In place: the item is returned as it came (no move of the event).
-        let mut poll = this.inner.poll_next(cx);
-        if let Poll::Ready(Some(Ok(e))) = &mut poll {
+        poll_in_place(this.inner, cx, |e| {
             e.sequence = *this.next;
             *this.next = this.next.saturating_add(1);
-        }
-        poll
+            Ok(())
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -285,13 +324,6 @@ pin_project! {
         #[pin]
         inner: S,
         dropped: u64,
-    }
-}
-
-impl<S> DropEmptyDeltas<S> {
-    /// How many empty deltas were dropped so far.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
     }
 }
 
@@ -326,15 +358,11 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for DropEmptyDeltas<S> {
 
 delegate_access_inner!(DropEmptyDeltas<S>);
 fused_when_inner_is!(DropEmptyDeltas);
-
-/// Its stream's counts plus the empty deltas it dropped.
-impl<S: LifecycleStream> LifecycleStream for DropEmptyDeltas<S> {
-    fn stage_counts(&self) -> StageCounts {
-        let mut counts = self.inner.stage_counts();
-        counts.empty_deltas += self.dropped;
-        counts
-    }
-}
+counting_stage!(
+    DropEmptyDeltas,
+    dropped => empty_deltas,
+    "How many empty deltas were dropped so far."
+);
 
 pin_project! {
     /// See [`LifecycleStreamExt::sanitized`].
@@ -348,41 +376,30 @@ pin_project! {
     }
 }
 
-impl<S> Sanitized<S> {
-    /// How many events the sanitizer changed so far.
-    pub fn cleaned(&self) -> u64 {
-        self.cleaned
-    }
-}
-
 impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sanitized<S> {
     type Item = S::Item;
 
     #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        // In place: the event is cleaned where it lies and the item returned
-        // as it came (no move of the event in or out).
-        let mut poll = this.inner.poll_next(cx);
-        if let Poll::Ready(Some(Ok(e))) = &mut poll {
-            match this.sanitizer.sanitize_in_place(e) {
-                Ok(report) => {
-                    if !report.is_clean() {
-                        *this.cleaned += 1;
-                    }
+        let (sanitizer, cleaned) = (this.sanitizer, this.cleaned);
+        poll_in_place(this.inner, cx, |e| match sanitizer.sanitize_in_place(e) {
+            Ok(report) => {
+                if !report.is_clean() {
+                    *cleaned += 1;
                 }
-                Err(rejection) => {
-                    tracing::debug!(target: "lce::stream", kind = ?rejection.kind, "sanitizer rejection");
-                    let (sequence, event_type) = (e.sequence, e.event_type());
-                    return Poll::Ready(Some(Err(LceError::Rejected {
-                        sequence,
-                        event_type,
-                        rejection,
-                    })));
-                }
+                Ok(())
             }
-        }
-        poll
+            Err(rejection) => {
+                tracing::debug!(target: "lce::stream", kind = ?rejection.kind, "sanitizer rejection");
+                let (sequence, event_type) = (e.sequence, e.event_type());
+                Err(LceError::Rejected {
+                    sequence,
+                    event_type,
+                    rejection,
+                })
+            }
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -392,15 +409,11 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Sanitized<S> {
 
 delegate_access_inner!(Sanitized<S>);
 fused_when_inner_is!(Sanitized);
-
-/// Its stream's counts plus the events it changed.
-impl<S: LifecycleStream> LifecycleStream for Sanitized<S> {
-    fn stage_counts(&self) -> StageCounts {
-        let mut counts = self.inner.stage_counts();
-        counts.cleaned += self.cleaned;
-        counts
-    }
-}
+counting_stage!(
+    Sanitized,
+    cleaned => cleaned,
+    "How many events the sanitizer changed so far."
+);
 
 pin_project! {
     /// See [`LifecycleStreamExt::validated`].
@@ -423,11 +436,6 @@ pin_project! {
 const DRAIN_BUDGET: u32 = 1024;
 
 impl<S> Validated<S> {
-    /// How many items were drained and dropped after the first error item.
-    pub fn discarded(&self) -> u64 {
-        self.discarded
-    }
-
     /// The validator, for its counts (events, bytes) and state.
     pub fn validator(&self) -> &RunValidator {
         &self.validator
@@ -490,21 +498,17 @@ impl<S: Stream<Item = Result<Event, LceError>>> Stream for Validated<S> {
 }
 
 delegate_access_inner!(Validated<S>);
+counting_stage!(
+    Validated,
+    discarded => discarded,
+    "How many items were drained and dropped after the first error item."
+);
 
 /// Terminated once the stream has ended (rule 12's violation, if there was
 /// one to report, yielded).
 impl<S: Stream<Item = Result<Event, LceError>>> FusedStream for Validated<S> {
     fn is_terminated(&self) -> bool {
         self.done
-    }
-}
-
-/// Its stream's counts plus the items it drained after the first error.
-impl<S: LifecycleStream> LifecycleStream for Validated<S> {
-    fn stage_counts(&self) -> StageCounts {
-        let mut counts = self.inner.stage_counts();
-        counts.discarded += self.discarded;
-        counts
     }
 }
 
