@@ -37,7 +37,7 @@ const RELIABILITY: &str = "docs/reliability.md";
 /// `lce-testkit` the unpublished test kit, and `lce-python`'s tests are
 /// Python, which cargo-mutants cannot run: none is measured here).
 /// `lce-redis`'s tests start their own Redis (`redis-server` on the `PATH`).
-pub(crate) const CRATES: [&str; 10] = [
+pub(crate) const CRATES: [&str; 12] = [
     "lce-types",
     "lce-wire",
     "lce-core",
@@ -46,7 +46,9 @@ pub(crate) const CRATES: [&str; 10] = [
     "lce-encode-custom",
     "lce-encode-agui",
     "lce-stream",
+    "lce-runlog",
     "lce-redis",
+    "lce-gateway",
     "lce",
 ];
 
