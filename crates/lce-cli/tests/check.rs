@@ -225,6 +225,25 @@ fn broken_at_line_2(bad: &str) -> String {
     format!("{}\n{bad}\n", good_run().lines().next().unwrap())
 }
 
+/// A line 2 that is not JSON: no `:` at byte 20.
+const NOT_JSON: &str = r#"{"version":1,"type" "x"}"#;
+
+/// A scratch folder for `test` with [`good_run`] as `good.jsonl` and a run
+/// whose line 2 is [`NOT_JSON`] as `bad.jsonl`; the folder and both paths.
+fn good_and_bad(test: &str) -> (Scratch, String, String) {
+    let dir = Scratch::new(test);
+    let good = dir.file("good.jsonl", &good_run());
+    let bad = dir.file("bad.jsonl", &broken_at_line_2(NOT_JSON));
+    (dir, good, bad)
+}
+
+/// The JSON values of `out`, one a line.
+fn json_lines(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The run of [`good_run`] without its terminal: a rule violation.
 fn without_terminal() -> String {
     let run = good_run();
@@ -234,12 +253,7 @@ fn without_terminal() -> String {
 
 #[test]
 fn several_files_each_problem_prefixed_with_its_file() {
-    let dir = Scratch::new("several");
-    let good = dir.file("good.jsonl", &good_run());
-    let bad = dir.file(
-        "bad.jsonl",
-        &broken_at_line_2(r#"{"version":1,"type" "x"}"#),
-    );
+    let (dir, good, bad) = good_and_bad("several");
     let cut = dir.file("cut.jsonl", &without_terminal());
     let (code, out, err) = lce(&["check", &good, &bad, &cut]);
     assert_eq!(code, 1, "{err}");
@@ -256,11 +270,7 @@ fn several_files_each_problem_prefixed_with_its_file() {
 
 #[test]
 fn an_unreadable_file_is_reported_and_the_others_still_checked() {
-    let dir = Scratch::new("unreadable");
-    let bad = dir.file(
-        "bad.jsonl",
-        &broken_at_line_2(r#"{"version":1,"type" "x"}"#),
-    );
+    let (dir, _, bad) = good_and_bad("unreadable");
     let missing = dir.0.join("missing.jsonl");
     let missing = missing.to_str().unwrap();
     let (code, _, err) = lce(&["check", missing, &bad]);
@@ -274,10 +284,7 @@ fn an_unreadable_file_is_reported_and_the_others_still_checked() {
     // The JSON report has an object for it too.
     let (code, out, _) = lce(&["check", "--json", missing, &bad]);
     assert_eq!(code, 2);
-    let reports: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reports = json_lines(&out);
     assert_eq!(reports.len(), 2, "{out}");
     assert_eq!(reports[0]["file"], missing);
     assert_eq!(reports[0]["ok"], false);
@@ -306,12 +313,7 @@ fn a_dash_reads_stdin_among_files() {
 
 #[test]
 fn summary_counts_files_runs_events_and_problems() {
-    let dir = Scratch::new("summary");
-    let good = dir.file("good.jsonl", &good_run());
-    let bad = dir.file(
-        "bad.jsonl",
-        &broken_at_line_2(r#"{"version":1,"type" "x"}"#),
-    );
+    let (dir, good, bad) = good_and_bad("summary");
     let (code, out, _) = lce(&["check", "--summary", &good, &bad]);
     assert_eq!(code, 1);
     assert_eq!(out, "summary: 2 files, 2 runs, 9 events, 1 problem\n");
@@ -327,10 +329,7 @@ fn summary_counts_files_runs_events_and_problems() {
     );
     // With --json: one report per file, then the summary object.
     let (_, out, _) = lce(&["check", "--json", "--summary", &good, &bad]);
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 3, "{out}");
     assert_eq!(
         lines[2],
@@ -341,12 +340,7 @@ fn summary_counts_files_runs_events_and_problems() {
 
 #[test]
 fn json_is_one_report_per_file_and_unchanged_for_one() {
-    let dir = Scratch::new("json");
-    let good = dir.file("good.jsonl", &good_run());
-    let bad = dir.file(
-        "bad.jsonl",
-        &broken_at_line_2(r#"{"version":1,"type" "x"}"#),
-    );
+    let (_dir, good, bad) = good_and_bad("json");
     let (_, out, _) = lce(&["check", "--json", &bad]);
     assert_eq!(out.lines().count(), 1);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -362,10 +356,7 @@ fn json_is_one_report_per_file_and_unchanged_for_one() {
     );
     let (code, out, _) = lce(&["check", "--json", &good, &bad]);
     assert_eq!(code, 1);
-    let reports: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reports = json_lines(&out);
     assert_eq!(reports.len(), 2);
     assert_eq!(
         (&reports[0]["file"], &reports[0]["ok"]),
@@ -385,7 +376,7 @@ fn check_line_2(test: &str, bad: &str) -> (String, String) {
 
 #[test]
 fn a_syntax_error_shows_line_column_excerpt_and_caret() {
-    let (path, err) = check_line_2("syntax", r#"{"version":1,"type" "x"}"#);
+    let (path, err) = check_line_2("syntax", NOT_JSON);
     assert_eq!(
         err,
         format!(
