@@ -11,8 +11,14 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn lce(args: &[&str]) -> Output {
+    lce_env(args, &[])
+}
+
+/// `lce ARGS...` with the environment variables `env` set.
+fn lce_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lce"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -136,15 +142,10 @@ fn limits_come_from_a_file_then_the_environment() {
     std::fs::write(&limits, "events_per_run = 3\n").unwrap();
     let scenario = root().join("fixtures/scenarios/plain-text-answer.jsonl");
     let scenario = scenario.to_str().unwrap();
+    let limits = limits.to_str().unwrap();
+    let encode = |limits| ["encode", "--to", "custom", "--limits", limits, scenario];
 
-    let out = lce(&[
-        "encode",
-        "--to",
-        "custom",
-        "--limits",
-        limits.to_str().unwrap(),
-        scenario,
-    ]);
+    let out = lce(&encode(limits));
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
@@ -153,18 +154,7 @@ fn limits_come_from_a_file_then_the_environment() {
     );
 
     // The environment overrides the file.
-    let out = Command::new(env!("CARGO_BIN_EXE_lce"))
-        .args([
-            "encode",
-            "--to",
-            "custom",
-            "--limits",
-            limits.to_str().unwrap(),
-            scenario,
-        ])
-        .env("LCE_LIMIT_EVENTS_PER_RUN", "1000")
-        .output()
-        .unwrap();
+    let out = lce_env(&encode(limits), &[("LCE_LIMIT_EVENTS_PER_RUN", "1000")]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -172,14 +162,7 @@ fn limits_come_from_a_file_then_the_environment() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let out = lce(&[
-        "encode",
-        "--to",
-        "custom",
-        "--limits",
-        "/nonexistent.toml",
-        scenario,
-    ]);
+    let out = lce(&encode("/nonexistent.toml"));
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,15 +8,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
-#[path = "common/raw.rs"]
-mod raw;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::raw::{
+    ReadEnd, half_header, read_until_closed, read_until_in_body, sigterm, wait_exit,
+};
 use common::{Server, parse_response, post, root, send};
-use raw::{ReadEnd, half_header, read_until_closed, read_until_in_body, sigterm, wait_exit};
 
 /// A bound for what should happen "soon": far above any expected time.
 const SOON: Duration = Duration::from_secs(20);
@@ -27,6 +27,15 @@ fn scenarios_dir() -> String {
         .to_str()
         .unwrap()
         .to_owned()
+}
+
+/// `lce serve --speed SPEED --scenarios` of the bundled scenarios, `flags`
+/// after.
+fn serve_scenarios(speed: &str, flags: &[&str]) -> Server {
+    let scenarios = scenarios_dir();
+    let mut args = vec!["--speed", speed, "--scenarios", &scenarios];
+    args.extend_from_slice(flags);
+    Server::start(&args)
 }
 
 /// The conversation id of a bundled scenario (its golden files use it).
@@ -125,14 +134,7 @@ fn assert_chunked_and_terminated(raw: &[u8], what: &str) {
 
 #[test]
 fn a_header_that_does_not_arrive_in_time_closes_the_connection() {
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        &scenarios_dir(),
-        "--header-timeout",
-        "1",
-    ]);
+    let server = serve_scenarios("0", &["--header-timeout", "1"]);
     // Half a header, then nothing.
     let mut half = half_header(&server.addr);
     assert!(
@@ -172,16 +174,7 @@ fn a_header_that_does_not_arrive_in_time_closes_the_connection() {
 
 #[test]
 fn beyond_max_connections_a_connection_waits_for_a_free_slot() {
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        &scenarios_dir(),
-        "--max-connections",
-        "2",
-        "--header-timeout",
-        "600",
-    ]);
+    let server = serve_scenarios("0", &["--max-connections", "2", "--header-timeout", "600"]);
     // Two connections that never finish their header hold both slots.
     let first = half_header(&server.addr);
     let _second = half_header(&server.addr);
@@ -210,14 +203,7 @@ fn beyond_max_connections_a_connection_waits_for_a_free_slot() {
 
 #[test]
 fn a_body_that_stops_arriving_gets_a_408_json_error() {
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        &scenarios_dir(),
-        "--body-idle-timeout",
-        "1",
-    ]);
+    let server = serve_scenarios("0", &["--body-idle-timeout", "1"]);
     let mut s = TcpStream::connect(&server.addr).unwrap();
     s.write_all(
         b"POST /api/v1/chat/stream/start HTTP/1.1\r\nHost: lce\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"message\": ",
@@ -237,14 +223,7 @@ fn a_body_that_stops_arriving_gets_a_408_json_error() {
 #[test]
 fn a_body_that_keeps_arriving_slowly_is_served() {
     // Every gap is shorter than the idle timeout; the whole body takes longer.
-    let server = Server::start(&[
-        "--speed",
-        "0",
-        "--scenarios",
-        &scenarios_dir(),
-        "--body-idle-timeout",
-        "2",
-    ]);
+    let server = serve_scenarios("0", &["--body-idle-timeout", "2"]);
     let name = "plain-text-answer";
     let body = start_body(name, &conversation_of(name), "custom");
     let mut s = TcpStream::connect(&server.addr).unwrap();
@@ -292,16 +271,15 @@ fn sigterm_ends_runs_in_flight_as_cancelled_after_the_grace_period() {
     let dir = temp_dir("sigterm");
     let audit = dir.join("audit.jsonl");
     // Paced slowly (about 30 s per run): still going when the grace ends.
-    let mut server = Server::start(&[
-        "--speed",
+    let mut server = serve_scenarios(
         "0.2",
-        "--scenarios",
-        &scenarios_dir(),
-        "--shutdown-grace",
-        "1",
-        "--audit-log",
-        audit.to_str().unwrap(),
-    ]);
+        &[
+            "--shutdown-grace",
+            "1",
+            "--audit-log",
+            audit.to_str().unwrap(),
+        ],
+    );
     let name = "nested-subagents-two-levels";
     // Three runs at once, one per protocol.
     let protocols = ["custom", "agui", "agui-v1"];
@@ -359,14 +337,7 @@ fn sigterm_ends_runs_in_flight_as_cancelled_after_the_grace_period() {
 fn sigterm_lets_a_run_that_ends_within_the_grace_period_finish() {
     // A grace far longer than the test waits: the server exits because the
     // run ended, not because the grace ran out.
-    let mut server = Server::start(&[
-        "--speed",
-        "1",
-        "--scenarios",
-        &scenarios_dir(),
-        "--shutdown-grace",
-        "600",
-    ]);
+    let mut server = serve_scenarios("1", &["--shutdown-grace", "600"]);
     let name = "plain-text-answer";
     let conversation = conversation_of(name);
     let mut streams: Vec<(TcpStream, Vec<u8>, &str)> = ["custom", "agui-v1"]
@@ -403,16 +374,10 @@ fn sigterm_lets_a_run_that_ends_within_the_grace_period_finish() {
 
 #[test]
 fn after_sigterm_no_connection_is_accepted_and_a_second_signal_ends_the_grace() {
-    let mut server = Server::start(&[
-        "--speed",
+    let mut server = serve_scenarios(
         "0.2",
-        "--scenarios",
-        &scenarios_dir(),
-        "--shutdown-grace",
-        "600",
-        "--header-timeout",
-        "600",
-    ]);
+        &["--shutdown-grace", "600", "--header-timeout", "600"],
+    );
     // A kept-alive connection between requests.
     let mut kept = TcpStream::connect(&server.addr).unwrap();
     kept.write_all(b"POST /no-such-route HTTP/1.1\r\nHost: lce\r\nContent-Length: 0\r\n\r\n")
