@@ -9,6 +9,8 @@
     clippy::panic
 )]
 
+pub mod raw;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,6 @@
 //! Raw-socket and process helpers for the server-limits tests: connections
-//! that send part of a request, reads bounded in time, signals, exits.
-#![allow(
-    dead_code,
-    unreachable_pub,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
+//! that send part of a request, reads bounded in time, signals, exits. The
+//! lints [`common`](super) allows are allowed here too.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
