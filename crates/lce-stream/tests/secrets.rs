@@ -35,172 +35,47 @@ struct Secret {
     cores: &'static [&'static str],
 }
 
+/// The [`Secret`] of that `kind`: `text`, and `cores` that must never come out.
+const fn secret(kind: &'static str, text: &'static str, cores: &'static [&'static str]) -> Secret {
+    Secret { kind, text, cores }
+}
+
+/// One secret a line: its kind, the planted text, its cores.
+#[rustfmt::skip]
 const SECRETS: &[Secret] = &[
-    Secret {
-        kind: "pem",
-        text: "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAzPemBodySecret42\nQ29yZUxpbmVUd28=\n-----END RSA PRIVATE KEY-----",
-        cores: &["MIIEpAIBAAKCAQEAzPemBodySecret42", "Q29yZUxpbmVUd28="],
-    },
-    Secret {
-        kind: "pem-openssh-unterminated",
-        text: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAOpenSshBody",
-        cores: &["b3BlbnNzaC1rZXktdjEAAAAAOpenSshBody"],
-    },
-    Secret {
-        kind: "authorization-header",
-        text: "Authorization: Basic QWxhZGRpbjpvcGVuU2VzYW1l",
-        cores: &["QWxhZGRpbjpvcGVuU2VzYW1l"],
-    },
-    Secret {
-        kind: "proxy-authorization-quoted",
-        text: "{'Proxy-Authorization': 'Digest pxyAuthValue77'}",
-        cores: &["pxyAuthValue77"],
-    },
-    Secret {
-        kind: "cookie",
-        text: "Cookie: sessionid=Zm9vYmFyYmF6cXV4; csrftoken=k9k9k9",
-        cores: &["Zm9vYmFyYmF6cXV4", "k9k9k9"],
-    },
-    Secret {
-        kind: "set-cookie",
-        text: "set-cookie: auth=SetCookieSecret99; Path=/",
-        cores: &["SetCookieSecret99"],
-    },
-    Secret {
-        kind: "x-api-key",
-        text: "X-Api-Key=k3yV4lu3SecretX",
-        cores: &["k3yV4lu3SecretX"],
-    },
-    Secret {
-        kind: "password-kv",
-        text: "db_password=CorrectHorse9Battery",
-        cores: &["CorrectHorse9Battery"],
-    },
-    Secret {
-        kind: "client-secret-quoted",
-        text: "client_secret: \"S3cr3tValue With Spaces\"",
-        cores: &["S3cr3tValue With Spaces", "S3cr3tValue"],
-    },
-    Secret {
-        kind: "github-token-env",
-        text: "GITHUB_TOKEN=envTokenValue123",
-        cores: &["envTokenValue123"],
-    },
-    Secret {
-        kind: "aws-secret-kv",
-        text: "aws_secret_access_key=wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY",
-        cores: &["wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY"],
-    },
-    Secret {
-        kind: "credentials-json",
-        text: "{\"credentials\": \"CredJsonValue55\"}",
-        cores: &["CredJsonValue55"],
-    },
-    Secret {
-        kind: "bearer",
-        text: "Bearer abcDEF123456ghiJKL",
-        cores: &["abcDEF123456ghiJKL"],
-    },
-    Secret {
-        kind: "url-credentials",
-        text: "postgres://aliceuser9:pa55wordXYZ@db.example.com:5432/app",
-        cores: &["pa55wordXYZ", "aliceuser9"],
-    },
-    Secret {
-        kind: "openai",
-        text: "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv",
-        cores: &["Ab3dEf6hIj9kLm2nOp5qRs8tUv"],
-    },
-    Secret {
-        kind: "anthropic",
-        text: "sk-ant-api03-abcdefghijklmnopqrstuvwxAnth",
-        cores: &["abcdefghijklmnopqrstuvwxAnth"],
-    },
-    Secret {
-        kind: "aws-key-id",
-        text: "AKIAIOSFODNN7EXAMPLE",
-        cores: &["IOSFODNN7EXAMPLE"],
-    },
-    Secret {
-        kind: "aws-sts-key-id",
-        text: "ASIAY34FZKBOKMUTVV7A",
-        cores: &["Y34FZKBOKMUTVV7A"],
-    },
-    Secret {
-        kind: "github",
-        text: "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-        cores: &["abcdefghijklmnopqrstuvwxyz0123456789"],
-    },
-    Secret {
-        kind: "github-pat",
-        text: "github_pat_11ABCDEFG0123456789_abcdefghijPAT",
-        cores: &["11ABCDEFG0123456789_abcdefghijPAT"],
-    },
-    Secret {
-        kind: "gitlab",
-        text: "glpat-abcdefghij0123456789GL",
-        cores: &["abcdefghij0123456789GL"],
-    },
-    Secret {
-        kind: "slack",
-        text: "xoxb-1234567890-abcdefghijSLK",
-        cores: &["1234567890-abcdefghijSLK"],
-    },
-    Secret {
-        kind: "google",
-        text: "AIzaSyA1234567890abcdefghijklmnopqrstuv",
-        cores: &["SyA1234567890abcdefghijklmnopqrstuv"],
-    },
-    Secret {
-        kind: "stripe",
-        text: "sk_live_abcdefghij0123STR",
-        cores: &["abcdefghij0123STR"],
-    },
-    Secret {
-        kind: "stripe-webhook",
-        text: "whsec_abcdefghij0123WHK",
-        cores: &["abcdefghij0123WHK"],
-    },
-    Secret {
-        kind: "jwt",
-        text: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sflKxwRJSMeKKF2QT4fwpM",
-        cores: &["eyJzdWIiOiIxMjM0In0", "sflKxwRJSMeKKF2QT4fwpM"],
-    },
-    Secret {
-        kind: "long-hex",
-        text: "deadbeefcafebabe0123456789abcdef42",
-        cores: &["deadbeefcafebabe0123456789abcdef42"],
-    },
-    Secret {
-        kind: "long-base64",
-        text: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789ab",
-        cores: &["QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789ab"],
-    },
-    Secret {
-        kind: "python-trace",
-        text: "Traceback (most recent call last):\n  File \"/srv/app/handlers/billing_internal.py\", line 42, in charge\n    stripe.Charge.create(amount=amount)\nValueError: declined",
-        cores: &["billing_internal.py", "stripe.Charge.create"],
-    },
-    Secret {
-        kind: "java-trace",
-        text: "java.lang.IllegalStateException: boom\n\tat com.acme.internal.Vault.open(Vault.java:17)\n\tat com.acme.Main.main(Main.java:3)\nCaused by: java.io.IOException: disk\n\tat com.acme.internal.Disk.read(Disk.java:88)\n\t... 2 more",
-        cores: &["com.acme.internal.Vault.open", "Disk.java:88"],
-    },
-    Secret {
-        kind: "js-trace",
-        text: "TypeError: x is undefined\n    at handler (/srv/app/internal/router.js:10:5)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
-        cores: &["/srv/app/internal/router.js", "processTicksAndRejections"],
-    },
-    Secret {
-        kind: "rust-trace",
-        text: "thread 'tokio-runtime-worker' panicked at src/vault/keys.rs:55:9:\ncalled `Option::unwrap()` on a `None` value\nstack backtrace:\n   0: rust_begin_unwind\n   1: vault::keys::load_master_key\nnote: run with `RUST_BACKTRACE=full` for a verbose backtrace.",
-        cores: &["src/vault/keys.rs", "load_master_key"],
-    },
-    Secret {
-        kind: "go-trace",
-        text: "panic: runtime error\n\ngoroutine 1 [running]:\nmain.loadSecretStore(0x0)\n\t/home/build/app/store.go:23 +0x1d\nmain.main()\n\t/home/build/app/main.go:9 +0x25",
-        cores: &["loadSecretStore", "/home/build/app/store.go"],
-    },
+    secret("pem", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAzPemBodySecret42\nQ29yZUxpbmVUd28=\n-----END RSA PRIVATE KEY-----", &["MIIEpAIBAAKCAQEAzPemBodySecret42", "Q29yZUxpbmVUd28="]),
+    secret("pem-openssh-unterminated", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAOpenSshBody", &["b3BlbnNzaC1rZXktdjEAAAAAOpenSshBody"]),
+    secret("authorization-header", "Authorization: Basic QWxhZGRpbjpvcGVuU2VzYW1l", &["QWxhZGRpbjpvcGVuU2VzYW1l"]),
+    secret("proxy-authorization-quoted", "{'Proxy-Authorization': 'Digest pxyAuthValue77'}", &["pxyAuthValue77"]),
+    secret("cookie", "Cookie: sessionid=Zm9vYmFyYmF6cXV4; csrftoken=k9k9k9", &["Zm9vYmFyYmF6cXV4", "k9k9k9"]),
+    secret("set-cookie", "set-cookie: auth=SetCookieSecret99; Path=/", &["SetCookieSecret99"]),
+    secret("x-api-key", "X-Api-Key=k3yV4lu3SecretX", &["k3yV4lu3SecretX"]),
+    secret("password-kv", "db_password=CorrectHorse9Battery", &["CorrectHorse9Battery"]),
+    secret("client-secret-quoted", "client_secret: \"S3cr3tValue With Spaces\"", &["S3cr3tValue With Spaces", "S3cr3tValue"]),
+    secret("github-token-env", "GITHUB_TOKEN=envTokenValue123", &["envTokenValue123"]),
+    secret("aws-secret-kv", "aws_secret_access_key=wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY", &["wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY"]),
+    secret("credentials-json", "{\"credentials\": \"CredJsonValue55\"}", &["CredJsonValue55"]),
+    secret("bearer", "Bearer abcDEF123456ghiJKL", &["abcDEF123456ghiJKL"]),
+    secret("url-credentials", "postgres://aliceuser9:pa55wordXYZ@db.example.com:5432/app", &["pa55wordXYZ", "aliceuser9"]),
+    secret("openai", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv", &["Ab3dEf6hIj9kLm2nOp5qRs8tUv"]),
+    secret("anthropic", "sk-ant-api03-abcdefghijklmnopqrstuvwxAnth", &["abcdefghijklmnopqrstuvwxAnth"]),
+    secret("aws-key-id", "AKIAIOSFODNN7EXAMPLE", &["IOSFODNN7EXAMPLE"]),
+    secret("aws-sts-key-id", "ASIAY34FZKBOKMUTVV7A", &["Y34FZKBOKMUTVV7A"]),
+    secret("github", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", &["abcdefghijklmnopqrstuvwxyz0123456789"]),
+    secret("github-pat", "github_pat_11ABCDEFG0123456789_abcdefghijPAT", &["11ABCDEFG0123456789_abcdefghijPAT"]),
+    secret("gitlab", "glpat-abcdefghij0123456789GL", &["abcdefghij0123456789GL"]),
+    secret("slack", "xoxb-1234567890-abcdefghijSLK", &["1234567890-abcdefghijSLK"]),
+    secret("google", "AIzaSyA1234567890abcdefghijklmnopqrstuv", &["SyA1234567890abcdefghijklmnopqrstuv"]),
+    secret("stripe", "sk_live_abcdefghij0123STR", &["abcdefghij0123STR"]),
+    secret("stripe-webhook", "whsec_abcdefghij0123WHK", &["abcdefghij0123WHK"]),
+    secret("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sflKxwRJSMeKKF2QT4fwpM", &["eyJzdWIiOiIxMjM0In0", "sflKxwRJSMeKKF2QT4fwpM"]),
+    secret("long-hex", "deadbeefcafebabe0123456789abcdef42", &["deadbeefcafebabe0123456789abcdef42"]),
+    secret("long-base64", "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789ab", &["QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789ab"]),
+    secret("python-trace", "Traceback (most recent call last):\n  File \"/srv/app/handlers/billing_internal.py\", line 42, in charge\n    stripe.Charge.create(amount=amount)\nValueError: declined", &["billing_internal.py", "stripe.Charge.create"]),
+    secret("java-trace", "java.lang.IllegalStateException: boom\n\tat com.acme.internal.Vault.open(Vault.java:17)\n\tat com.acme.Main.main(Main.java:3)\nCaused by: java.io.IOException: disk\n\tat com.acme.internal.Disk.read(Disk.java:88)\n\t... 2 more", &["com.acme.internal.Vault.open", "Disk.java:88"]),
+    secret("js-trace", "TypeError: x is undefined\n    at handler (/srv/app/internal/router.js:10:5)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)", &["/srv/app/internal/router.js", "processTicksAndRejections"]),
+    secret("rust-trace", "thread 'tokio-runtime-worker' panicked at src/vault/keys.rs:55:9:\ncalled `Option::unwrap()` on a `None` value\nstack backtrace:\n   0: rust_begin_unwind\n   1: vault::keys::load_master_key\nnote: run with `RUST_BACKTRACE=full` for a verbose backtrace.", &["src/vault/keys.rs", "load_master_key"]),
+    secret("go-trace", "panic: runtime error\n\ngoroutine 1 [running]:\nmain.loadSecretStore(0x0)\n\t/home/build/app/store.go:23 +0x1d\nmain.main()\n\t/home/build/app/main.go:9 +0x25", &["loadSecretStore", "/home/build/app/store.go"]),
 ];
 
 /// Raw provider error text: what a provider library says when it fails.
