@@ -13,6 +13,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The `redis` crate without its async features (`redis-blocking` in the
+/// workspace's dependencies), under its own name.
+extern crate redis_blocking as redis;
+
 mod bench_gateway;
 mod bench_peers;
 mod bless;
