@@ -413,6 +413,19 @@ struct InProcess {
     cancels: Mutex<Vec<String>>,
 }
 
+impl InProcess {
+    /// A gateway whose upstream is a fresh `InProcess`, and that harness.
+    async fn gateway() -> (Arc<InProcess>, Gateway) {
+        let harness = Arc::new(InProcess::default());
+        let gw = GatewayBuilder::new()
+            .upstream(harness.clone())
+            .build()
+            .await
+            .unwrap();
+        (harness, gw)
+    }
+}
+
 impl Upstream for InProcess {
     fn open(&self, request: RunRequest) -> BoxFuture<'_, Result<EventStream, UpstreamError>> {
         let auth = request
@@ -447,12 +460,7 @@ use futures::StreamExt as _;
 
 #[tokio::test]
 async fn an_in_process_upstream_gets_the_request_and_the_cancel_and_the_run_ends_cancelled() {
-    let harness = Arc::new(InProcess::default());
-    let gw = GatewayBuilder::new()
-        .upstream(harness.clone())
-        .build()
-        .await
-        .unwrap();
+    let (harness, gw) = InProcess::gateway().await;
     let router = gw.router();
     let request = Request::post("/api/v1/chat/stream/start")
         .header("authorization", "Bearer user-token")
@@ -494,12 +502,7 @@ async fn an_in_process_upstream_gets_the_request_and_the_cancel_and_the_run_ends
 
 #[tokio::test]
 async fn shutdown_ends_the_runs_it_drives_as_cancelled_shutdown() {
-    let harness = Arc::new(InProcess::default());
-    let gw = GatewayBuilder::new()
-        .upstream(harness.clone())
-        .build()
-        .await
-        .unwrap();
+    let (harness, gw) = InProcess::gateway().await;
     let response = gw
         .router::<()>()
         .oneshot(post(
