@@ -467,6 +467,11 @@ impl Cx<'_> {
         self.payload(&mut e.payload)
     }
 
+    /// The payload's fields, by its type (one helper per payload with more
+    /// than a line or two to check). The helpers of payloads a run has few
+    /// of are `#[inline(never)]`: out of line, they leave this match small
+    /// enough to be inlined where events are sanitized, as it was before
+    /// they were split out of it (one call less per event).
     fn payload(&mut self, p: &mut Payload) -> Result<(), Rejection> {
         match p {
             Payload::RunStarted(d) => self.run_started(d)?,
@@ -525,7 +530,7 @@ impl Cx<'_> {
     }
 
     /// `run.started`: its ids and names.
-    #[inline]
+    #[inline(never)]
     fn run_started(&mut self, d: &lce_types::RunStarted) -> Result<(), Rejection> {
         self.opt_id("data.message_id", d.message_id.as_ref())?;
         self.name("data.harness_id", &d.harness_id)?;
@@ -534,7 +539,7 @@ impl Cx<'_> {
     }
 
     /// `run.finished`: the stop reason and the thread state's head, when given.
-    #[inline]
+    #[inline(never)]
     fn run_finished(&mut self, d: &lce_types::RunFinished) -> Result<(), Rejection> {
         if let Some(s) = &d.stop_reason {
             self.name("data.stop_reason", s)?;
@@ -565,7 +570,7 @@ impl Cx<'_> {
 
     /// `warning`: the code, the message, and details that break their
     /// bounds dropped (counted in the report).
-    #[inline]
+    #[inline(never)]
     fn warning(&mut self, d: &mut lce_types::Warning) -> Result<(), Rejection> {
         self.name("data.code", &d.code)?;
         self.message("data.message", &mut d.message);
@@ -580,7 +585,7 @@ impl Cx<'_> {
     }
 
     /// `usage.updated`: a finite cost and a plain currency name.
-    #[inline]
+    #[inline(never)]
     fn usage_updated(&mut self, d: &lce_types::UsageUpdated) -> Result<(), Rejection> {
         if let Some(c) = d.cost {
             check_f64("data.cost", c)?;
@@ -593,7 +598,7 @@ impl Cx<'_> {
 
     /// `provider.metadata`: the provider and model names, and the metadata
     /// kept to its allowlist and bounds.
-    #[inline]
+    #[inline(never)]
     fn provider_metadata(&mut self, d: &mut lce_types::ProviderMetadata) -> Result<(), Rejection> {
         self.name("data.provider", &d.provider)?;
         if let Some(m) = &d.model {

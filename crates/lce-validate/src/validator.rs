@@ -20,7 +20,10 @@ use lce_wire::json_string_len;
 
 /// A violation's message about one id: `{event} {what} {id} {rest}`, as in
 /// "tool.error for call `t` that already finished", the id as [`safe_id`]
-/// shows it (`what` names the id: "for call", "in namespace", ...).
+/// shows it (`what` names the id: "for call", "in namespace", ...). Cold:
+/// only a violation writes a message.
+#[cold]
+#[inline(never)]
 fn about(
     event: impl std::fmt::Display,
     what: &str,
@@ -722,6 +725,10 @@ impl RunValidator {
     }
 
     /// The rules of each event type, and its effects when it keeps them.
+    /// Out of line, as the compiler left it before the violation messages
+    /// moved to `about`: `event` is then inlined into the per-event path
+    /// (measured: fewer instructions per event on every corpus mix).
+    #[inline(never)]
     fn apply(&mut self, e: &Event, ty: EventType, seq: u64, ns: NsId) -> Step {
         match &e.payload {
             Payload::RunStarted(_) => {
