@@ -261,45 +261,55 @@ fn run_options(
     Ok(options)
 }
 
-/// A whole run through the coordinator and the encoder: the same bytes as
-/// `lce encode --to TO [--agent-name NAME] [--ephemeral] FILE`.
-///
-/// `lines` is an iterable of lines (`str`, `bytes` or `dict` items; a file
-/// object works) or one `str`/`bytes` of JSON Lines, read lazily; the GIL
-/// is released while Rust works on each batch. The output is always a
-/// well-formed stream: whatever the input, the coordinator ends the run
-/// with a terminal. `encode_run` also says whether it had to intervene.
-/// `limits=None` is the defaults, not the environment.
-#[pyfunction]
-#[pyo3(signature = (lines, *, to, agent_name = None, ephemeral = false, limits = None))]
-pub(crate) fn encode<'py>(
-    py: Python<'py>,
-    lines: &Bound<'py, PyAny>,
-    to: &str,
-    agent_name: Option<String>,
-    ephemeral: bool,
-    limits: Option<PyRef<'_, PyLimits>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let options = run_options(to, agent_name, ephemeral, limits.as_deref())?;
-    let out = encode_lines(py, lines, options)?;
-    Ok(PyBytes::new(py, &out.data))
+/// A pyfunction with the signature `encode` and `encode_run` share
+/// (`lines`, then the keyword-only `to`, `agent_name`, `ephemeral` and
+/// `limits`): it encodes the run, then answers `$answer`, made of `$py` and
+/// the run's output `$out`.
+macro_rules! run_pyfunction {
+    (
+        $(#[doc = $doc:literal])*
+        fn $name:ident<$py_lt:lifetime>(..) -> $ret:ty { |$py:ident, $out:ident| $answer:expr }
+    ) => {
+        $(#[doc = $doc])*
+        #[pyfunction]
+        #[pyo3(signature = (lines, *, to, agent_name = None, ephemeral = false, limits = None))]
+        pub(crate) fn $name<$py_lt>(
+            $py: Python<$py_lt>,
+            lines: &Bound<$py_lt, PyAny>,
+            to: &str,
+            agent_name: Option<String>,
+            ephemeral: bool,
+            limits: Option<PyRef<'_, PyLimits>>,
+        ) -> PyResult<$ret> {
+            let options = run_options(to, agent_name, ephemeral, limits.as_deref())?;
+            let $out = encode_lines($py, lines, options)?;
+            Ok($answer)
+        }
+    };
 }
 
-/// `encode`, and whether the coordinator intervened: an `EncodeResult`.
-#[pyfunction]
-#[pyo3(signature = (lines, *, to, agent_name = None, ephemeral = false, limits = None))]
-pub(crate) fn encode_run(
-    py: Python<'_>,
-    lines: &Bound<'_, PyAny>,
-    to: &str,
-    agent_name: Option<String>,
-    ephemeral: bool,
-    limits: Option<PyRef<'_, PyLimits>>,
-) -> PyResult<PyEncodeResult> {
-    let options = run_options(to, agent_name, ephemeral, limits.as_deref())?;
-    let out = encode_lines(py, lines, options)?;
+run_pyfunction! {
+    /// A whole run through the coordinator and the encoder: the same bytes as
+    /// `lce encode --to TO [--agent-name NAME] [--ephemeral] FILE`.
+    ///
+    /// `lines` is an iterable of lines (`str`, `bytes` or `dict` items; a file
+    /// object works) or one `str`/`bytes` of JSON Lines, read lazily; the GIL
+    /// is released while Rust works on each batch. The output is always a
+    /// well-formed stream: whatever the input, the coordinator ends the run
+    /// with a terminal. `encode_run` also says whether it had to intervene.
+    /// `limits=None` is the defaults, not the environment.
+    fn encode<'py>(..) -> Bound<'py, PyBytes> { |py, out| PyBytes::new(py, &out.data) }
+}
+
+run_pyfunction! {
+    /// `encode`, and whether the coordinator intervened: an `EncodeResult`.
+    fn encode_run<'py>(..) -> PyEncodeResult { |py, out| encode_result(py, out) }
+}
+
+/// The `EncodeResult` of a run's output.
+fn encode_result(py: Python<'_>, out: RunOutput) -> PyEncodeResult {
     let data = PyBytes::new(py, &out.data).unbind();
-    Ok(match out.intervention {
+    match out.intervention {
         None => PyEncodeResult {
             data,
             intervened: false,
@@ -318,5 +328,5 @@ pub(crate) fn encode_run(
             code: i.code,
             terminal: Some(i.terminal.as_str()),
         },
-    })
+    }
 }
