@@ -16,6 +16,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::ops::RangeInclusive;
 
 /// The longest excerpt, in characters, markers included.
 pub const EXCERPT_CHARS: usize = 80;
@@ -175,24 +176,25 @@ fn escape(c: char) -> String {
 /// (an approximation of Unicode's East Asian Width, good enough to put the
 /// caret under the right character on common text).
 fn is_wide(c: char) -> bool {
-    matches!(
-        u32::from(c),
-        0x1100..=0x115f
-            | 0x2e80..=0x303e
-            | 0x3041..=0x33ff
-            | 0x3400..=0x4dbf
-            | 0x4e00..=0x9fff
-            | 0xa000..=0xa4cf
-            | 0xac00..=0xd7a3
-            | 0xf900..=0xfaff
-            | 0xfe30..=0xfe4f
-            | 0xff00..=0xff60
-            | 0xffe0..=0xffe6
-            | 0x1f300..=0x1f64f
-            | 0x1f900..=0x1f9ff
-            | 0x20000..=0x3fffd
-    )
+    let c = u32::from(c);
+    WIDE.iter().any(|range| range.contains(&c))
 }
+
+/// The ranges [`is_wide`] counts two columns wide, by Unicode block.
+#[rustfmt::skip]
+const WIDE: [RangeInclusive<u32>; 14] = [
+    0x1100..=0x115f,                    // Hangul Jamo (leading consonants)
+    0x2e80..=0x303e,                    // CJK radicals, symbols and punctuation
+    0x3041..=0x33ff,                    // kana, Bopomofo, Hangul compatibility jamo, CJK compatibility
+    0x3400..=0x4dbf, 0x4e00..=0x9fff,   // CJK unified ideographs (extension A, then the main block)
+    0xa000..=0xa4cf,                    // Yi
+    0xac00..=0xd7a3,                    // Hangul syllables
+    0xf900..=0xfaff, 0xfe30..=0xfe4f,   // CJK compatibility ideographs and forms
+    0xff00..=0xff60, 0xffe0..=0xffe6,   // fullwidth forms and signs
+    0x1f300..=0x1f64f,                  // pictographs and emoticons
+    0x1f900..=0x1f9ff,                  // supplemental symbols and pictographs
+    0x20000..=0x3fffd,                  // planes 2 and 3: CJK extensions
+];
 
 #[cfg(test)]
 mod tests {
