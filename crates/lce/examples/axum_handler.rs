@@ -18,35 +18,41 @@ use axum::routing::post;
 use futures::StreamExt;
 use lce::prelude::*;
 
-/// Your adapter: here a canned run; in a real service, events from a harness.
+/// Your adapter: here a canned run that calls a tool, then answers with
+/// its result; in a real service, events from a harness.
 fn adapter(run_id: &str) -> impl futures::Stream<Item = Event> + Send + 'static {
-    let event = |seq: u64, ty: &str, data: &str| {
-        Event::from_json(&format!(
-            r#"{{"version":1,"type":"{ty}","run_id":"{run_id}","conversation_id":"conv-1","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{data}}}"#
-        ))
-        .unwrap()
-    };
-    // The same canned answer as `compose.rs`, on purpose: each example is a
-    // whole program a reader copies alone, so neither borrows from the other.
-    futures::stream::iter([
-        event(
-            0,
+    let canned = [
+        (
             "run.started",
             r#"{"harness_id":"demo","adapter_version":"1.0.0"}"#,
         ),
-        event(
-            1,
-            "text.started",
-            r#"{"message_id":"m-1","role":"assistant"}"#,
+        (
+            "tool.started",
+            r#"{"tool_call_id":"tc-1","tool_name":"get_time","arguments":{"zone":"UTC"}}"#,
         ),
-        event(
-            2,
+        (
+            "tool.finished",
+            r#"{"tool_call_id":"tc-1","result":"12:00"}"#,
+        ),
+        ("text.started", r#"{"message_id":"m-1","role":"assistant"}"#),
+        (
             "text.delta",
-            r#"{"message_id":"m-1","delta":"Served by axum"}"#,
+            r#"{"message_id":"m-1","delta":"Served by axum at 12:00 UTC"}"#,
         ),
-        event(3, "text.finished", r#"{"message_id":"m-1"}"#),
-        event(4, "run.finished", r#"{"outcome":"success"}"#),
-    ])
+        ("text.finished", r#"{"message_id":"m-1"}"#),
+        ("run.finished", r#"{"outcome":"success"}"#),
+    ];
+    let events: Vec<Event> = canned
+        .iter()
+        .enumerate()
+        .map(|(seq, (ty, data))| {
+            Event::from_json(&format!(
+                r#"{{"version":1,"type":"{ty}","run_id":"{run_id}","conversation_id":"conv-1","sequence":{seq},"timestamp":"2026-08-17T00:00:00Z","namespace":[],"data":{data}}}"#
+            ))
+            .unwrap()
+        })
+        .collect();
+    futures::stream::iter(events)
 }
 
 /// `POST /run`: one run as DA's `custom` SSE stream.
@@ -95,6 +101,10 @@ async fn main() {
     assert!(
         response.starts_with("HTTP/1.1 200 OK"),
         "the run was served"
+    );
+    assert!(
+        response.contains("event: tool_start\n") && response.contains("event: tool_end\n"),
+        "the tool call was streamed"
     );
     assert!(
         response.contains("event: done\ndata: {}\n\n"),
