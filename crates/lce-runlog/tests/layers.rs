@@ -44,8 +44,19 @@ fn dependencies(krate: &str) -> Vec<String> {
 fn no_http_stack_at_or_below_the_run_log() {
     for krate in LAYERS {
         let deps = dependencies(krate);
-        assert!(!deps.is_empty() || krate == "lce-types", "{krate}: no dependencies read");
-        for http in ["axum", "hyper", "hyper-util", "tower", "http", "reqwest", "ureq"] {
+        assert!(
+            !deps.is_empty() || krate == "lce-types",
+            "{krate}: no dependencies read"
+        );
+        for http in [
+            "axum",
+            "hyper",
+            "hyper-util",
+            "tower",
+            "http",
+            "reqwest",
+            "ureq",
+        ] {
             assert!(!deps.iter().any(|d| d == http), "{krate} depends on {http}");
         }
     }

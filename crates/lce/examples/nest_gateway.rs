@@ -10,7 +10,12 @@
 //! upstream), reads it back through `/agents/api/v1/runs/{id}/stream` with
 //! its read token, checks both and exits; it exits non-zero if anything is
 //! not as shown. Pass `serve` to keep serving instead.
-#![allow(clippy::print_stdout, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+#![allow(
+    clippy::print_stdout,
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic
+)]
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
