@@ -1,45 +1,13 @@
 //! `cargo xtask bench-gateway`: what the gateway's Redis run log costs, on
-//! one `lce serve` replica and a fresh `redis-server`, measured once and
-//! printed as Markdown (`docs/performance.md`, "The gateway: Redis
-//! Streams"). Nothing is asserted: the figures are reported.
-//!
-//! Builds the release `lce`, starts `redis-server` on a free loopback port in
-//! a temporary folder (`lce-testkit`'s; `appendonly yes`, then `appendfsync
-//! everysec`, no RDB snapshots, no automatic AOF rewrite) and one replica on
-//! it, then:
-//!
-//! 1. **Redis memory**: `INFO memory` `used_memory` before and after pushing
-//!    two loads of runs (many short runs, few long ones), and the per-run and
-//!    per-event costs that fit both.
-//! 2. **Throughput**: one run of `N × M` corpus events (at most 25,000: a
-//!    body stays under the 16 MiB request limit), then `N` runs of `M`
-//!    (`lce_testkit::corpus`, mix `mixed`, run and conversation ids
-//!    rewritten) pushed at once, each by a thread (`POST /api/v1/runs`, whole
-//!    body), each read by one subscriber (`GET
-//!    /api/v1/runs/{id}/stream?protocol=custom`, opened as soon as the run
-//!    exists); timed from the first push to the last subscriber's end of
-//!    stream. The same load also runs on a replica with `--log memory`.
-//!    The reference, on the same server: the
-//!    same entries (the same JSON, one `XADD <run key> <position>-0 event
-//!    <json>` each) piped by `redis-cli --pipe` from a file of RESP commands,
-//!    and `redis-benchmark -P 32 -c 1` of as many `XADD key * event
-//!    <payload>` of the mean size. Then the same again under `appendfsync
-//!    always` (`CONFIG SET`), unless `--no-always`.
-//! 3. **Latency**: at each concurrency C, C runs pushed with a chunked body,
-//!    one event per chunk, paced (`text.delta`s carrying a marker); each run
-//!    read by one subscriber that notes when each marker arrives; per event,
-//!    arrival minus the moment the client wrote its chunk. One thread writes
-//!    for every run (a timer heap) into each push's body pipe, which a thread
-//!    per push sends; one thread per subscriber (small stacks).
-//! 4. **Replica memory**: a fresh replica's VmRSS, then with `--idle` runs
-//!    open and idle (pushed with a chunked body that sent `run.started` and
-//!    `text.started` and waits), then with one idle subscriber on each.
-//!
-//! The client runs on the same machine and cores as the replica and Redis.
-//! A run the gateway does not end with its own terminal (a push answer
-//! other than `outcome: ended`, a subscriber stream cut short) is counted and
-//! flagged in the tables, not fatal. `LCE_BENCH_KEEP=1` keeps the temporary
-//! folder (the replica's and a copy of Redis's logs) for a look afterwards.
+//! one `lce serve` replica and a fresh `redis-server` (`lce-testkit`'s),
+//! measured once and printed as Markdown. Nothing is asserted: the figures
+//! are reported. What each phase measures (throughput against `redis-cli
+//! --pipe` and `redis-benchmark`, the same load on `--log memory`, latency
+//! from ingest to subscriber, Redis and replica memory), and how, is
+//! `docs/performance.md`, "The gateway: Redis Streams". A run the gateway
+//! does not end with its own terminal is counted and flagged in the tables,
+//! not fatal; `LCE_BENCH_KEEP=1` keeps the temporary folder (the replica's
+//! and a copy of Redis's logs).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

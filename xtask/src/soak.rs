@@ -1,30 +1,10 @@
 //! `cargo xtask soak`: hostile load on `lce serve`, bounded in time and
 //! clients, with std threads: whole reads over `ureq`, the hostile clients
-//! (slow readers, disconnects, half requests) over raw loopback TCP.
-//!
-//! Builds the release `lce` (`--debug`: the debug one, which `cargo test`
-//! already built; CI's smoke uses it), writes a scenarios folder (every bundled
-//! scenario, plus a `cut-` copy of each with its second half removed, so the
-//! adapter stream ends without a terminal), starts `lce serve` on loopback
-//! with an audit log, measures its RSS and open fds after a warm-up, then
-//! runs `C` client threads for `N` seconds. Each client loops over requests
-//! with a random protocol (`custom`, `agui`, `agui-v1`, or the standard
-//! AG-UI route), scenario and behaviour:
-//!
-//! - reads the whole response (most);
-//! - reads it slowly, in small pieces with pauses;
-//! - disconnects at a random point (before the response, after a few bytes,
-//!   mid-stream);
-//! - sends half a request and goes away (no run may start).
-//!
-//! Then it checks: every run has exactly one audit record (by its unique
-//! conversation id), complete reads of whole scenarios never end cancelled,
-//! complete reads of cut scenarios end with `provider_stream_closed`, no
-//! half request started a run; every complete response is `200`, chunked,
-//! and its SSE frames are well formed (`event:`/`data:`/comment lines only,
-//! each `data` one JSON value); and after the load the server's open fds
-//! return to the baseline and its RSS to near it (see [`RSS_SLACK_KIB`]).
-//! Prints the figures (`docs/reliability.md` records them).
+//! (slow readers, disconnects, half requests) over raw loopback TCP. The
+//! scenarios, behaviours and checks (one audit record per run, well-formed
+//! complete responses, fds and RSS back near their baseline, see
+//! [`RSS_SLACK_KIB`]) are `docs/reliability.md`, "Hostile load", which also
+//! records the figures it prints.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
