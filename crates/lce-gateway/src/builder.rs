@@ -221,7 +221,8 @@ impl GatewayBuilder {
         self
     }
 
-    /// Idle time before an `agui-v1` keep-alive comment (default 15 s).
+    /// Idle time before an `agui-v1` keep-alive comment (default 15 s;
+    /// zero: none).
     pub fn keepalive(mut self, every: Duration) -> Self {
         self.settings.keepalive = every;
         self

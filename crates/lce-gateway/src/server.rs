@@ -70,8 +70,8 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// Time a request body may stop arriving before it is cut (408).
     pub body_idle_timeout: Duration,
-    /// Connections served at once; beyond it new connections wait in the
-    /// kernel's listen backlog.
+    /// Connections served at once (at least 1); beyond it new connections
+    /// wait in the kernel's listen backlog.
     pub max_connections: u32,
     /// Time in-flight responses may take to finish after the signal.
     pub shutdown_grace: Duration,
@@ -135,7 +135,8 @@ where
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
-    let max = usize::try_from(limits.max_connections)
+    // At least one: a limit of 0 would never accept.
+    let max = usize::try_from(limits.max_connections.max(1))
         .unwrap_or(usize::MAX)
         .min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(max));

@@ -110,7 +110,9 @@ impl Gateway {
             .await?
             .take_over(self.takeover());
         let mut guard = CancelOnDrop(cancel.filter(|_| settings.cancel_on_disconnect));
-        let keepalive = (format == WireFormat::AguiV1).then_some(settings.keepalive);
+        // A zero interval means none (it would send comments without end).
+        let keepalive = (format == WireFormat::AguiV1 && !settings.keepalive.is_zero())
+            .then_some(settings.keepalive);
         let body = KeepAlive::new(subscription.into_stream(), keepalive);
         let run = run_id.to_owned();
         let body = body
