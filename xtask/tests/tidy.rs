@@ -189,3 +189,56 @@ fn the_cli_reaches_the_layers_through_the_facade_only() {
     let bad = "[dependencies]\nlce.workspace = true\nlce-types = { workspace = true }\n";
     assert_eq!(layer_dependencies(bad), ["lce-types"]);
 }
+
+/// Every name in a manifest's `[dependencies]`.
+fn dependencies(manifest: &str) -> Vec<String> {
+    entries(manifest)
+        .into_iter()
+        .filter(|(section, _)| section == "[dependencies]")
+        .filter_map(|(_, line)| Some(line.split(['.', '=']).next()?.to_owned()))
+        .collect()
+}
+
+#[test]
+fn nothing_at_or_below_the_run_log_serves_http() {
+    // docs/architecture.md: only lce-gateway and above serve HTTP; the run
+    // log, the Redis log and every layer under them pull no HTTP stack and
+    // never reach up to the gateway, the facade or the binary.
+    let manifest = |krate: &str| {
+        fs::read_to_string(root().join("crates").join(krate).join("Cargo.toml")).unwrap()
+    };
+    let mut todo = vec!["lce-runlog".to_owned(), "lce-redis".to_owned()];
+    let mut seen = Vec::new();
+    while let Some(krate) = todo.pop() {
+        if seen.contains(&krate) {
+            continue;
+        }
+        for dep in dependencies(&manifest(&krate)) {
+            assert!(
+                !["axum", "hyper", "hyper-util", "tower", "http", "ureq"].contains(&dep.as_str()),
+                "{krate} depends on {dep}, an HTTP crate"
+            );
+            assert!(
+                !["lce-gateway", "lce", "lce-cli"].contains(&dep.as_str()),
+                "{krate} depends on {dep}, a layer above the run log"
+            );
+            if dep.starts_with("lce-") {
+                todo.push(dep);
+            }
+        }
+        seen.push(krate);
+    }
+    // The walk reached the layers below (the check saw what it should).
+    for below in ["lce-stream", "lce-core", "lce-types", "lce-wire"] {
+        assert!(
+            seen.iter().any(|s| s == below),
+            "{below} not reached: {seen:?}"
+        );
+    }
+    // And it sees an HTTP dependency where there is one.
+    assert!(
+        dependencies(&manifest("lce-gateway"))
+            .iter()
+            .any(|d| d == "axum")
+    );
+}
