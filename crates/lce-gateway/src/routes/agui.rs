@@ -6,7 +6,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use lce_core::WireFormat;
 
-use super::answer;
+use super::shared::answer;
 use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
 use crate::upstream::{Forwarded, RunInput, RunRequest};

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 
-use super::{answer, new_run_id, protocol};
+use super::shared::{answer, new_run_id, protocol};
 use crate::error::{ApiError, json_response, parse_body};
 use crate::gateway::Gateway;
 use crate::upstream::{Forwarded, RunInput, RunRequest};

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use lce_encode_custom::invoke::{CONTENT_TYPE, InvokeIds, InvokeResponse};
 
-use super::new_run_id;
+use super::shared::new_run_id;
 use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
 use crate::upstream::{Forwarded, RunInput, RunRequest};

@@ -1,27 +1,16 @@
-//! The routes of `gateway.md` as one `Router`, and what they share:
-//! starting a run (upstream → coordinator → log, owned by this replica)
-//! and answering with a subscription of it read back from the log.
+//! The routes of `gateway.md` as one `Router` (`Gateway::router`): each
+//! route in its file, what they share in `shared.rs`.
 
 mod agui;
 mod da;
 mod invoke;
 mod runs;
+mod shared;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::response::{IntoResponse as _, Response};
 use axum::routing::{get, post};
-use futures::StreamExt as _;
-use lce_core::WireFormat;
-use lce_runlog::{FrameId, LogError, SubscribeError, Subscription};
-use lce_stream::{CancelHandle, WireEncoder};
-use lce_types::CancelReason;
 
-use crate::error::ApiError;
 use crate::gateway::Gateway;
-use crate::owner::spawn_owner;
-use crate::sse::{KeepAlive, sse_response};
-use crate::upstream::RunRequest;
 
 /// Every route, with `gateway` as their state.
 pub(crate) fn router<S>(gateway: Gateway) -> Router<S>
@@ -39,21 +28,6 @@ where
         .with_state(gateway)
 }
 
-/// The wire format a request names (`custom` when it names none).
-pub(crate) fn protocol(name: Option<&str>) -> Result<WireFormat, ApiError> {
-    WireFormat::from_name(name.unwrap_or("custom")).ok_or(ApiError::UnknownProtocol)
-}
-
-/// A fresh run id, or a 503 when the OS has no randomness.
-pub(crate) fn new_run_id() -> Result<String, ApiError> {
-    crate::tokens::random_id().map_err(|_| ApiError::NoRandomness)
-}
-
-/// Answers a handler's result: the response, or the error's.
-pub(crate) fn answer(result: Result<Response, ApiError>) -> Response {
-    result.unwrap_or_else(ApiError::into_response)
-}
-
 impl Gateway {
     /// Every route of `gateway.md`, to serve as is or to nest under any
     /// prefix next to a host's own routes and layers:
@@ -64,112 +38,5 @@ impl Gateway {
         S: Clone + Send + Sync + 'static,
     {
         router(self.clone())
-    }
-
-    /// Starts the run `request` asks the upstream for (logged, owned by
-    /// this replica) and answers with its SSE read back from the log. An
-    /// upstream that gives no run gets the client a 4xx/502 before any
-    /// stream.
-    pub(crate) async fn start_run(
-        &self,
-        request: RunRequest,
-        format: WireFormat,
-    ) -> Result<Response, ApiError> {
-        let (run_id, conversation_id) = (request.run_id.clone(), request.conversation_id.clone());
-        let events = self.shared.upstream.open(request).await.map_err(|e| {
-            tracing::warn!(target: "lce::upstream", error = %e, "no run from the upstream");
-            ApiError::from(&e)
-        })?;
-        let writer = self
-            .create(&run_id, &conversation_id)
-            .await
-            .map_err(log_error)?;
-        let cancel = self.register(&run_id);
-        let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
-        spawn_owner(self.clone(), writer, run);
-        let ids = self.shared.settings.sse_ids;
-        self.subscribe(&run_id, format, None, ids, Some(cancel))
-            .await
-            .map_err(|e| subscribe_error(&e))
-    }
-
-    /// An SSE answer that reads `run_id` from the log, encoded in `format`.
-    /// `cancel`: the run's handle, cancelled if the client leaves early
-    /// with `cancel_on_disconnect`.
-    pub(crate) async fn subscribe(
-        &self,
-        run_id: &str,
-        format: WireFormat,
-        after: Option<FrameId>,
-        ids: bool,
-        cancel: Option<CancelHandle>,
-    ) -> Result<Response, SubscribeError> {
-        let settings = &self.shared.settings;
-        let encoder = WireEncoder::new(format, settings.agent_name.clone());
-        let subscription = Subscription::open(self.shared.log.clone(), run_id, encoder, after, ids)
-            .await?
-            .take_over(self.takeover());
-        let mut guard = CancelOnDrop(cancel.filter(|_| settings.cancel_on_disconnect));
-        // A zero interval means none (it would send comments without end).
-        let keepalive = (format == WireFormat::AguiV1 && !settings.keepalive.is_zero())
-            .then_some(settings.keepalive);
-        let body = KeepAlive::new(subscription.into_stream(), keepalive);
-        let run = run_id.to_owned();
-        let body = body
-            .map(move |r| {
-                r.map_err(|e| {
-                    tracing::error!(target: "lce::gateway", run_id = %run, error = %e, "the run could not be read");
-                    std::io::Error::other("run log error")
-                })
-            })
-            .chain(futures::stream::once(async move {
-                // The run reached its terminal: the client did not leave early.
-                guard.disarm();
-                Ok::<Bytes, std::io::Error>(Bytes::new())
-            }));
-        Ok(sse_response(
-            Body::from_stream(body),
-            format,
-            run_id,
-            &self.shared.tokens,
-        ))
-    }
-}
-
-/// The answer for a run log operation that failed.
-pub(crate) fn log_error(e: LogError) -> ApiError {
-    match e {
-        LogError::Exists => ApiError::RunExists,
-        LogError::NotFound => ApiError::UnknownRun,
-        _ => ApiError::LogUnavailable,
-    }
-}
-
-/// The answer for a subscription that could not start.
-pub(crate) fn subscribe_error(e: &SubscribeError) -> ApiError {
-    match e {
-        SubscribeError::NotFound => ApiError::UnknownRun,
-        SubscribeError::MalformedId => ApiError::BadLastEventId,
-        SubscribeError::UnknownId => ApiError::UnknownLastEventId,
-        _ => ApiError::LogUnavailable,
-    }
-}
-
-/// Cancels a run when its subscriber goes away before the end
-/// (`cancel_on_disconnect`).
-struct CancelOnDrop(Option<CancelHandle>);
-
-impl CancelOnDrop {
-    /// The subscriber reached the end: nothing to cancel.
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
-            handle.cancel(CancelReason::Disconnect);
-        }
     }
 }

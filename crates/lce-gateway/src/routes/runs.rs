@@ -8,7 +8,7 @@ use axum::response::Response;
 use futures::StreamExt as _;
 use lce_runlog::FrameId;
 
-use super::{answer, log_error, protocol, subscribe_error};
+use super::shared::{answer, log_error, protocol, subscribe_error};
 use crate::error::{ApiError, json_response};
 use crate::gateway::{Gateway, Ingest};
 use crate::owner::spawn_owner;

@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use lce_stream::LceError;
 use lce_types::Event;
 
-use super::{EventStream, Forwarded, RunInput, RunRequest, Upstream, UpstreamError};
+use super::run::{EventStream, Forwarded, RunInput, RunRequest, Upstream, UpstreamError};
 
 /// A harness over plain HTTP/1.1.
 #[derive(Debug, Clone)]

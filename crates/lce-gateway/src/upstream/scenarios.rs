@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use lce_stream::LceError;
 use lce_types::{Event, EventLines};
 
-use super::{EventStream, Forwarded, RunInput, RunRequest, Upstream, UpstreamError};
+use super::run::{EventStream, Forwarded, RunInput, RunRequest, Upstream, UpstreamError};
 
 /// The built-in upstream: recorded runs played as live ones.
 #[derive(Debug, Clone)]
