@@ -53,6 +53,13 @@ pub enum ApiError {
     NoRandomness,
     /// An answer the gateway could not form (500 `internal_error`).
     Internal,
+    /// An id that is not 1 to 256 bytes of `A-Z a-z 0-9 . _ : @ -` (or
+    /// starts with `.`): 400 `invalid_id`, the body naming the `field`.
+    InvalidId {
+        /// The request's name for the id (`conversation_id`, `threadId`,
+        /// `run_id`, ...).
+        field: &'static str,
+    },
 }
 
 /// What kind of upstream failure an [`ApiError::Upstream`] is (the
@@ -87,7 +94,8 @@ impl ApiError {
             | ApiError::MissingAgent
             | ApiError::BadLastEventId
             | ApiError::UnknownLastEventId
-            | ApiError::BadRun => StatusCode::BAD_REQUEST,
+            | ApiError::BadRun
+            | ApiError::InvalidId { .. } => StatusCode::BAD_REQUEST,
             ApiError::InvalidRequest => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::UnknownRun | ApiError::IngestOff => StatusCode::NOT_FOUND,
             ApiError::Upstream(UpstreamErrorKind::UnknownAgent)
@@ -124,6 +132,7 @@ impl ApiError {
             ApiError::BodyTooLarge => "body_too_large",
             ApiError::NoRandomness => "no_randomness",
             ApiError::Internal => "internal_error",
+            ApiError::InvalidId { .. } => "invalid_id",
         }
     }
 
@@ -152,6 +161,7 @@ impl ApiError {
             ApiError::BodyTooLarge => "The request body is larger than 16 MiB.",
             ApiError::NoRandomness => "No run id could be made; try again.",
             ApiError::Internal => lce_types::AGENT_EXECUTION_FAILED,
+            ApiError::InvalidId { .. } => "invalid_id",
         }
     }
 }
@@ -179,7 +189,11 @@ pub(crate) fn json_response(status: StatusCode, value: &serde_json::Value) -> Re
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.message(), "code": self.code() });
+        let mut body = serde_json::json!({ "error": self.message(), "code": self.code() });
+        if let ApiError::InvalidId { field } = self {
+            // `gateway.md`: `{"error": "invalid_id", "field": NAME}`.
+            body["field"] = field.into();
+        }
         let mut response = json_response(self.status(), &body);
         if matches!(self, ApiError::BodyTimeout | ApiError::BodyTooLarge) {
             // The rest of the body is never read: the connection closes.
@@ -226,6 +240,7 @@ mod tests {
             ApiError::BodyTooLarge,
             ApiError::NoRandomness,
             ApiError::Internal,
+            ApiError::InvalidId { field: "run_id" },
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(|e| e.code()).collect();
         assert_eq!(codes.len(), all.len());

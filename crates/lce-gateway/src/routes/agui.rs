@@ -9,6 +9,7 @@ use lce_core::WireFormat;
 use super::shared::answer;
 use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
+use crate::ids::check_id;
 use crate::upstream::{Forwarded, RunInput, RunRequest};
 
 #[derive(serde::Deserialize)]
@@ -31,6 +32,8 @@ pub(super) async fn run(State(gw): State<Gateway>, headers: HeaderMap, body: Byt
 
 async fn agui_run(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
     let req: RunAgentInput = parse_body(body)?;
+    check_id("threadId", &req.thread_id)?;
+    check_id("runId", &req.run_id)?;
     let agent = req
         .forwarded_props
         .as_ref()
@@ -39,6 +42,7 @@ async fn agui_run(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Resp
         .map(str::to_owned)
         .or_else(|| gw.shared.settings.default_agent.clone())
         .ok_or(ApiError::MissingAgent)?;
+    check_id("forwardedProps.agentId", &agent)?;
     let message = req
         .messages
         .iter()

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse as _, Response};
 use super::shared::{answer, new_run_id, protocol};
 use crate::error::{ApiError, json_response, parse_body};
 use crate::gateway::Gateway;
+use crate::ids::check_id;
 use crate::upstream::{Forwarded, RunInput, RunRequest};
 
 /// The body of DA's start and resume: `message` for a start, `resume_data`
@@ -46,6 +47,8 @@ async fn da_run(
     resume: bool,
 ) -> Result<Response, ApiError> {
     let req: DaRunRequest = parse_body(body)?;
+    check_id("conversation_id", &req.conversation_id)?;
+    check_id("agent_id", &req.agent_id)?;
     let input = match (resume, req.message, req.resume_data) {
         (false, Some(message), _) => RunInput::Message(message),
         (true, _, Some(data)) => RunInput::Resume(data),
@@ -71,6 +74,7 @@ struct CancelRequest {
 pub(super) async fn cancel(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
     let cancelled = async {
         let req: CancelRequest = parse_body(&body)?;
+        check_id("conversation_id", &req.conversation_id)?;
         gw.cancel_conversation(&req.conversation_id, &Forwarded::from_headers(&headers))
             .await
             .map_err(|_| ApiError::LogUnavailable)

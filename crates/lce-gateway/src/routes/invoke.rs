@@ -12,6 +12,7 @@ use lce_encode_custom::invoke::{CONTENT_TYPE, InvokeIds, InvokeResponse};
 use super::shared::new_run_id;
 use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
+use crate::ids::check_id;
 use crate::upstream::{Forwarded, RunInput, RunRequest};
 
 #[derive(serde::Deserialize)]
@@ -39,6 +40,8 @@ async fn invoke_run(
     body: &[u8],
 ) -> Result<InvokeResponse, ApiError> {
     let req: InvokeRequest = parse_body(body)?;
+    check_id("conversation_id", &req.conversation_id)?;
+    check_id("agent_id", &req.agent_id)?;
     let run_id = new_run_id()?;
     let mut request = RunRequest::new(
         run_id.clone(),

@@ -11,6 +11,7 @@ use lce_runlog::FrameId;
 use super::shared::{answer, log_error, protocol, subscribe_error};
 use crate::error::{ApiError, json_response};
 use crate::gateway::{Gateway, Ingest};
+use crate::ids::check_id;
 use crate::owner::spawn_owner;
 use crate::sse::insert_run_headers;
 use crate::tokens::constant_time_eq;
@@ -42,6 +43,7 @@ async fn read_run(
     query: &StreamQuery,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
+    check_id("run_id", run_id)?;
     let token = headers
         .get("x-run-token")
         .and_then(|v| v.to_str().ok())
@@ -94,6 +96,8 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
         return Err(ApiError::BadRun);
     };
     let (run_id, conversation_id) = (first.run_id.to_string(), first.conversation_id.to_string());
+    check_id("run_id", &run_id)?;
+    check_id("conversation_id", &conversation_id)?;
     let writer = gw
         .create(&run_id, &conversation_id)
         .await
