@@ -79,6 +79,12 @@ pub(crate) struct Args {
     /// Also append every audit record to FILE, as JSON Lines.
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
+    /// Runs this replica drives at once: a start, resume, AG-UI request,
+    /// push or invoke beyond N is answered 503 (code `overloaded`, with
+    /// Retry-After) and nothing is called or written.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: u32,
     /// Runtime worker threads (default: the machine's cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
@@ -245,7 +251,8 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         .retention(args.log.retention)
         .sse_ids(args.log.sse_ids)
         .cancel_on_disconnect(args.log.cancel_on_disconnect)
-        .anonymous_ingest(args.log.allow_anonymous_ingest);
+        .anonymous_ingest(args.log.allow_anonymous_ingest)
+        .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX));
     builder = match &args.upstream {
         Some(url) => builder.upstream(
             HttpUpstream::new(url, args.upstream_connect_timeout).map_err(|_| {

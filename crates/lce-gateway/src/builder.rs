@@ -221,6 +221,14 @@ impl GatewayBuilder {
         self
     }
 
+    /// Runs this gateway drives at once (default 10,000): a start, resume,
+    /// AG-UI request, push or invoke beyond it is `503 overloaded` with
+    /// `Retry-After`, and nothing is called or written.
+    pub fn max_runs(mut self, max: usize) -> Self {
+        self.settings.max_runs = max;
+        self
+    }
+
     /// Idle time before an `agui-v1` keep-alive comment (default 15 s;
     /// zero: none).
     pub fn keepalive(mut self, every: Duration) -> Self {

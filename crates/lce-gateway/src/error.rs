@@ -60,7 +60,13 @@ pub enum ApiError {
         /// `run_id`, ...).
         field: &'static str,
     },
+    /// The replica has its `max_runs` open (503 `overloaded`, with
+    /// `Retry-After`): nothing was called or written.
+    Overloaded,
 }
+
+/// The `Retry-After` of an [`ApiError::Overloaded`] answer, in seconds.
+const RETRY_AFTER_SECS: &str = "5";
 
 /// What kind of upstream failure an [`ApiError::Upstream`] is (the
 /// upstream's own words are never kept).
@@ -102,7 +108,9 @@ impl ApiError {
             | ApiError::Upstream(UpstreamErrorKind::NothingToResume) => StatusCode::NOT_FOUND,
             ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
             ApiError::RunExists => StatusCode::CONFLICT,
-            ApiError::LogUnavailable | ApiError::NoRandomness => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::LogUnavailable | ApiError::NoRandomness | ApiError::Overloaded => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -133,6 +141,7 @@ impl ApiError {
             ApiError::NoRandomness => "no_randomness",
             ApiError::Internal => "internal_error",
             ApiError::InvalidId { .. } => "invalid_id",
+            ApiError::Overloaded => "overloaded",
         }
     }
 
@@ -162,6 +171,7 @@ impl ApiError {
             ApiError::NoRandomness => "No run id could be made; try again.",
             ApiError::Internal => lce_types::AGENT_EXECUTION_FAILED,
             ApiError::InvalidId { .. } => "invalid_id",
+            ApiError::Overloaded => "overloaded",
         }
     }
 }
@@ -195,6 +205,13 @@ impl IntoResponse for ApiError {
             body["field"] = field.into();
         }
         let mut response = json_response(self.status(), &body);
+        if self == ApiError::Overloaded {
+            // Open runs take seconds to minutes to end.
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
         if matches!(self, ApiError::BodyTimeout | ApiError::BodyTooLarge) {
             // The rest of the body is never read: the connection closes.
             response
@@ -241,6 +258,7 @@ mod tests {
             ApiError::NoRandomness,
             ApiError::Internal,
             ApiError::InvalidId { field: "run_id" },
+            ApiError::Overloaded,
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(|e| e.code()).collect();
         assert_eq!(codes.len(), all.len());

@@ -2,7 +2,7 @@
 //! and what ends them (cancel, shutdown, the sweeper of orphaned runs).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use lce_stream::{
 };
 use lce_types::{CancelReason, Event, Limits};
 
+use crate::error::ApiError;
 use crate::tokens::ReadTokens;
 use crate::upstream::{Forwarded, Upstream};
 
@@ -31,6 +32,7 @@ pub(crate) struct Settings {
     pub(crate) sse_ids: bool,
     pub(crate) cancel_on_disconnect: bool,
     pub(crate) keepalive: Duration,
+    pub(crate) max_runs: usize,
 }
 
 impl Default for Settings {
@@ -44,6 +46,7 @@ impl Default for Settings {
             sse_ids: false,
             cancel_on_disconnect: false,
             keepalive: Duration::from_secs(15),
+            max_runs: 10_000,
         }
     }
 }
@@ -96,7 +99,9 @@ pub(crate) struct Shared {
     pub(crate) releasing: AtomicBool,
     pub(crate) release: tokio::sync::Notify,
     /// The runs this replica drives, by run id: their cancel handles.
-    running: Mutex<HashMap<String, CancelHandle>>,
+    running: Mutex<HashMap<String, (CancelHandle, Slot)>>,
+    /// Runs admitted and not yet ended (the `max_runs` bound).
+    admitted: AtomicUsize,
     shutting_down: AtomicBool,
     sweeper: Mutex<Option<tokio::task::AbortHandle>>,
 }
@@ -129,6 +134,7 @@ impl Gateway {
                 releasing: AtomicBool::new(false),
                 release: tokio::sync::Notify::new(),
                 running: Mutex::new(HashMap::new()),
+                admitted: AtomicUsize::new(0),
                 shutting_down: AtomicBool::new(false),
                 sweeper: Mutex::new(None),
             }),
@@ -173,7 +179,7 @@ impl Gateway {
             shared.releasing.store(true, Ordering::SeqCst);
             shared.release.notify_waiters();
         } else if let Ok(running) = shared.running.lock() {
-            for handle in running.values() {
+            for (handle, _) in running.values() {
                 handle.cancel(CancelReason::Shutdown);
             }
         }
@@ -204,12 +210,30 @@ impl Gateway {
         }
     }
 
-    /// A fresh cancel handle for a run this replica drives, registered so
-    /// that shutdown and a cancel reach it.
-    pub(crate) fn register(&self, run_id: &str) -> CancelHandle {
+    /// A place for one more run on this replica, or
+    /// [`ApiError::Overloaded`] when `max_runs` are open: taken before the
+    /// upstream is called or anything is written, given back when the
+    /// [`Slot`] is dropped (the run ended, or never started).
+    pub(crate) fn admit(&self) -> Result<Slot, ApiError> {
+        let max = self.shared.settings.max_runs;
+        self.shared
+            .admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map(|_| Slot(self.shared.clone()))
+            .map_err(|open| {
+                tracing::warn!(target: "lce::gateway", open, max, "overloaded: run refused");
+                ApiError::Overloaded
+            })
+    }
+
+    /// A fresh cancel handle for a run this replica drives, registered
+    /// (with its `slot`) so that shutdown and a cancel reach it.
+    pub(crate) fn register(&self, run_id: &str, slot: Slot) -> CancelHandle {
         let handle = CancelHandle::new();
         if let Ok(mut running) = self.shared.running.lock() {
-            running.insert(run_id.to_owned(), handle.clone());
+            running.insert(run_id.to_owned(), (handle.clone(), slot));
         }
         if self.shared.shutting_down.load(Ordering::SeqCst) && !self.shared.durable {
             handle.cancel(CancelReason::Shutdown);
@@ -233,7 +257,7 @@ impl Gateway {
             .running
             .lock()
             .ok()
-            .and_then(|r| r.get(run_id).cloned());
+            .and_then(|r| r.get(run_id).map(|(handle, _)| handle.clone()));
         let Some(handle) = handle else {
             return false;
         };
@@ -347,5 +371,14 @@ async fn sweep(shared: Weak<Shared>) {
         for run_id in orphans {
             let _ = lce_runlog::end_orphan(&shared.log, &run_id, &takeover).await;
         }
+    }
+}
+
+/// One admitted run's place (see [`Gateway::admit`]); given back on drop.
+pub(crate) struct Slot(Arc<Shared>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -44,6 +44,93 @@ fn post(path: &str, body: String) -> Request<Body> {
         .unwrap()
 }
 
+/// An upstream whose runs start and then wait, as a live model does.
+struct Waiting(AtomicUsize);
+
+impl Upstream for Waiting {
+    fn open(&self, request: RunRequest) -> BoxFuture<'_, Result<EventStream, UpstreamError>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let mut run = lce_testkit::RunBuilder::new(&request.run_id, &request.conversation_id);
+        let started = futures::stream::iter([Ok(run.run_started())]);
+        let stream = futures::StreamExt::chain(started, futures::stream::pending());
+        Box::pin(async move { Ok(Box::pin(stream) as EventStream) })
+    }
+
+    fn cancel<'a>(&'a self, _run_id: &'a str, _forwarded: &'a Forwarded) -> BoxFuture<'a, bool> {
+        Box::pin(async { true })
+    }
+}
+
+/// `max_runs` open: the next start, AG-UI request, push or invoke is 503
+/// `overloaded` with `Retry-After`, and the upstream is not called; once a
+/// run ends its place is free again.
+#[tokio::test]
+async fn beyond_max_runs_a_run_is_refused_before_anything_is_called() {
+    let upstream = Arc::new(Waiting(AtomicUsize::new(0)));
+    let gateway = GatewayBuilder::new()
+        .upstream(upstream.clone())
+        .anonymous_ingest(true)
+        .max_runs(1)
+        .build()
+        .await
+        .unwrap();
+    let router = gateway.router();
+    let start = |conversation: &str| {
+        post(
+            "/api/v1/chat/stream/start",
+            serde_json::json!({"message": "m", "conversation_id": conversation, "agent_id": "a", "protocol": "custom"}).to_string(),
+        )
+    };
+    // The first run is open (its answer streams, its run waits).
+    let first = router.clone().oneshot(start("c-1")).await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(gateway.running(), 1);
+    let agui = serde_json::json!({"threadId": "t", "runId": "r-2", "messages": [], "forwardedProps": {"agentId": "a"}}).to_string();
+    let invoke =
+        serde_json::json!({"message": "m", "conversation_id": "c-3", "agent_id": "a"}).to_string();
+    for request in [
+        start("c-2"),
+        post("/api/v1/agui", agui),
+        post("/api/v1/chat/invoke", invoke),
+        Request::post("/api/v1/runs").body(Body::from("")).unwrap(),
+    ] {
+        let path = request.uri().to_string();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 503, "{path}");
+        assert_eq!(response.headers()["retry-after"], "5", "{path}");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            (&body["error"], &body["code"]),
+            (&"overloaded".into(), &"overloaded".into())
+        );
+    }
+    assert_eq!(
+        upstream.0.load(Ordering::SeqCst),
+        1,
+        "only the first run reached the upstream"
+    );
+    // The first run ends (its client cancels it): its place is free again.
+    let cancel = post(
+        "/api/v1/chat/stream/cancel",
+        r#"{"conversation_id": "c-1", "agent_id": "a"}"#.to_owned(),
+    );
+    let cancelled = router.clone().oneshot(cancel).await.unwrap();
+    assert_eq!(cancelled.status(), 200);
+    let body = first.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.is_empty(), "custom writes nothing for a cancelled run");
+    for _ in 0..500 {
+        if gateway.running() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(gateway.running(), 0);
+    let next = router.clone().oneshot(start("c-4")).await.unwrap();
+    assert_eq!(next.status(), 200, "the ended run's place was given back");
+    assert_eq!(upstream.0.load(Ordering::SeqCst), 2);
+}
+
 #[tokio::test]
 async fn a_bad_id_on_any_route_is_named_and_reaches_nothing() {
     let upstream = Arc::new(Counting::default());

@@ -87,6 +87,7 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
             }
         }
     }
+    let slot = gw.admit()?;
     let reader = tokio_util::io::StreamReader::new(
         body.into_data_stream()
             .map(|r| r.map_err(std::io::Error::other)),
@@ -102,7 +103,7 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
         .create(&run_id, &conversation_id)
         .await
         .map_err(log_error)?;
-    let cancel = gw.register(&run_id);
+    let cancel = gw.register(&run_id, slot);
     let run = gw.enforced(lines, &run_id, &conversation_id, cancel);
     let summary = spawn_owner(gw.clone(), writer, run)
         .await

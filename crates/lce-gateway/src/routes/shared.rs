@@ -42,6 +42,7 @@ impl Gateway {
         format: WireFormat,
     ) -> Result<Response, ApiError> {
         let (run_id, conversation_id) = (request.run_id.clone(), request.conversation_id.clone());
+        let slot = self.admit()?;
         let events = self.shared.upstream.open(request).await.map_err(|e| {
             tracing::warn!(target: "lce::upstream", error = %e, "no run from the upstream");
             ApiError::from(&e)
@@ -50,7 +51,7 @@ impl Gateway {
             .create(&run_id, &conversation_id)
             .await
             .map_err(log_error)?;
-        let cancel = self.register(&run_id);
+        let cancel = self.register(&run_id, slot);
         let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
         spawn_owner(self.clone(), writer, run);
         let ids = self.shared.settings.sse_ids;
