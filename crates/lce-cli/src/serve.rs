@@ -85,6 +85,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs: u32,
+    /// The largest JSON request body in bytes (DA's and AG-UI's routes):
+    /// a larger one is answered 413 (code `body_too_large`). A push is a
+    /// stream and is not bounded by it.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_request_bytes: u32,
     /// Runtime worker threads (default: the machine's cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
@@ -252,7 +258,8 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         .sse_ids(args.log.sse_ids)
         .cancel_on_disconnect(args.log.cancel_on_disconnect)
         .anonymous_ingest(args.log.allow_anonymous_ingest)
-        .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX));
+        .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX))
+        .max_request_bytes(usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX));
     builder = match &args.upstream {
         Some(url) => builder.upstream(
             HttpUpstream::new(url, args.upstream_connect_timeout).map_err(|_| {

@@ -229,6 +229,14 @@ impl GatewayBuilder {
         self
     }
 
+    /// The largest JSON request body (DA's and AG-UI's routes; default
+    /// 1 MiB): a larger one is `413 body_too_large`. A push is a stream and
+    /// is not bounded by it.
+    pub fn max_request_bytes(mut self, max: usize) -> Self {
+        self.settings.max_request_bytes = max;
+        self
+    }
+
     /// Idle time before an `agui-v1` keep-alive comment (default 15 s;
     /// zero: none).
     pub fn keepalive(mut self, every: Duration) -> Self {

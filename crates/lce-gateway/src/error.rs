@@ -167,7 +167,7 @@ impl ApiError {
             ApiError::Unauthorized => "A valid ingest token is required.",
             ApiError::BadRun => "The body's first line must be a canonical event.",
             ApiError::BodyTimeout => "The request body stopped arriving.",
-            ApiError::BodyTooLarge => "The request body is larger than 16 MiB.",
+            ApiError::BodyTooLarge => "The request body is too large.",
             ApiError::NoRandomness => "No run id could be made; try again.",
             ApiError::Internal => lce_types::AGENT_EXECUTION_FAILED,
             ApiError::InvalidId { .. } => "invalid_id",

@@ -33,6 +33,7 @@ pub(crate) struct Settings {
     pub(crate) cancel_on_disconnect: bool,
     pub(crate) keepalive: Duration,
     pub(crate) max_runs: usize,
+    pub(crate) max_request_bytes: usize,
 }
 
 impl Default for Settings {
@@ -47,6 +48,7 @@ impl Default for Settings {
             cancel_on_disconnect: false,
             keepalive: Duration::from_secs(15),
             max_runs: 10_000,
+            max_request_bytes: 1024 * 1024,
         }
     }
 }

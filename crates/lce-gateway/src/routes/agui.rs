@@ -1,12 +1,11 @@
 //! Standard AG-UI: `POST /api/v1/agui`, a `RunAgentInput` in, `agui-v1` out.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use lce_core::WireFormat;
 
-use super::shared::answer;
+use super::shared::{JsonBody, answer};
 use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
 use crate::ids::check_id;
@@ -26,7 +25,11 @@ struct RunAgentInput {
 /// The agent is `forwardedProps.agentId` (or `agent_id`), else the default
 /// agent; the message is the text of the last user message; the run and
 /// thread ids are the client's.
-pub(super) async fn run(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn run(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Response {
     answer(agui_run(&gw, &headers, &body).await)
 }
 

@@ -2,12 +2,11 @@
 //! each, with a fresh id, so runs never collide in the log) and
 //! `.../cancel` (on any replica).
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 
-use super::shared::{answer, new_run_id, protocol};
+use super::shared::{JsonBody, answer, new_run_id, protocol};
 use crate::error::{ApiError, json_response, parse_body};
 use crate::gateway::Gateway;
 use crate::ids::check_id;
@@ -30,13 +29,21 @@ struct DaRunRequest {
 }
 
 /// `POST /api/v1/chat/stream/start`: a new run for the client's message.
-pub(super) async fn start(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn start(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Response {
     answer(da_run(&gw, &headers, &body, false).await)
 }
 
 /// `POST /api/v1/chat/stream/resume`: a new run that continues the
 /// conversation's interrupted one, with the client's `resume_data`.
-pub(super) async fn resume(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn resume(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Response {
     answer(da_run(&gw, &headers, &body, true).await)
 }
 
@@ -71,7 +78,11 @@ struct CancelRequest {
 
 /// `POST /api/v1/chat/stream/cancel`, on any replica: cancels the
 /// conversation's running run where it runs, once the upstream accepts.
-pub(super) async fn cancel(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn cancel(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Response {
     let cancelled = async {
         let req: CancelRequest = parse_body(&body)?;
         check_id("conversation_id", &req.conversation_id)?;

@@ -3,13 +3,13 @@
 //! not logged: the answer comes once, at the end (see
 //! [`accumulate`](crate::accumulate)).
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use lce_encode_custom::invoke::{CONTENT_TYPE, InvokeIds, InvokeResponse};
 
-use super::shared::new_run_id;
+use super::shared::{JsonBody, new_run_id};
 use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
 use crate::ids::check_id;
@@ -27,7 +27,11 @@ struct InvokeRequest {
 /// DA's request body, DA's answer (200 finished, 400 interrupt, 503
 /// capacity with `Retry-After`, 500 otherwise). The run is registered
 /// while it goes, so shutdown reaches it.
-pub(super) async fn invoke(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn invoke(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Response {
     match invoke_run(&gw, &headers, &body).await {
         Ok(response) => http_response(response),
         Err(e) => e.into_response(),
