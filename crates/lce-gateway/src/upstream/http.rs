@@ -182,7 +182,9 @@ fn media_type(headers: &axum::http::HeaderMap) -> String {
 /// its clean end. A body that breaks (a reset, a cut chunked body) ends at
 /// its last whole line, without an error: the run then ends as any adapter
 /// that closes without a terminal (rule 12, D9), not as a bad line. Only
-/// each new chunk is searched for a newline (linear in the bytes read).
+/// each new chunk is searched for a newline (linear in the bytes read), and
+/// a line longer than the 4 MiB line bound is handed on as soon as it is
+/// over it, so at most the bound (and one chunk) is held.
 fn whole_lines<S, E>(body: S) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static
 where
     S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
@@ -202,6 +204,12 @@ where
                         if let Some(end) = memchr::memrchr(b'\n', &chunk) {
                             let lines = held.split_to(before + end + 1).freeze();
                             return Some((Ok(lines), (body, held, false)));
+                        }
+                        if held.len() > lce_types::DEFAULT_MAX_LINE_BYTES {
+                            // A line already over the bound: hand it on now
+                            // (the decoder reports it, D8, and discards the
+                            // rest of it), holding no more than the bound.
+                            return Some((Ok(held.split().freeze()), (body, held, false)));
                         }
                     }
                     Some(Err(e)) => {
@@ -278,5 +286,20 @@ mod tests {
             .collect()
             .await;
         assert_eq!(out, ["ab\n", "cd\n", "tail"]);
+    }
+
+    #[test]
+    fn a_line_over_the_bound_is_handed_on_without_waiting_for_its_end() {
+        let mib = bytes::Bytes::from(vec![b'x'; 1024 * 1024]);
+        let chunks =
+            futures::stream::iter((0..5).map(move |_| Ok::<_, std::io::Error>(mib.clone())))
+                .chain(futures::stream::pending());
+        let mut lines = Box::pin(whole_lines(chunks));
+        // Ready at once: the fifth MiB takes the held line over the bound.
+        let first = futures::FutureExt::now_or_never(lines.next())
+            .expect("handed on without waiting for a newline")
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.len(), 5 * 1024 * 1024);
     }
 }
