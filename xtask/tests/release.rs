@@ -204,6 +204,16 @@ fn dry_run_bumps_moves_the_changelog_packages_and_prints_the_plan() {
 fn refuses_bad_versions_and_empty_notes() {
     let root = workspace("release-refusals", "rust-version.workspace = true");
     let ws = root.to_str().unwrap();
+    let dry_run = |version: &str| {
+        xtask(&[
+            "release",
+            version,
+            "--dry-run",
+            "--offline",
+            "--workspace",
+            ws,
+        ])
+    };
     // Not a version to release: refused by the command line, naming it.
     for (version, why) in [
         (
@@ -213,14 +223,7 @@ fn refuses_bad_versions_and_empty_notes() {
         ("1.2.3+build", "build metadata (`+...`) is not allowed"),
         ("01.2.3", "invalid leading zero in major version number"),
     ] {
-        let out = xtask(&[
-            "release",
-            version,
-            "--dry-run",
-            "--offline",
-            "--workspace",
-            ws,
-        ]);
+        let out = dry_run(version);
         assert!(!out.status.success(), "{version}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -230,14 +233,7 @@ fn refuses_bad_versions_and_empty_notes() {
     }
     // Not greater than the current version.
     for version in ["0.1.0", "0.1.0-rc.1"] {
-        let out = xtask(&[
-            "release",
-            version,
-            "--dry-run",
-            "--offline",
-            "--workspace",
-            ws,
-        ]);
+        let out = dry_run(version);
         assert!(!out.status.success(), "{version}");
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),

@@ -82,11 +82,6 @@ impl LogWriter {
         self.next
     }
 
-    /// The log this writer appends to.
-    pub fn log(&self) -> &Arc<dyn RunLog> {
-        &self.log
-    }
-
     /// Extends the lease; `false` when this writer no longer owns the run.
     pub async fn renew(&self, lease: Duration) -> Result<bool, LogError> {
         self.log.renew(&self.run_id, &self.owner, lease).await

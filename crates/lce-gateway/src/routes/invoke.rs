@@ -56,10 +56,7 @@ async fn invoke_run(
     request.client_context = req.client_context;
     request.forwarded = Forwarded::from_headers(headers);
     let slot = gw.admit()?;
-    let events = gw.shared.upstream.open(request).await.map_err(|e| {
-        tracing::warn!(target: "lce::upstream", error = %e, "no run from the upstream");
-        ApiError::from(&e)
-    })?;
+    let events = gw.open_upstream(request).await?;
     let cancel = gw.register(&run_id, slot);
     let run = gw.enforced(events, &run_id, &req.conversation_id, cancel);
     let acc = crate::invoke::accumulate(run, true).await;

@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::gateway::Gateway;
 use crate::owner::spawn_owner;
 use crate::sse::{KeepAlive, sse_response};
-use crate::upstream::RunRequest;
+use crate::upstream::{EventStream, RunRequest};
 
 /// A JSON request body, read whole up to the gateway's
 /// `max_request_bytes` (a larger one, or one that stops arriving, is
@@ -64,10 +64,7 @@ impl Gateway {
     ) -> Result<Response, ApiError> {
         let (run_id, conversation_id) = (request.run_id.clone(), request.conversation_id.clone());
         let slot = self.admit()?;
-        let events = self.shared.upstream.open(request).await.map_err(|e| {
-            tracing::warn!(target: "lce::upstream", error = %e, "no run from the upstream");
-            ApiError::from(&e)
-        })?;
+        let events = self.open_upstream(request).await?;
         let writer = self
             .create(&run_id, &conversation_id)
             .await
@@ -79,6 +76,15 @@ impl Gateway {
         self.subscribe(&run_id, format, None, ids, Some(cancel))
             .await
             .map_err(|e| subscribe_error(&e))
+    }
+
+    /// The run `request` asks the upstream for, or the answer for an
+    /// upstream that gives none (its kind logged, never its words).
+    pub(super) async fn open_upstream(&self, request: RunRequest) -> Result<EventStream, ApiError> {
+        self.shared.upstream.open(request).await.map_err(|e| {
+            tracing::warn!(target: "lce::upstream", error = %e, "no run from the upstream");
+            ApiError::from(&e)
+        })
     }
 
     /// An SSE answer that reads `run_id` from the log, encoded in `format`.
