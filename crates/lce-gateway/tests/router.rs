@@ -370,6 +370,65 @@ async fn an_agui_run_id_that_has_a_log_is_a_409() {
     assert_eq!(second.status, 409);
 }
 
+/// The run id is reserved before the upstream is called: a taken AG-UI
+/// `runId` is a 409 and the harness never hears of it; a run id whose
+/// upstream gave no run is free again at once.
+#[tokio::test]
+async fn a_taken_run_id_never_reaches_the_harness_and_a_refused_one_is_free_again() {
+    let (harness, gw) = InProcess::gateway().await;
+    let router = gw.router();
+    let agui = |run_id: &str, agent: &str| {
+        serde_json::json!({
+            "threadId": "thread-r", "runId": run_id,
+            "messages": [{"role": "user", "content": "hi"}],
+            "forwardedProps": {"agentId": agent},
+        })
+        .to_string()
+    };
+    // The first run waits for its cancel: its log is open.
+    let first = router
+        .clone()
+        .oneshot(post("/api/v1/agui", agui("run-taken", "my-agent")))
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(harness.requests.lock().unwrap().len(), 1);
+    let second = send(&router, post("/api/v1/agui", agui("run-taken", "my-agent"))).await;
+    assert_eq!(second.status, 409);
+    assert_eq!(second.json()["code"], "run_exists");
+    assert_eq!(
+        harness.requests.lock().unwrap().len(),
+        1,
+        "the harness was called for a taken run id"
+    );
+    drop(first);
+    gw.shutdown().await;
+
+    // The scenario player knows no agent `nobody`: 404, and the id it
+    // reserved is given back.
+    let gw = gateway().await;
+    let router = gw.router();
+    let refused = send(&router, post("/api/v1/agui", agui("run-free", "nobody"))).await;
+    assert_eq!(refused.status, 404);
+    assert_eq!(refused.json()["code"], "unknown_agent");
+    let mut given_back = false;
+    for _ in 0..100 {
+        if gw.log().info("run-free").await == Ok(None) {
+            given_back = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(given_back, "the refused run's reserved log is still there");
+    let again = send(
+        &router,
+        post("/api/v1/agui", agui("run-free", "plain-text-answer")),
+    )
+    .await;
+    assert_eq!(again.status, 200);
+    assert!(again.text().contains("\"type\":\"RUN_FINISHED\""));
+}
+
 #[tokio::test]
 async fn invoke_answers_das_json_and_cancel_without_a_run_is_false() {
     let gw = gateway().await;

@@ -23,10 +23,13 @@
 //! | `lce:{R}:lease` | string | the owner's id, expiring (`PX`) when the lease does |
 //! | `lce:{R}:fenced` | stream | the log, moved aside for the instant of a refused append's transaction; never there between operations |
 //! | `lce:appended` | pub/sub channel | every append publishes its run id here, to wake the reads waiting on the run |
-//! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_runlog::RunLog::orphans)) |
+//! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_runlog::RunLog::orphans)); expires the retention after the last run recorded in it |
 //! | `lce:{conv:C}:running` | string | the id of the run last created for the conversation, while it is unsealed ([`RunLog::running_run`](lce_runlog::RunLog::running_run)); expires after the retention, refreshed by each renewal |
-//! | `lce:{thread:C}:rev` | string | the conversation's last revision (`INCR`) |
-//! | `lce:{thread:C}:last` | hash | the last commit (`commit`, `rev`), so a commit retried after a lost answer counts once |
+//! | `lce:{thread:C}:rev` | string | the conversation's last revision (`INCR`); expires [`RedisLogOptions::thread_retention`] (30 days) after the last commit |
+//! | `lce:{thread:C}:last` | hash | the last commit (`commit`, `rev`), so a commit retried after a lost answer counts once; expires with `rev` |
+//!
+//! Every key has an expiry (checked by a test that scans the engine after
+//! finished, interrupted, errored, abandoned and orphaned runs).
 //!
 //! The braces are Redis Cluster hash tags: a run's keys (a conversation's
 //! keys) share one slot, as a script that touches several keys needs.
@@ -49,12 +52,19 @@
 //!
 //! The terminal's append sets `PEXPIRE` on the run's stream and hash
 //! ([`RedisLogOptions::retention`], 24 h by default) and deletes its lease.
-//! An unsealed run has no expiry: its size is bounded by the per-run limits
-//! of D19 (`Limits::events_per_run`, `Limits::bytes_per_run`, which the
-//! chain in front of the log enforces), and a run whose owner died is
-//! claimed through [`RunLog::orphans`](lce_runlog::RunLog::orphans) and
+//! An unsealed run expires too: `create` gives its hash the retention as a
+//! TTL (its stream takes the hash's when the first append makes it), and
+//! every renewal by the owner pushes both back to the retention. Its size
+//! is bounded by the per-run limits of D19 (`Limits::events_per_run`,
+//! `Limits::bytes_per_run`, which the chain in front of the log enforces).
+//! A run whose owner died is claimed through
+//! [`RunLog::orphans`](lce_runlog::RunLog::orphans) and
 //! [`RunLog::claim`](lce_runlog::RunLog::claim) once its lease expires, and
-//! ended with the closure terminal (D9), which starts its retention.
+//! ended with the closure terminal (D9), which starts its retention; if no
+//! replica ever finds it (its owner died before it reached `lce:active`,
+//! or no replica runs), its keys are gone the retention after the last
+//! renewal. A run the gateway reserved and abandoned (the upstream gave no
+//! run) is deleted at once ([`RunLog::abandon`](lce_runlog::RunLog::abandon)).
 //!
 //! # Appends
 //!
@@ -126,5 +136,5 @@ mod scripts;
 mod store;
 mod wakeups;
 
-pub use log::{RedisLogOptions, RedisRunLog};
+pub use log::{DEFAULT_THREAD_RETENTION, RedisLogOptions, RedisRunLog};
 pub use store::RedisStore;

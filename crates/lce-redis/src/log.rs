@@ -15,12 +15,21 @@ use crate::engine::{Engine, Failure, int, millis, text};
 use crate::scripts::{APPEND_GUARD, Scripts, UNFENCE};
 use crate::wakeups::{Waiting, Wakeups};
 
+/// How long a thread's revisions are kept after its last commit when no
+/// thread retention is given: 30 days.
+pub const DEFAULT_THREAD_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// How [`RedisRunLog`] keeps its logs.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisLogOptions {
-    /// How long a log is kept after its terminal (default 24 hours).
+    /// How long a log is kept after its terminal (default 24 hours); an
+    /// unfinished run's keys expire this long after its owner's last
+    /// renewal.
     pub retention: Duration,
+    /// How long a thread's revisions are kept after its last commit
+    /// (default 30 days).
+    pub thread_retention: Duration,
     /// The first part of every key (default `lce`): `<prefix>:{<run_id>}:log`,
     /// `<prefix>:active`, ... Replicas that share runs use the same one.
     pub prefix: String,
@@ -34,6 +43,7 @@ impl Default for RedisLogOptions {
     fn default() -> Self {
         RedisLogOptions {
             retention: Duration::from_secs(24 * 3600),
+            thread_retention: DEFAULT_THREAD_RETENTION,
             prefix: "lce".to_owned(),
             timeout: Duration::from_secs(5),
         }
@@ -41,7 +51,8 @@ impl Default for RedisLogOptions {
 }
 
 impl RedisLogOptions {
-    /// The defaults: 24 h retention, prefix `lce`, 5 s per operation.
+    /// The defaults: 24 h retention, 30 days of thread revisions, prefix
+    /// `lce`, 5 s per operation.
     pub fn new() -> Self {
         Self::default()
     }
@@ -49,6 +60,12 @@ impl RedisLogOptions {
     /// Keeps logs for `retention` after their terminal.
     pub fn with_retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// Keeps a thread's revisions for `retention` after its last commit.
+    pub fn with_thread_retention(mut self, retention: Duration) -> Self {
+        self.thread_retention = retention;
         self
     }
 
@@ -229,7 +246,7 @@ impl RedisRunLog {
 
     /// A thread store on the same connection and prefix.
     pub fn thread_store(&self) -> crate::RedisStore {
-        crate::RedisStore::from_engine(self.inner.engine.clone(), &self.inner.options.prefix)
+        crate::RedisStore::from_engine(self.inner.engine.clone(), &self.inner.options)
     }
 }
 
@@ -290,11 +307,25 @@ impl Inner {
 
     /// Records `run_id`'s lease deadline in the active set (a hint for
     /// `orphans`; a failure is logged, not returned: the owner's next
-    /// renewal records it again).
+    /// renewal records it again). The set expires the retention after the
+    /// last run recorded in it, so that nothing lce writes lives forever.
     async fn mark_active(&self, op: &'static str, run_id: &str, deadline_ms: i64) {
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg(&self.active).arg(deadline_ms).arg(run_id);
-        if self.engine.query(op, &cmd).await.is_err() {
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZADD")
+            .arg(&self.active)
+            .arg(deadline_ms)
+            .arg(run_id);
+        pipe.cmd("PEXPIRE")
+            .arg(&self.active)
+            .arg(millis(self.options.retention));
+        let marked: Result<Vec<Value>, _> = self
+            .engine
+            .attempts(op, |mut conn, _| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
+            .await;
+        if marked.is_err() {
             tracing::warn!(op, run_id, "redis: the active-run index was not updated");
         }
     }
@@ -320,7 +351,12 @@ impl Inner {
                 "create",
                 &self.scripts.create,
                 &[&keys.meta, &keys.log, &keys.lease],
-                &[&info.conversation_id, &info.owner, &lease_ms.to_string()],
+                &[
+                    &info.conversation_id,
+                    &info.owner,
+                    &lease_ms.to_string(),
+                    &millis(self.options.retention).to_string(),
+                ],
                 true,
             )
             .await
@@ -590,8 +626,12 @@ impl Inner {
             .eval(
                 "renew",
                 &self.scripts.renew,
-                &[&keys.meta, &keys.lease],
-                &[owner, &lease_ms.to_string()],
+                &[&keys.meta, &keys.lease, &keys.log],
+                &[
+                    owner,
+                    &lease_ms.to_string(),
+                    &millis(self.options.retention).to_string(),
+                ],
                 false,
             )
             .await
@@ -694,6 +734,38 @@ impl Inner {
         self.unmark_running("running_run", conversation_id, &run_id)
             .await;
         Ok(None)
+    }
+
+    async fn abandon(&self, run_id: &str, owner: &str) -> Result<bool, LogError> {
+        let keys = self.keys(run_id);
+        let reply = self
+            .engine
+            .eval(
+                "abandon",
+                &self.scripts.abandon,
+                &[&keys.meta, &keys.log, &keys.lease],
+                &[owner],
+                false,
+            )
+            .await
+            .map_err(unavailable)?;
+        if let Value::Array(parts) = &reply
+            && let [_, conversation_id] = parts.as_slice()
+        {
+            if let Some(conversation_id) =
+                text(conversation_id).and_then(|b| std::str::from_utf8(b).ok())
+            {
+                self.unmark_running("abandon", conversation_id, run_id)
+                    .await;
+            }
+            self.mark_done("abandon", &[run_id]).await;
+            return Ok(true);
+        }
+        match int(&reply) {
+            Some(-2) => Err(LogError::NotFound),
+            Some(0) => Ok(false),
+            _ => Err(LogError::Unavailable),
+        }
     }
 
     async fn release(&self, run_id: &str, owner: &str) -> Result<(), LogError> {
@@ -902,6 +974,12 @@ impl RunLog for RedisRunLog {
         let inner = Arc::clone(&self.inner);
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move { inner.release(&run_id, &owner).await })
+    }
+
+    fn abandon(&self, run_id: &str, owner: &str) -> LogFuture<bool> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        Box::pin(async move { inner.abandon(&run_id, &owner).await })
     }
 
     fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> LogFuture<bool> {

@@ -20,12 +20,13 @@ macro_rules! now_ms {
 }
 
 /// `create`. KEYS: meta, log, lease. ARGV: conversation id, owner, lease
-/// ms, retry. Answers -1 (a log exists) or the engine's time in ms.
+/// ms, ttl ms (the unsealed run's expiry, which each renewal pushes back),
+/// retry. Answers -1 (a log exists) or the engine's time in ms.
 const CREATE: &str = concat!(
     now_ms!(),
     r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[4] == '1'
+  if ARGV[5] == '1'
     and redis.call('HGET', KEYS[1], 'owner') == ARGV[2]
     and redis.call('HGET', KEYS[1], 'conversation_id') == ARGV[1]
     and redis.call('HGET', KEYS[1], 'last') == '0' then
@@ -35,10 +36,23 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'conversation_id', ARGV[1], 'owner', ARGV[2], 'sealed', '0', 'last', '0')
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 return now
 "
 );
+
+/// `abandon`. KEYS: meta, log, lease. ARGV: owner. Answers -2 (no log), 0
+/// (an entry, a terminal or another owner: nothing done) or
+/// `{1, conversation id}` (every key of the run deleted; the caller clears
+/// the conversation's running run and the active set).
+const ABANDON: &str = r"
+local state = redis.call('HMGET', KEYS[1], 'sealed', 'last', 'owner', 'conversation_id')
+if not state[1] then return -2 end
+if state[1] ~= '0' or state[2] ~= '0' or state[3] ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return {1, state[4]}
+";
 
 /// The guard of an append of one or more entries at consecutive positions,
 /// all or none. The append is one transaction (`MULTI`/`EXEC`): this
@@ -93,6 +107,10 @@ local function guard()
   if redis.call('EXISTS', KEYS[2]) == 0 then
     redis.call('XADD', KEYS[2], '0-1', 'idle', '1')
     redis.call('XDEL', KEYS[2], '0-1')
+    -- Unsealed, it lives as long as its meta: until the retention after
+    -- the owner's last renewal.
+    local ttl = redis.call('PTTL', KEYS[1])
+    redis.call('PEXPIRE', KEYS[2], ttl > 0 and ttl or ARGV[5])
   end
   redis.call('HSET', KEYS[1], 'last', string.format('%.0f', first + n - 1))
   if ARGV[4] == '1' then
@@ -122,10 +140,11 @@ end
 return 0
 ";
 
-/// `renew`. KEYS: meta, lease. ARGV: owner, lease ms. Answers -2 (no
-/// log), -1 (not the holder, or sealed) or `{the engine's time in ms,
-/// conversation id}` (the caller refreshes the conversation's running-run
-/// key with it).
+/// `renew`. KEYS: meta, lease, log. ARGV: owner, lease ms, ttl ms.
+/// Answers -2 (no log), -1 (not the holder, or sealed) or `{the engine's
+/// time in ms, conversation id}` (the caller refreshes the conversation's
+/// running-run key with it). Pushes the unsealed run's expiry back to the
+/// ttl.
 const RENEW: &str = concat!(
     now_ms!(),
     r"
@@ -133,6 +152,8 @@ local sealed = redis.call('HGET', KEYS[1], 'sealed')
 if not sealed then return -2 end
 if sealed ~= '0' or redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
 return {now, redis.call('HGET', KEYS[1], 'conversation_id')}
 "
 );
@@ -200,16 +221,19 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])
 "
 );
 
-/// A thread-store commit. KEYS: rev, last. ARGV: commit id, retry.
-/// Answers the new revision (`INCR`), or on a retry of the last commit the
-/// revision it already got.
+/// A thread-store commit. KEYS: rev, last. ARGV: commit id, thread
+/// retention ms, retry. Answers the new revision (`INCR`), or on a retry
+/// of the last commit the revision it already got. Both keys expire the
+/// thread retention after the thread's last commit.
 const COMMIT: &str = r"
-if ARGV[2] == '1' then
+if ARGV[3] == '1' then
   local last = redis.call('HMGET', KEYS[2], 'commit', 'rev')
   if last[1] == ARGV[1] then return tonumber(last[2]) end
 end
 local rev = redis.call('INCR', KEYS[1])
 redis.call('HSET', KEYS[2], 'commit', ARGV[1], 'rev', rev)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return rev
 ";
 
@@ -219,6 +243,7 @@ return rev
 /// whole ([`APPEND_GUARD`], [`UNFENCE`]).
 pub(crate) struct Scripts {
     pub(crate) create: Lua,
+    pub(crate) abandon: Lua,
     pub(crate) renew: Lua,
     pub(crate) release: Lua,
     pub(crate) claim: Lua,
@@ -229,9 +254,10 @@ pub(crate) struct Scripts {
 
 impl Scripts {
     /// Every script, to load them up front.
-    pub(crate) fn all(&self) -> [&Lua; 7] {
+    pub(crate) fn all(&self) -> [&Lua; 8] {
         [
             &self.create,
+            &self.abandon,
             &self.renew,
             &self.release,
             &self.claim,
@@ -244,6 +270,7 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             create: Lua::new(CREATE),
+            abandon: Lua::new(ABANDON),
             renew: Lua::new(RENEW),
             release: Lua::new(RELEASE),
             claim: Lua::new(CLAIM),

@@ -26,6 +26,7 @@ pub struct RedisStore {
 struct Inner {
     engine: Engine,
     prefix: String,
+    thread_retention_ms: String,
     script: Lua,
 }
 
@@ -53,14 +54,15 @@ impl RedisStore {
         let engine = Engine::connect(url, options.timeout)
             .await
             .map_err(commit_error)?;
-        Ok(Self::from_engine(engine, &options.prefix))
+        Ok(Self::from_engine(engine, options))
     }
 
-    pub(crate) fn from_engine(engine: Engine, prefix: &str) -> Self {
+    pub(crate) fn from_engine(engine: Engine, options: &RedisLogOptions) -> Self {
         RedisStore {
             inner: Arc::new(Inner {
                 engine,
-                prefix: prefix.to_owned(),
+                prefix: options.prefix.clone(),
+                thread_retention_ms: crate::engine::millis(options.thread_retention).to_string(),
                 script: scripts::commit(),
             }),
         }
@@ -107,7 +109,7 @@ impl RedisStore {
                     "commit",
                     &inner.script,
                     &[&rev_key, &last_key],
-                    &[&commit_id],
+                    &[&commit_id, &inner.thread_retention_ms],
                     true,
                 )
                 .await

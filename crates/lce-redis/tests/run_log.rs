@@ -380,7 +380,7 @@ async fn two_replicas_claiming_an_expired_run_one_wins() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retention_starts_at_the_terminal() {
+async fn retention_starts_at_the_terminal_or_at_the_last_renewal() {
     let Some(server) = RedisServer::start() else {
         return;
     };
@@ -409,15 +409,40 @@ async fn retention_starts_at_the_terminal() {
     )
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // An unsealed run whose owner never renews (it died): gone too, the
+    // retention after its creation.
+    let (dead, mut dead_run) = create(&log, "dead", "owner").await;
+    log.append(
+        &dead.run_id,
+        "owner",
+        1,
+        LogEntry::Event(dead_run.run_started()),
+    )
+    .await
+    .unwrap();
+    // The open run's owner renews it all along: it stays.
+    for _ in 0..7 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(log.renew(&open.run_id, "owner", LEASE).await, Ok(true));
+    }
     assert_eq!(
         log.read(&done.run_id, 0, 10, Duration::ZERO).await,
         Err(LogError::NotFound),
         "a sealed log outlived its retention"
     );
     assert_eq!(log.info(&done.run_id).await, Ok(None));
+    assert_eq!(
+        log.read(&dead.run_id, 0, 10, Duration::ZERO).await,
+        Err(LogError::NotFound),
+        "an unsealed log nobody renews outlived its retention"
+    );
+    assert_eq!(log.info(&dead.run_id).await, Ok(None));
     let open_batch = log.read(&open.run_id, 0, 10, Duration::ZERO).await.unwrap();
-    assert_eq!(open_batch.entries.len(), 1, "an unsealed log expired");
+    assert_eq!(
+        open_batch.entries.len(),
+        1,
+        "a renewed unsealed log expired"
+    );
     // Its id may be used again.
     log.create(done.clone(), LEASE).await.unwrap();
     assert!(
@@ -1074,4 +1099,118 @@ async fn handles_debug_without_the_address() {
         format!("{log:?}"),
         format!("RedisRunLog {{ options: {options:?}, .. }}")
     );
+}
+
+/// Nothing lives forever: after a mixed workload (finished, errored and
+/// cancelled runs, a reserved run given back, an orphan ended by another
+/// replica, one nobody ever claims, one still running, thread commits),
+/// every key under the prefix has an expiry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_expires_after_a_mixed_workload() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let options = RedisLogOptions::new()
+        .with_prefix("ttl")
+        .with_thread_retention(Duration::from_secs(3600));
+    let log: Arc<dyn RunLog> = Arc::new(
+        RedisRunLog::connect(&server.url(), options.clone())
+            .await
+            .unwrap(),
+    );
+    let store = RedisStore::connect(&server.url(), &options).await.unwrap();
+    let short = Duration::from_millis(100);
+    let append = async |info: &RunInfo, owner: &str, at: u64, event| {
+        log.append(&info.run_id, owner, at, LogEntry::Event(event))
+            .await
+            .unwrap();
+    };
+
+    let (finished, mut run) = create(&*log, "finished", "a").await;
+    append(&finished, "a", 1, run.run_started()).await;
+    append(&finished, "a", 2, run.run_finished()).await;
+    let commit = CommitRequest {
+        run_id: finished.run_id.clone(),
+        conversation_id: finished.conversation_id.clone(),
+        sequence: 2,
+        interrupt_id: None,
+    };
+    store.commit_final(commit).await.unwrap();
+
+    let (errored, mut run) = create(&*log, "errored", "a").await;
+    append(&errored, "a", 1, run.run_started()).await;
+    append(&errored, "a", 2, run.run_error("e", "failed")).await;
+
+    let (cancelled, mut run) = create(&*log, "cancelled", "a").await;
+    append(&cancelled, "a", 1, run.run_started()).await;
+    assert_eq!(log.request_cancel(&cancelled.run_id).await, Ok(true));
+    append(&cancelled, "a", 2, run.run_cancelled()).await;
+
+    let (abandoned, _) = create(&*log, "abandoned", "a").await;
+    assert_eq!(log.abandon(&abandoned.run_id, "a").await, Ok(true));
+
+    let (running, mut run) = create(&*log, "running", "a").await;
+    append(&running, "a", 1, run.run_started()).await;
+    assert_eq!(log.renew(&running.run_id, "a", LEASE).await, Ok(true));
+
+    // Owners that die: one before any renewal, one after an entry. The
+    // second is found and ended by another replica.
+    let lost = RunInfo {
+        run_id: fresh_run_id("lost"),
+        conversation_id: "conv-lost".to_owned(),
+        owner: "dead".to_owned(),
+    };
+    log.create(lost.clone(), short).await.unwrap();
+    let orphan = RunInfo {
+        run_id: fresh_run_id("orphan"),
+        conversation_id: "conv-orphan".to_owned(),
+        owner: "dead".to_owned(),
+    };
+    log.create(orphan.clone(), short).await.unwrap();
+    let mut run = RunBuilder::new(orphan.run_id.as_str(), "conv-orphan");
+    append(&orphan, "dead", 1, run.run_started()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let takeover = lce_runlog::Takeover {
+        claimant: "b".to_owned(),
+        lease: LEASE,
+    };
+    assert_eq!(
+        lce_runlog::end_orphan(&log, &orphan.run_id, &takeover).await,
+        Ok(true)
+    );
+
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("ttl:*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let abandoned_keys = keys
+        .iter()
+        .filter(|k| k.contains(&abandoned.run_id))
+        .count();
+    assert_eq!(abandoned_keys, 0, "an abandoned run left {keys:?}");
+    for (what, info) in [("lost", &lost), ("running", &running), ("orphan", &orphan)] {
+        assert!(
+            keys.iter().any(|k| k.contains(&info.run_id)),
+            "the {what} run's keys are missing from {keys:?}"
+        );
+    }
+    assert!(
+        keys.iter().any(|k| k.contains("{thread:")),
+        "no thread key in {keys:?}"
+    );
+    assert!(
+        keys.contains(&"ttl:active".to_owned()),
+        "no active set in {keys:?}"
+    );
+    for key in &keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(ttl > 0, "{key} never expires (PTTL {ttl})");
+    }
 }

@@ -175,6 +175,15 @@ pub trait RunLog: Send + Sync + 'static {
     /// another replica may claim the run.
     fn release(&self, run_id: &str, owner: &str) -> LogFuture<()>;
 
+    /// Takes back a log `owner` created and never appended to, as if it
+    /// had never been created: the run id is free again, and the
+    /// conversation's running run no longer names it. A gateway reserves a
+    /// run id with [`RunLog::create`] before it calls the upstream, and
+    /// abandons it when the upstream gives no run. `false` (nothing done)
+    /// when the log holds an entry, is sealed, or is owned by another
+    /// replica; [`LogError::NotFound`] for an unknown run.
+    fn abandon(&self, run_id: &str, owner: &str) -> LogFuture<bool>;
+
     /// Takes the lease of an unsealed run whose lease has expired; `true` if
     /// `claimant` now owns it (and must end it).
     fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> LogFuture<bool>;

@@ -92,6 +92,13 @@ impl LogWriter {
         self.log.release(&self.run_id, &self.owner).await
     }
 
+    /// Takes back the log this writer created, before anything was
+    /// appended ([`RunLog::abandon`]): `false` when it holds an entry or
+    /// is no longer this writer's.
+    pub async fn abandon(self) -> Result<bool, LogError> {
+        self.log.abandon(&self.run_id, &self.owner).await
+    }
+
     pub(crate) fn append(&mut self, entry: LogEntry) -> Ack {
         let position = self.next;
         self.next += 1;

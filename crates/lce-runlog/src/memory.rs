@@ -130,6 +130,28 @@ impl MemoryRunLog {
         Ok(())
     }
 
+    fn abandon_now(&self, run_id: &str, owner: &str) -> Result<bool, LogError> {
+        let mut runs = self.runs.lock().map_err(|_| LogError::Unavailable)?;
+        let run = runs.get(run_id).cloned().ok_or(LogError::NotFound)?;
+        let state = lock(&run)?;
+        let untouched = state.entries.is_empty() && state.sealed_at.is_none();
+        if !untouched || state.info.owner != owner {
+            return Ok(false);
+        }
+        let conversation_id = state.info.conversation_id.clone();
+        runs.remove(run_id);
+        drop(state);
+        let mut running = self.running.lock().map_err(|_| LogError::Unavailable)?;
+        if running.get(&conversation_id).is_some_and(|r| r == run_id) {
+            running.remove(&conversation_id);
+        }
+        drop(running);
+        drop(runs);
+        // Its readers (if any found it) see it gone.
+        run.changed.notify_waiters();
+        Ok(true)
+    }
+
     fn append_now(
         &self,
         run_id: &str,
@@ -266,6 +288,10 @@ impl RunLog for MemoryRunLog {
             Ok(())
         });
         ready(released)
+    }
+
+    fn abandon(&self, run_id: &str, owner: &str) -> LogFuture<bool> {
+        ready(self.abandon_now(run_id, owner))
     }
 
     fn claim(&self, run_id: &str, claimant: &str, lease: Duration) -> LogFuture<bool> {

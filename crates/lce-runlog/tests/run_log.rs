@@ -455,6 +455,7 @@ impl RunLog for BatchSizes {
         info(run_id: &str) -> Option<RunInfo>;
         renew(run_id: &str, owner: &str, lease: Duration) -> bool;
         release(run_id: &str, owner: &str) -> ();
+        abandon(run_id: &str, owner: &str) -> bool;
         claim(run_id: &str, claimant: &str, lease: Duration) -> bool;
         orphans() -> Vec<String>;
         request_cancel(run_id: &str) -> bool;

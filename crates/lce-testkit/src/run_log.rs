@@ -50,6 +50,7 @@ pub async fn check_run_log(log: &dyn RunLog) {
     entries_round_trip(log).await;
     cancel_requests_are_recorded_until_the_terminal(log).await;
     running_run_is_the_newest_unsealed_run(log).await;
+    abandon_takes_back_an_untouched_run(log).await;
 }
 
 /// A run id no other run of this process (or an earlier one) has.
@@ -1092,4 +1093,77 @@ pub async fn running_run_is_the_newest_unsealed_run(log: &dyn RunLog) {
         "the other conversation after its terminal",
     )
     .await;
+}
+
+/// `abandon` takes back a run its owner created and never appended to: the
+/// run id is free for a new `create`, reads find no run, and the
+/// conversation's running run no longer names it. A run with an entry, a
+/// sealed run, or one asked for by another replica is left as it is
+/// (`false`); an unknown run is [`LogError::NotFound`].
+pub async fn abandon_takes_back_an_untouched_run(log: &dyn RunLog) {
+    let check = "abandon_takes_back_an_untouched_run";
+    let (info, _) = new_run(log, "abandon", "replica-a", LONG).await;
+    let run_id = info.run_id.as_str();
+    assert_eq!(
+        log.abandon(run_id, "replica-b").await,
+        Ok(false),
+        "{check}: another replica's abandon"
+    );
+    assert_eq!(
+        log.running_run(&info.conversation_id).await,
+        Ok(Some(info.run_id.clone())),
+        "{check}: still running after a refused abandon"
+    );
+    assert_eq!(
+        log.abandon(run_id, "replica-a").await,
+        Ok(true),
+        "{check}: the owner's abandon"
+    );
+    assert_eq!(log.info(run_id).await, Ok(None), "{check}: info after");
+    assert_eq!(
+        log.read(run_id, 0, 10, Duration::ZERO).await,
+        Err(LogError::NotFound),
+        "{check}: read after"
+    );
+    assert_eq!(
+        log.running_run(&info.conversation_id).await,
+        Ok(None),
+        "{check}: running run after"
+    );
+    assert_eq!(
+        log.abandon(run_id, "replica-a").await,
+        Err(LogError::NotFound),
+        "{check}: abandoned twice"
+    );
+    // The id is free again: a new incarnation starts empty.
+    log.create(info.clone(), LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{check}: create after abandon: {e:?}"));
+    let mut run = RunBuilder::new(run_id, info.conversation_id.as_str());
+    assert_eq!(
+        read_now(log, run_id, 0).await.entries,
+        Vec::new(),
+        "{check}: reborn empty"
+    );
+
+    // An entry, then a terminal: never abandoned.
+    let started = log.append(run_id, "replica-a", 1, LogEntry::Event(run.run_started()));
+    assert_eq!(started.await, Ok(()), "{check}: append");
+    assert_eq!(
+        log.abandon(run_id, "replica-a").await,
+        Ok(false),
+        "{check}: with an entry"
+    );
+    let finished = log.append(run_id, "replica-a", 2, LogEntry::Event(run.run_finished()));
+    assert_eq!(finished.await, Ok(()), "{check}: terminal");
+    assert_eq!(
+        log.abandon(run_id, "replica-a").await,
+        Ok(false),
+        "{check}: sealed"
+    );
+    assert_eq!(
+        read_now(log, run_id, 0).await.entries.len(),
+        2,
+        "{check}: kept whole"
+    );
 }

@@ -6,7 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::response::{IntoResponse as _, Response};
 use futures::StreamExt as _;
 use lce_core::WireFormat;
-use lce_runlog::{FrameId, LogError, SubscribeError, Subscription};
+use lce_runlog::{FrameId, LogError, LogWriter, SubscribeError, Subscription};
 use lce_stream::{CancelHandle, WireEncoder};
 use lce_types::CancelReason;
 
@@ -64,11 +64,15 @@ impl Gateway {
     ) -> Result<Response, ApiError> {
         let (run_id, conversation_id) = (request.run_id.clone(), request.conversation_id.clone());
         let slot = self.admit()?;
-        let events = self.open_upstream(request).await?;
-        let writer = self
-            .create(&run_id, &conversation_id)
-            .await
-            .map_err(log_error)?;
+        // The run id is reserved before the upstream is called: a taken id
+        // is a 409 and the harness never does the work.
+        let reservation = Reservation(Some(
+            self.create(&run_id, &conversation_id)
+                .await
+                .map_err(log_error)?,
+        ));
+        let events = self.open_reserved(&reservation, request).await?;
+        let writer = reservation.keep().ok_or(ApiError::Internal)?;
         let cancel = self.register(&run_id, slot);
         let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
         spawn_owner(self.clone(), writer, run);
@@ -76,6 +80,30 @@ impl Gateway {
         self.subscribe(&run_id, format, None, ids, Some(cancel))
             .await
             .map_err(|e| subscribe_error(&e))
+    }
+
+    /// [`Gateway::open_upstream`] for a run whose log is reserved, its
+    /// lease renewed while the upstream takes its time to answer (so that
+    /// no replica takes the run for an orphan meanwhile).
+    async fn open_reserved(
+        &self,
+        reservation: &Reservation,
+        request: RunRequest,
+    ) -> Result<EventStream, ApiError> {
+        let lease = self.shared.settings.lease;
+        let mut open = std::pin::pin!(self.open_upstream(request));
+        let mut renew = tokio::time::interval(lease / 3);
+        renew.tick().await;
+        loop {
+            tokio::select! {
+                opened = &mut open => return opened,
+                _ = renew.tick() => {
+                    if let Some(writer) = &reservation.0 {
+                        let _ = writer.renew(lease).await;
+                    }
+                }
+            }
+        }
     }
 
     /// The run `request` asks the upstream for, or the answer for an
@@ -146,6 +174,40 @@ pub(super) fn subscribe_error(e: &SubscribeError) -> ApiError {
         SubscribeError::MalformedId => ApiError::BadLastEventId,
         SubscribeError::UnknownId => ApiError::UnknownLastEventId,
         _ => ApiError::LogUnavailable,
+    }
+}
+
+/// A run id reserved in the log (its empty log created) while the
+/// upstream is asked for the run: abandoned when dropped without
+/// [`Reservation::keep`] (the upstream gave no run, or the client went
+/// away first), so the id is free again and no empty run is left for the
+/// sweeper to end.
+struct Reservation(Option<LogWriter>);
+
+impl Reservation {
+    /// The upstream gave the run: the writer that logs it (`Some`: only
+    /// `keep`, which takes the reservation, and `drop` take it).
+    fn keep(mut self) -> Option<LogWriter> {
+        self.0.take()
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let Some(writer) = self.0.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let run_id = writer.run_id().to_owned();
+            match writer.abandon().await {
+                Ok(true) => tracing::debug!(target: "lce::gateway", run_id, "reserved run id given back"),
+                // Logged by kind; the lease ends it as an orphan instead.
+                Ok(false) | Err(_) => tracing::warn!(target: "lce::gateway", run_id, "a reserved run id was not given back"),
+            }
+        });
     }
 }
 
