@@ -112,9 +112,21 @@ struct LogArgs {
     /// (a replica that died) is ended by another replica (rule 12, D9).
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = positive_secs)]
     takeover_after: Duration,
-    /// Seconds a run's log is kept after its terminal.
+    /// Seconds a run's log is kept after its terminal (with Redis, an
+    /// unfinished run's keys expire this long after its owner's last
+    /// renewal).
     #[arg(long, value_name = "SECS", default_value = "86400", value_parser = positive_secs)]
     retention: Duration,
+    /// Seconds a thread's revisions are kept in Redis after its last
+    /// commit (default 30 days).
+    #[arg(long, value_name = "SECS", default_value = "2592000", value_parser = positive_secs)]
+    thread_retention: Duration,
+    /// A file holding the Redis password (trailing whitespace ignored), so
+    /// that it is never written on the command line. The environment
+    /// variable LCE_LOG_PASSWORD is read when this option is not given; a
+    /// password in the --log url is used only when neither is.
+    #[arg(long, value_name = "FILE")]
+    log_password_file: Option<PathBuf>,
     /// Add `id:` lines to the DA and AG-UI POST routes too (for clients
     /// that reconnect with `Last-Event-ID`); without it their bytes stay
     /// exactly DA's. `GET /api/v1/runs/{id}/stream` always has them.
@@ -126,8 +138,9 @@ struct LogArgs {
     #[arg(long)]
     cancel_on_disconnect: bool,
     /// The secret read tokens are signed with (at least 16 bytes; trailing
-    /// whitespace is ignored). Without it: one kept in the log engine
-    /// (Redis), or one made at start (memory).
+    /// whitespace is ignored), the same file on every replica. Required
+    /// with --log redis://...; with the memory log one is made at start
+    /// by default.
     #[arg(long, value_name = "FILE")]
     token_secret_file: Option<PathBuf>,
     /// The bearer token `POST /api/v1/runs` requires. Without it (and
@@ -332,7 +345,19 @@ async fn with_log(
     args: &LogArgs,
 ) -> Result<GatewayBuilder, UsageError> {
     if args.log.starts_with("redis://") {
-        let options = lce::redis::RedisLogOptions::new().with_retention(args.retention);
+        if args.token_secret_file.is_none() {
+            return Err(UsageError(
+                "--log redis://... needs --token-secret-file FILE: the secret every replica \
+                 signs read tokens with, given to each of them"
+                    .to_owned(),
+            ));
+        }
+        let mut options = lce::redis::RedisLogOptions::new()
+            .with_retention(args.retention)
+            .with_thread_retention(args.thread_retention);
+        if let Some(password) = log_password(args)? {
+            options = options.with_password(password);
+        }
         // The engine's words and the url (it may hold a password) stay out
         // of the message.
         let log = lce::redis::RedisRunLog::connect(&args.log, options)
@@ -355,6 +380,32 @@ async fn with_log(
         builder = builder.ingest_token(token);
     }
     Ok(builder)
+}
+
+/// The Redis password from --log-password-file, else from the environment
+/// variable `LCE_LOG_PASSWORD`; `None` when neither gives one.
+fn log_password(args: &LogArgs) -> Result<Option<String>, UsageError> {
+    if let Some(path) = &args.log_password_file {
+        let mut bytes = std::fs::read(path).map_err(|e| {
+            UsageError(format!(
+                "cannot read log password file {}: {e}",
+                path.display()
+            ))
+        })?;
+        while bytes.last().is_some_and(u8::is_ascii_whitespace) {
+            bytes.pop();
+        }
+        return match String::from_utf8(bytes) {
+            Ok(password) if !password.is_empty() => Ok(Some(password)),
+            _ => Err(UsageError(format!(
+                "log password file {} must hold a UTF-8 password",
+                path.display()
+            ))),
+        };
+    }
+    Ok(std::env::var("LCE_LOG_PASSWORD")
+        .ok()
+        .filter(|p| !p.is_empty()))
 }
 
 /// Reads a secret or token file: its contents without trailing whitespace,

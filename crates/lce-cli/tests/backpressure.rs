@@ -94,6 +94,8 @@ fn a_client_that_stops_reading_neither_slows_the_run_nor_makes_the_server_buffer
     let scenarios = dir.join("scenarios");
     write_long_run(&scenarios);
     let audit = dir.join("audit.jsonl");
+    let secret = dir.join("token-secret");
+    std::fs::write(&secret, "the replica's token secret\n").unwrap();
     let server = Server::start(&[
         "--speed".as_ref(),
         "0".as_ref(),
@@ -103,6 +105,8 @@ fn a_client_that_stops_reading_neither_slows_the_run_nor_makes_the_server_buffer
         audit.as_os_str(),
         "--log".as_ref(),
         redis.url().as_ref(),
+        "--token-secret-file".as_ref(),
+        secret.as_os_str(),
     ]);
     let pid = server.child.id();
     std::thread::sleep(Duration::from_millis(300));

@@ -616,3 +616,151 @@ fn a_replica_stopped_by_sigterm_releases_its_runs_to_another() {
     assert!(got.contains("provider_stream_closed"), "{got}");
     drop(push);
 }
+
+/// `redis-cli -p PORT ARGS...` (with `-a PASSWORD` when given): its stdout.
+fn redis_cli(port: u16, password: Option<&str>, args: &[&str]) -> String {
+    let mut cli = std::process::Command::new("redis-cli");
+    cli.args(["-p", &port.to_string()]);
+    if let Some(password) = password {
+        cli.env("REDISCLI_AUTH", password);
+    }
+    let out = cli.args(args).output().unwrap();
+    assert!(out.status.success(), "redis-cli {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// With Redis, `lce serve` starts only with a token secret every replica
+/// is given, and takes the engine's password from a file or the
+/// environment, never needing it on the command line; the password shows
+/// in no log line or error.
+#[test]
+fn a_redis_log_needs_a_token_secret_and_takes_its_password_from_a_file_or_the_environment() {
+    let Some(cluster) = Cluster::start("password", 0, &[]) else {
+        return;
+    };
+    let password = "a-password-for-the-engine-7f3a";
+    redis_cli(
+        cluster.redis.port(),
+        None,
+        &["CONFIG", "SET", "requirepass", password],
+    );
+    let url = cluster.redis.url();
+    let secret = cluster.secret.to_str().unwrap();
+    let scenarios = root().join("fixtures/scenarios");
+    let scenarios = scenarios.to_str().unwrap();
+    let serve = |extra: &[&str], env: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_lce"));
+        command
+            .args(["serve", "--addr", "127.0.0.1:0", "--speed", "0"])
+            .args(["--scenarios", scenarios, "--log", &url])
+            .args(extra)
+            .env_remove("LCE_LOG_PASSWORD");
+        if let Some(password) = env {
+            command.env("LCE_LOG_PASSWORD", password);
+        }
+        command
+    };
+
+    // No token secret: a start-up error naming the option.
+    let out = serve(&[], Some(password)).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--token-secret-file"), "{stderr}");
+
+    // No password: the engine refuses, the start-up error keeps its words
+    // (and any password) to itself.
+    let out = serve(&["--token-secret-file", secret], None)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot use the run log"), "{stderr}");
+
+    // From a file, then from the environment: a run is served and logged.
+    let file = cluster.dir.join("redis-password");
+    std::fs::write(&file, format!("{password}\n")).unwrap();
+    for (extra, env) in [
+        (vec!["--log-password-file", file.to_str().unwrap()], None),
+        (vec![], Some(password)),
+    ] {
+        let mut args = vec!["--token-secret-file", secret];
+        args.extend(extra);
+        let mut child = serve(&args, env)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap()
+            .to_owned();
+        let answer = common::post(
+            &addr,
+            "/api/v1/chat/stream/start",
+            r#"{"message":"m","conversation_id":"conv-pw","agent_id":"plain-text-answer","protocol":"custom"}"#,
+        );
+        assert_eq!(answer.status, 200);
+        let run_id = answer.header("x-run-id").unwrap().to_owned();
+        let keys = redis_cli(
+            cluster.redis.port(),
+            Some(password),
+            &["KEYS", &format!("lce:{{{run_id}}}:*")],
+        );
+        assert!(keys.contains(":meta"), "the run was not logged: {keys}");
+        child.kill().unwrap();
+        let out = child.wait_with_output().unwrap();
+        let logs = String::from_utf8_lossy(&out.stderr);
+        assert!(!logs.contains(password), "the password reached a log line");
+    }
+}
+
+/// An owner killed (SIGKILL) before its first renewal, with no replica
+/// left to take its run over: once the retention has passed, nothing of
+/// the run is left in the engine.
+#[test]
+fn an_owner_killed_before_its_first_renewal_leaves_nothing_behind() {
+    let Some(mut cluster) = Cluster::start(
+        "ttl-kill",
+        1,
+        &["--takeover-after", "10", "--retention", "2"],
+    ) else {
+        return;
+    };
+    let (lines, _) = text_run("run-ttl-kill", 3, 10);
+    let mut push = SlowPush::open(cluster.addr(0));
+    for line in &lines[..2] {
+        push.send(line);
+    }
+    let deadline = Instant::now() + BOUND;
+    while cluster.logged_entries("run-ttl-kill") < 2 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The lease is renewed every 3.3 s: this is before the first. (Its
+    // lease key itself lives 10 s.)
+    cluster.replicas[0].child.kill().unwrap();
+    cluster.replicas[0].child.wait().unwrap();
+    drop(push);
+    let port = cluster.redis.port();
+    let ttls = redis_cli(port, None, &["KEYS", "lce:*"]);
+    assert!(ttls.contains("run-ttl-kill"), "nothing was logged: {ttls}");
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let keys = redis_cli(port, None, &["KEYS", "*"]);
+        if keys.trim().is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "keys outlived the retention: {keys}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lce_core::{AuditSink, ThreadStore};
-use lce_runlog::{LogError, MemoryRunLog, RunLog};
+use lce_runlog::{MemoryRunLog, RunLog};
 use lce_stream::{MemoryStore, TracingAudit};
 use lce_types::Limits;
 
@@ -77,9 +77,12 @@ pub enum BuildError {
     /// The ingest token is shorter than [`MIN_SECRET_BYTES`].
     #[error("the ingest token must hold at least {MIN_SECRET_BYTES} bytes")]
     IngestTokenTooShort,
-    /// The log could not give the shared token secret.
-    #[error("cannot get the token secret from the run log")]
-    Log(#[source] LogError),
+    /// The log is shared by replicas ([`RunLog::durable`]) and no token
+    /// secret was given: every replica must sign with the same secret,
+    /// given to each of them (a secret kept in the engine could be read
+    /// by anyone who can read the engine, and lost with it).
+    #[error("a run log shared by replicas needs a token secret given to every replica")]
+    TokenSecretRequired,
     /// The OS's random source failed.
     #[error("cannot make the replica's id")]
     NoRandomness(#[source] NoRandomness),
@@ -143,8 +146,9 @@ impl GatewayBuilder {
     }
 
     /// The secret read tokens are signed with (at least
-    /// [`MIN_SECRET_BYTES`]); every replica must share it. Default: the one
-    /// the log keeps (the memory log: one made at build).
+    /// [`MIN_SECRET_BYTES`]); every replica must share it. Required with
+    /// a log shared by replicas ([`RunLog::durable`]); with the memory log
+    /// one is made at build by default.
     pub fn token_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
         self.token_secret = Some(secret.into());
         self
@@ -264,12 +268,8 @@ impl GatewayBuilder {
                 return Err(BuildError::TokenSecretTooShort);
             }
             Some(secret) => secret,
-            None => {
-                let candidate = random_id().map_err(BuildError::NoRandomness)?;
-                log.shared_secret(candidate.into_bytes())
-                    .await
-                    .map_err(BuildError::Log)?
-            }
+            None if log.durable() => return Err(BuildError::TokenSecretRequired),
+            None => random_id().map_err(BuildError::NoRandomness)?.into_bytes(),
         };
         let ingest = match (self.ingest_token, self.anonymous_ingest) {
             (Some(token), _) if token.len() < MIN_SECRET_BYTES => {

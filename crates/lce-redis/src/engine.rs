@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, ErrorKind, RedisError, RedisResult, RetryMethod, ServerErrorKind, Value};
+use redis::{
+    Client, ErrorKind, IntoConnectionInfo as _, RedisError, RedisResult, RetryMethod,
+    ServerErrorKind, Value,
+};
 use tokio::time::Instant;
 
 /// Why an operation did not happen (the engine's own words are dropped).
@@ -61,13 +64,24 @@ struct Slot {
 }
 
 impl Engine {
-    /// Connects to `url` (`redis://HOST:PORT[/DB]`); the first connections
-    /// must succeed within `timeout`.
-    pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<Engine, Failure> {
-        let client = Client::open(url).map_err(|e| {
+    /// Connects to `url` (`redis://HOST:PORT[/DB]`), authenticating with
+    /// `password` when given (it replaces one the url holds); the first
+    /// connections must succeed within `timeout`.
+    pub(crate) async fn connect(
+        url: &str,
+        password: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Engine, Failure> {
+        let not_a_url = |e: RedisError| {
             tracing::warn!(kind = ?e.kind(), "redis: the url was not accepted");
             Failure::Failed
-        })?;
+        };
+        let mut info = url.into_connection_info().map_err(not_a_url)?;
+        if let Some(password) = password {
+            let settings = info.redis_settings().clone().set_password(password);
+            info = info.set_redis_settings(settings);
+        }
+        let client = Client::open(info).map_err(not_a_url)?;
         // Reconnection after a dropped connection: the manager swaps in a
         // new connection in the background, trying 6 times with growing
         // random pauses of at most 1 s; a command issued meanwhile waits
@@ -339,7 +353,7 @@ mod tests {
     /// (`None` where no `redis-server` is installed, outside CI).
     async fn engine(timeout: Duration) -> Option<(RedisServer, Engine)> {
         let server = RedisServer::start()?;
-        let engine = Engine::connect(&server.url(), timeout).await.unwrap();
+        let engine = Engine::connect(&server.url(), None, timeout).await.unwrap();
         Some((server, engine))
     }
 

@@ -37,6 +37,26 @@ pub struct RedisLogOptions {
     /// connection included (default 5 s); a read that waits waits its own
     /// `wait` on top of it.
     pub timeout: Duration,
+    /// The engine's password ([`RedisLogOptions::with_password`]), so that
+    /// it need not be written in a url on a command line.
+    pub(crate) password: Option<EnginePassword>,
+}
+
+/// A password that never shows in a `Debug` output or a log line.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct EnginePassword(pub(crate) String);
+
+impl EnginePassword {
+    /// The password of `options`, if any.
+    pub(crate) fn of(options: &RedisLogOptions) -> Option<&str> {
+        options.password.as_ref().map(|p| p.0.as_str())
+    }
+}
+
+impl std::fmt::Debug for EnginePassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EnginePassword(..)")
+    }
 }
 
 impl Default for RedisLogOptions {
@@ -46,6 +66,7 @@ impl Default for RedisLogOptions {
             thread_retention: DEFAULT_THREAD_RETENTION,
             prefix: "lce".to_owned(),
             timeout: Duration::from_secs(5),
+            password: None,
         }
     }
 }
@@ -72,6 +93,13 @@ impl RedisLogOptions {
     /// Starts every key with `prefix`.
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
+        self
+    }
+
+    /// Authenticates with `password` (it replaces one the url holds).
+    /// Kept out of every `Debug` output, log line and error.
+    pub fn with_password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(EnginePassword(password.into()));
         self
     }
 
@@ -211,7 +239,7 @@ impl RedisRunLog {
     /// not answer within the options' timeout (neither the url nor the
     /// engine's words are kept).
     pub async fn connect(url: &str, options: RedisLogOptions) -> Result<Self, LogError> {
-        let engine = Engine::connect(url, options.timeout)
+        let engine = Engine::connect(url, EnginePassword::of(&options), options.timeout)
             .await
             .map_err(unavailable)?;
         let scripts = Scripts::new();
@@ -1014,40 +1042,9 @@ impl RunLog for RedisRunLog {
         Box::pin(async move { inner.running_run(&conversation_id).await })
     }
 
-    /// Kept at `<prefix>:token-secret`: the first replica's candidate is
-    /// stored (`SET NX`), every replica reads back the stored one. Never
-    /// expires.
-    fn shared_secret(&self, candidate: Vec<u8>) -> LogFuture<Vec<u8>> {
-        let inner = Arc::clone(&self.inner);
-        Box::pin(async move { inner.shared_secret(candidate).await })
-    }
-
     /// `true`: the engine outlives every replica.
     fn durable(&self) -> bool {
         true
-    }
-}
-
-impl Inner {
-    async fn shared_secret(&self, candidate: Vec<u8>) -> Result<Vec<u8>, LogError> {
-        let key = format!("{}:token-secret", self.options.prefix);
-        let mut set = redis::cmd("SET");
-        set.arg(&key).arg(candidate).arg("NX");
-        self.engine
-            .query("secret", &set)
-            .await
-            .map_err(unavailable)?;
-        let mut get = redis::cmd("GET");
-        get.arg(&key);
-        match self
-            .engine
-            .query("secret", &get)
-            .await
-            .map_err(unavailable)?
-        {
-            Value::BulkString(bytes) if !bytes.is_empty() => Ok(bytes),
-            _ => Err(LogError::Unavailable),
-        }
     }
 }
 

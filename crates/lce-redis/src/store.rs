@@ -51,9 +51,13 @@ impl RedisStore {
     /// [`CommitError::Failed`] or [`CommitError::TimedOut`] when the url is
     /// not one or the engine does not answer.
     pub async fn connect(url: &str, options: &RedisLogOptions) -> Result<Self, CommitError> {
-        let engine = Engine::connect(url, options.timeout)
-            .await
-            .map_err(commit_error)?;
+        let engine = Engine::connect(
+            url,
+            crate::log::EnginePassword::of(options),
+            options.timeout,
+        )
+        .await
+        .map_err(commit_error)?;
         Ok(Self::from_engine(engine, options))
     }
 

@@ -1024,33 +1024,6 @@ async fn an_engine_that_went_away_fails_the_operation() {
     );
 }
 
-/// Every replica signs tokens with the one secret the engine keeps: the
-/// first candidate asked for; later candidates, from any replica, get it
-/// back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_share_the_first_secret() {
-    let Some(server) = RedisServer::start() else {
-        return;
-    };
-    let options = RedisLogOptions::new().with_prefix(fresh_run_id("secret"));
-    let a = RedisRunLog::connect(&server.url(), options.clone())
-        .await
-        .unwrap();
-    let b = RedisRunLog::connect(&server.url(), options).await.unwrap();
-    assert_eq!(
-        a.shared_secret(b"first".to_vec()).await,
-        Ok(b"first".to_vec())
-    );
-    assert_eq!(
-        b.shared_secret(b"second".to_vec()).await,
-        Ok(b"first".to_vec())
-    );
-    assert_eq!(
-        a.shared_secret(b"third".to_vec()).await,
-        Ok(b"first".to_vec())
-    );
-}
-
 /// An answer of the engine that is an error (here a key of the wrong type)
 /// fails the operation at once: it is not the connection's, so it is not
 /// tried again.
@@ -1063,8 +1036,8 @@ async fn an_error_answer_fails_the_operation_without_retries() {
     let client = redis::Client::open(server.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let _: i64 = redis::cmd("LPUSH")
-        .arg(format!("{prefix}:token-secret"))
-        .arg("not a string")
+        .arg(format!("{prefix}:{{run-x}}:meta"))
+        .arg("not a hash")
         .query_async(&mut conn)
         .await
         .unwrap();
@@ -1076,10 +1049,7 @@ async fn an_error_answer_fails_the_operation_without_retries() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        log.shared_secret(b"candidate".to_vec()).await,
-        Err(LogError::Unavailable)
-    );
+    assert_eq!(log.info("run-x").await, Err(LogError::Unavailable));
 }
 
 /// The handles' `Debug` shows their options, never the engine's address

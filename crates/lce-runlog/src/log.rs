@@ -215,14 +215,6 @@ pub trait RunLog: Send + Sync + 'static {
     /// named again even while it is unsealed.
     fn running_run(&self, conversation_id: &str) -> LogFuture<Option<String>>;
 
-    /// The secret every replica sharing this log signs read tokens with:
-    /// the one the engine keeps, stored from `candidate` by the first
-    /// replica that asks. The default keeps nothing (one process): it
-    /// returns `candidate`.
-    fn shared_secret(&self, candidate: Vec<u8>) -> LogFuture<Vec<u8>> {
-        Box::pin(std::future::ready(Ok(candidate)))
-    }
-
     /// Whether the log outlives this process (an engine other replicas
     /// share): a replica shutting down then releases its runs for another
     /// to end, instead of ending them itself. The default (`false`) suits a
