@@ -91,6 +91,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_request_bytes: u32,
+    /// Seconds a run may go on (0: no deadline): a run still going then
+    /// ends with `run.cancelled` (reason `deadline`) and the upstream's
+    /// cancel is called.
+    #[arg(long, value_name = "SECS", default_value = "3600", value_parser = deadline_secs)]
+    run_deadline: Duration,
     /// Runtime worker threads (default: the machine's cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
@@ -223,6 +228,10 @@ fn grace_secs(s: &str) -> Result<Duration, String> {
     parse_secs(s, true, MAX_LIMIT_SECS)
 }
 
+fn deadline_secs(s: &str) -> Result<Duration, String> {
+    parse_secs(s, true, MAX_SECS)
+}
+
 fn parse_speed(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(speed) if speed.is_finite() && speed >= 0.0 => Ok(speed),
@@ -272,7 +281,8 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         .cancel_on_disconnect(args.log.cancel_on_disconnect)
         .anonymous_ingest(args.log.allow_anonymous_ingest)
         .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX))
-        .max_request_bytes(usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX));
+        .max_request_bytes(usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX))
+        .run_deadline(args.run_deadline);
     builder = match &args.upstream {
         Some(url) => builder.upstream(
             HttpUpstream::new(url, args.upstream_connect_timeout).map_err(|_| {
@@ -293,7 +303,14 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         builder = builder.audit(audit.clone());
     }
     builder = with_log(builder, &args.log).await?;
-    let gateway = builder.build().await.map_err(|e| UsageError(chain(&e)))?;
+    let gateway = builder.build().await.map_err(|e| match e {
+        lce::gateway::BuildError::TokenSecretRequired => UsageError(
+            "--log redis://... needs --token-secret-file FILE: the secret every replica \
+             signs read tokens with, given to each of them"
+                .to_owned(),
+        ),
+        e => UsageError(chain(&e)),
+    })?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| UsageError(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -345,13 +362,6 @@ async fn with_log(
     args: &LogArgs,
 ) -> Result<GatewayBuilder, UsageError> {
     if args.log.starts_with("redis://") {
-        if args.token_secret_file.is_none() {
-            return Err(UsageError(
-                "--log redis://... needs --token-secret-file FILE: the secret every replica \
-                 signs read tokens with, given to each of them"
-                    .to_owned(),
-            ));
-        }
         let mut options = lce::redis::RedisLogOptions::new()
             .with_retention(args.retention)
             .with_thread_retention(args.thread_retention);

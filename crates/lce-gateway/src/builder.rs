@@ -233,6 +233,15 @@ impl GatewayBuilder {
         self
     }
 
+    /// How long a run may go on (default [`DEFAULT_RUN_DEADLINE`](crate::DEFAULT_RUN_DEADLINE),
+    /// an hour; zero: no deadline): a run still going then ends with
+    /// `run.cancelled{deadline}`, and the upstream's cancel is called for
+    /// a run it gave.
+    pub fn run_deadline(mut self, deadline: Duration) -> Self {
+        self.settings.run_deadline = (!deadline.is_zero()).then_some(deadline);
+        self
+    }
+
     /// The largest JSON request body (DA's and AG-UI's routes; default
     /// 1 MiB): a larger one is `413 body_too_large`. A push is a stream and
     /// is not bounded by it.

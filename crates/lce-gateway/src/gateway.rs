@@ -21,6 +21,9 @@ use crate::upstream::{Forwarded, Upstream};
 /// terminal before the coordinator ends it (`run.cancelled{client_request}`).
 pub(crate) const UPSTREAM_CANCEL_GRACE: Duration = Duration::from_secs(1);
 
+/// How long a run may go on when no deadline is given: an hour.
+pub const DEFAULT_RUN_DEADLINE: Duration = Duration::from_secs(3600);
+
 /// The options of a gateway that need no checking (see [`GatewayBuilder`](crate::GatewayBuilder)).
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -34,6 +37,8 @@ pub(crate) struct Settings {
     pub(crate) keepalive: Duration,
     pub(crate) max_runs: usize,
     pub(crate) max_request_bytes: usize,
+    /// `None`: runs have no deadline.
+    pub(crate) run_deadline: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -49,6 +54,7 @@ impl Default for Settings {
             keepalive: Duration::from_secs(15),
             max_runs: 10_000,
             max_request_bytes: 1024 * 1024,
+            run_deadline: Some(DEFAULT_RUN_DEADLINE),
         }
     }
 }
@@ -100,8 +106,8 @@ pub(crate) struct Shared {
     pub(crate) durable: bool,
     pub(crate) releasing: AtomicBool,
     pub(crate) release: tokio::sync::Notify,
-    /// The runs this replica drives, by run id: their cancel handles.
-    running: Mutex<HashMap<String, (CancelHandle, Slot)>>,
+    /// The runs this replica drives, by run id.
+    running: Mutex<HashMap<String, Driven>>,
     /// Runs admitted and not yet ended (the `max_runs` bound).
     admitted: AtomicUsize,
     shutting_down: AtomicBool,
@@ -181,8 +187,8 @@ impl Gateway {
             shared.releasing.store(true, Ordering::SeqCst);
             shared.release.notify_waiters();
         } else if let Ok(running) = shared.running.lock() {
-            for (handle, _) in running.values() {
-                handle.cancel(CancelReason::Shutdown);
+            for driven in running.values() {
+                driven.handle.cancel(CancelReason::Shutdown);
             }
         }
     }
@@ -231,11 +237,24 @@ impl Gateway {
     }
 
     /// A fresh cancel handle for a run this replica drives, registered
-    /// (with its `slot`) so that shutdown and a cancel reach it.
-    pub(crate) fn register(&self, run_id: &str, slot: Slot) -> CancelHandle {
+    /// (with its `slot`) so that shutdown and a cancel reach it, and its
+    /// deadline armed: past `run_deadline` the run is cancelled
+    /// (`run.cancelled{deadline}`) and, when `origin` is the upstream, the
+    /// upstream's cancel is called.
+    pub(crate) fn register(&self, run_id: &str, slot: Slot, origin: Origin) -> CancelHandle {
         let handle = CancelHandle::new();
+        let deadline = self
+            .shared
+            .settings
+            .run_deadline
+            .map(|after| self.arm_deadline(run_id, after, &handle, origin));
+        let driven = Driven {
+            handle: handle.clone(),
+            _slot: slot,
+            deadline,
+        };
         if let Ok(mut running) = self.shared.running.lock() {
-            running.insert(run_id.to_owned(), (handle.clone(), slot));
+            running.insert(run_id.to_owned(), driven);
         }
         if self.shared.shutting_down.load(Ordering::SeqCst) && !self.shared.durable {
             handle.cancel(CancelReason::Shutdown);
@@ -243,10 +262,41 @@ impl Gateway {
         handle
     }
 
+    /// The task that ends `run_id` at its deadline (aborted when the run
+    /// ends first).
+    fn arm_deadline(
+        &self,
+        run_id: &str,
+        after: Duration,
+        handle: &CancelHandle,
+        origin: Origin,
+    ) -> tokio::task::AbortHandle {
+        let (gateway, handle) = (Arc::downgrade(&self.shared), handle.clone());
+        let run_id = run_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            tracing::warn!(target: "lce::gateway", run_id, deadline_secs = after.as_secs_f64(), "the run's deadline passed: cancelled");
+            handle.cancel(CancelReason::Deadline);
+            if origin == Origin::Upstream
+                && let Some(shared) = gateway.upgrade()
+            {
+                let accepted = shared.upstream.cancel(&run_id, &Forwarded::default()).await;
+                tracing::info!(target: "lce::gateway", run_id, accepted, "upstream cancel at the deadline");
+            }
+        })
+        .abort_handle()
+    }
+
     /// The run ended (or was released).
     pub(crate) fn unregister(&self, run_id: &str) {
-        if let Ok(mut running) = self.shared.running.lock() {
-            running.remove(run_id);
+        let driven = self
+            .shared
+            .running
+            .lock()
+            .ok()
+            .and_then(|mut running| running.remove(run_id));
+        if let Some(deadline) = driven.and_then(|d| d.deadline) {
+            deadline.abort();
         }
     }
 
@@ -259,7 +309,7 @@ impl Gateway {
             .running
             .lock()
             .ok()
-            .and_then(|r| r.get(run_id).map(|(handle, _)| handle.clone()));
+            .and_then(|r| r.get(run_id).map(|driven| driven.handle.clone()));
         let Some(handle) = handle else {
             return false;
         };
@@ -374,6 +424,24 @@ async fn sweep(shared: Weak<Shared>) {
             let _ = lce_runlog::end_orphan(&shared.log, &run_id, &takeover).await;
         }
     }
+}
+
+/// Where a run this replica drives comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The upstream (a start, resume, AG-UI request or invoke): it is told
+    /// when the run is cancelled at its deadline.
+    Upstream,
+    /// A harness pushed it (`POST /api/v1/runs`).
+    Push,
+}
+
+/// A run this replica drives: its cancel handle, its place among the
+/// admitted runs, and its deadline's task.
+struct Driven {
+    handle: CancelHandle,
+    _slot: Slot,
+    deadline: Option<tokio::task::AbortHandle>,
 }
 
 /// One admitted run's place (see [`Gateway::admit`]); given back on drop.

@@ -62,7 +62,7 @@ mod upstream;
 pub use audit::{AUDIT_QUEUE, FileAudit, audit_json};
 pub use builder::{BuildError, GatewayBuilder, MIN_SECRET_BYTES};
 pub use error::{ApiError, UpstreamErrorKind};
-pub use gateway::Gateway;
+pub use gateway::{DEFAULT_RUN_DEADLINE, Gateway};
 pub use ids::{MAX_ID_BYTES, is_valid_id};
 pub use invoke::accumulate;
 pub use tokens::{NoRandomness, ReadTokens, random_id};

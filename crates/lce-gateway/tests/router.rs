@@ -517,6 +517,72 @@ impl Upstream for InProcess {
 
 use futures::StreamExt as _;
 
+/// Past `run_deadline` a run still going ends with
+/// `run.cancelled{deadline}`, and the upstream's cancel is called.
+#[tokio::test]
+async fn a_run_past_its_deadline_ends_cancelled_and_the_upstream_is_told() {
+    let harness = Arc::new(InProcess::default());
+    let gw = GatewayBuilder::new()
+        .upstream(harness.clone())
+        .run_deadline(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let answer = send(
+        &gw.router(),
+        post(
+            "/api/v1/chat/stream/start",
+            start_body("my-agent", "agui-v1", "conv-dl"),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    let text = answer.text();
+    assert!(text.contains("\"type\":\"RUN_FINISHED\""), "{text}");
+    assert!(text.contains("cancelled"), "{text}");
+    let run_id = answer.header("x-run-id").unwrap().to_owned();
+    let batch = gw
+        .log()
+        .read(&run_id, 0, 1000, Duration::ZERO)
+        .await
+        .unwrap();
+    let Some(lce_runlog::LogEntry::Event(last)) = batch.entries.last() else {
+        panic!("no terminal in {:?}", batch.entries);
+    };
+    let json = last.to_json();
+    assert!(json.contains("\"type\":\"run.cancelled\""), "{json}");
+    assert!(json.contains("\"reason\":\"deadline\""), "{json}");
+    // The upstream's cancel is called beside the coordinator's terminal.
+    let mut told = false;
+    for _ in 0..200 {
+        if harness.cancels.lock().unwrap().contains(&run_id) {
+            told = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(told, "the upstream was not told");
+    // Without a deadline (zero), the same run is still going.
+    let gw_none = GatewayBuilder::new()
+        .upstream(Arc::new(InProcess::default()))
+        .run_deadline(Duration::ZERO)
+        .build()
+        .await
+        .unwrap();
+    let response = gw_none
+        .router()
+        .oneshot(post(
+            "/api/v1/chat/stream/start",
+            start_body("my-agent", "agui-v1", "conv-nodl"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(gw_none.running(), 1, "a run without a deadline ended");
+    gw_none.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_in_process_upstream_gets_the_request_and_the_cancel_and_the_run_ends_cancelled() {
     let (harness, gw) = InProcess::gateway().await;

@@ -103,7 +103,7 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
         .create(&run_id, &conversation_id)
         .await
         .map_err(log_error)?;
-    let cancel = gw.register(&run_id, slot);
+    let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Push);
     let run = gw.enforced(lines, &run_id, &conversation_id, cancel);
     let summary = spawn_owner(gw.clone(), writer, run)
         .await

@@ -73,7 +73,7 @@ impl Gateway {
         ));
         let events = self.open_reserved(&reservation, request).await?;
         let writer = reservation.keep().ok_or(ApiError::Internal)?;
-        let cancel = self.register(&run_id, slot);
+        let cancel = self.register(&run_id, slot, crate::gateway::Origin::Upstream);
         let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
         spawn_owner(self.clone(), writer, run);
         let ids = self.shared.settings.sse_ids;
