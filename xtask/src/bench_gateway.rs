@@ -169,7 +169,7 @@ impl<'a> Bench<'a> {
     /// The read token of each run id.
     fn tokens(&self, ids: &[String]) -> Result<Vec<String>, String> {
         ids.iter()
-            .map(|id| self.secrets.token(self.exe, id))
+            .map(|id| self.secrets.token(self.exe, id, &self.redis.server.url()))
             .collect()
     }
 

@@ -333,9 +333,9 @@ impl Secrets {
     }
 
     /// The read token of `run_id` (`lce token`, as a platform would get it).
-    pub(crate) fn token(&self, exe: &Path, run_id: &str) -> Result<String, String> {
+    pub(crate) fn token(&self, exe: &Path, run_id: &str, log: &str) -> Result<String, String> {
         let out = Command::new(exe)
-            .args(["token", run_id, "--token-secret-file"])
+            .args(["token", run_id, "--log", log, "--token-secret-file"])
             .arg(&self.token_secret)
             .output()
             .map_err(|e| format!("lce token: {e}"))?;
@@ -461,9 +461,10 @@ impl Plan {
             "\nRead it from replica 2 (every frame has an id: line; add -H 'Last-Event-ID: <an id>' to resume after that frame, on any replica):\n"
         );
         println!(
-            "  curl -sN -H \"X-Run-Token: $({} token {} --token-secret-file {dir}/token-secret)\" 'http://{}/api/v1/runs/{}/stream?protocol=custom'",
+            "  curl -sN -H \"X-Run-Token: $({} token {} --log {} --token-secret-file {dir}/token-secret)\" 'http://{}/api/v1/runs/{}/stream?protocol=custom'",
             self.exe.display(),
             self.run_id,
+            redis.server.url(),
             r(1),
             self.run_id
         );
@@ -514,7 +515,12 @@ impl Plan {
         }
 
         // The token, exactly as the printed command gets it.
-        let token = secrets.token(&self.exe, &self.run_id)?;
+        let log = cluster
+            .redis
+            .as_ref()
+            .map(|redis| redis.server.url())
+            .ok_or("no redis-server")?;
+        let token = secrets.token(&self.exe, &self.run_id, &log)?;
 
         let path = format!("/api/v1/runs/{}/stream?protocol=custom", self.run_id);
         let read_back = get(&r2, &path, &[("X-Run-Token", &token)])?;

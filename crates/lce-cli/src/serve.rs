@@ -365,7 +365,7 @@ async fn with_log(
         let mut options = lce::redis::RedisLogOptions::new()
             .with_retention(args.retention)
             .with_thread_retention(args.thread_retention);
-        if let Some(password) = log_password(args)? {
+        if let Some(password) = password(args.log_password_file.as_deref())? {
             options = options.with_password(password);
         }
         // The engine's words and the url (it may hold a password) stay out
@@ -392,10 +392,10 @@ async fn with_log(
     Ok(builder)
 }
 
-/// The Redis password from --log-password-file, else from the environment
-/// variable `LCE_LOG_PASSWORD`; `None` when neither gives one.
-fn log_password(args: &LogArgs) -> Result<Option<String>, UsageError> {
-    if let Some(path) = &args.log_password_file {
+/// The Redis password from `file` (--log-password-file), else from the
+/// environment variable `LCE_LOG_PASSWORD`; `None` when neither gives one.
+fn password(file: Option<&Path>) -> Result<Option<String>, UsageError> {
+    if let Some(path) = file {
         let mut bytes = std::fs::read(path).map_err(|e| {
             UsageError(format!(
                 "cannot read log password file {}: {e}",
@@ -442,9 +442,14 @@ pub(crate) fn read_secret(path: &Path, what: &str) -> Result<Vec<u8>, UsageError
 /// The token is what `lce serve --token-secret-file FILE` puts in the
 /// `X-Run-Token` header of the run's start answer, and what
 /// `GET /api/v1/runs/RUN_ID/stream` requires (`X-Run-Token` header or
-/// `?token=`): the HMAC-SHA256 of the run id under the secret, in hex.
+/// `?token=`): the HMAC-SHA256 of the run id and the nonce its log keeps
+/// for the run's current incarnation, under the secret, in hex. The nonce
+/// is read from the log: a token never opens a later run that reuses the
+/// id after this one's log expired.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  lce token 3f2a9c... --token-secret-file /etc/lce/token-secret")]
+#[command(
+    after_help = "Example:\n  lce token 3f2a9c... --token-secret-file /etc/lce/token-secret --log redis://redis:6379/0"
+)]
 pub(crate) struct TokenArgs {
     /// The run id.
     #[arg(value_name = "RUN_ID")]
@@ -453,15 +458,45 @@ pub(crate) struct TokenArgs {
     /// --token-secret-file`).
     #[arg(long, value_name = "FILE")]
     token_secret_file: PathBuf,
+    /// The run log the replicas share (`redis://HOST:PORT[/DB]`, as `lce
+    /// serve --log`): the run's nonce is read from it. A memory log lives
+    /// in its `lce serve` process only: its tokens come in the start
+    /// answers.
+    #[arg(long, value_name = "URL")]
+    log: String,
+    /// A file holding the Redis password (else LCE_LOG_PASSWORD), as
+    /// `lce serve --log-password-file`.
+    #[arg(long, value_name = "FILE")]
+    log_password_file: Option<PathBuf>,
 }
 
 /// `lce token`: prints the run's read token on stdout.
 pub(crate) fn print_token(args: &TokenArgs) -> Result<(), UsageError> {
     let tokens =
         lce::gateway::ReadTokens::new(read_secret(&args.token_secret_file, "token secret")?);
+    if !args.log.starts_with("redis://") {
+        return Err(UsageError(
+            "--log must be the replicas' redis://HOST:PORT[/DB]".to_owned(),
+        ));
+    }
+    let mut options = lce::redis::RedisLogOptions::new();
+    if let Some(password) = password(args.log_password_file.as_deref())? {
+        options = options.with_password(password);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
+    let info = runtime.block_on(async {
+        let log = lce::redis::RedisRunLog::connect(&args.log, options).await?;
+        lce::runlog::RunLog::info(&log, &args.run_id).await
+    });
+    let info = info
+        .map_err(|e| UsageError(format!("cannot use the run log at --log: {e}")))?
+        .ok_or_else(|| UsageError("the run log has no run with this id".to_owned()))?;
     #[allow(clippy::print_stdout)]
     {
-        println!("{}", tokens.token(&args.run_id));
+        println!("{}", tokens.token(&args.run_id, &info.nonce));
     }
     Ok(())
 }

@@ -227,20 +227,10 @@ fn pushed_runs_need_the_ingest_token_and_read_back_as_encoded() {
     // The same run id again: 409.
     let again = request(&server.addr, "POST", "/api/v1/runs", &auth, &scenario);
     assert_eq!(again.status, 409);
-    // Read back: the bytes `lce encode` gives for the file (its run id kept).
-    let (code, token, _) = lce(&[
-        "token",
-        "run-appr-0009",
-        "--token-secret-file",
-        secret_file.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0);
-    let token = token.trim_end();
+    // Read back with the push answer's token: the bytes `lce encode` gives
+    // for the file (its run id kept).
+    let token = pushed_token.as_str();
     assert_eq!(token.len(), 64);
-    assert_eq!(
-        token, pushed_token,
-        "the push answer carries the read token"
-    );
     let back = get_stream(
         &server,
         "run-appr-0009",
@@ -252,16 +242,15 @@ fn pushed_runs_need_the_ingest_token_and_read_back_as_encoded() {
         std::fs::read_to_string(root().join("fixtures/golden/custom/tool-approval-interrupt.sse"))
             .unwrap();
     assert_eq!(strip_ids(&text(&back)), golden);
-    // A start answer's token is the one `lce token` prints for its run.
-    let live = start(&server, "plain-text-answer", "custom");
-    let run_id = live.header("x-run-id").unwrap();
-    let (_, printed, _) = lce(&[
+    // `lce token` reads the run's nonce from a shared log: it needs one.
+    let (code, _, err) = lce(&[
         "token",
-        run_id,
+        "run-appr-0009",
         "--token-secret-file",
         secret_file.to_str().unwrap(),
     ]);
-    assert_eq!(live.header("x-run-token"), Some(printed.trim_end()));
+    assert_eq!(code, 2);
+    assert!(err.contains("--log"), "{err}");
     // A secret file too short is a usage error.
     std::fs::write(dir.join("short"), "short").unwrap();
     let (code, _, err) = lce(&[
@@ -269,6 +258,8 @@ fn pushed_runs_need_the_ingest_token_and_read_back_as_encoded() {
         "r",
         "--token-secret-file",
         dir.join("short").to_str().unwrap(),
+        "--log",
+        "redis://127.0.0.1:1",
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("at least 16 bytes"), "{err}");

@@ -79,20 +79,34 @@ impl Cluster {
     }
 
     fn token(&self, run_id: &str) -> String {
-        let (code, out, _) = lce(&[
+        let url = self.redis.url();
+        let (code, out, err) = lce(&[
             "token",
             run_id,
             "--token-secret-file",
             self.secret.to_str().unwrap(),
+            "--log",
+            &url,
         ]);
-        assert_eq!(code, 0);
+        assert_eq!(code, 0, "{err}");
         out.trim_end().to_owned()
     }
 
     /// `GET .../stream` on replica `i`, to the end.
     fn read(&self, i: usize, run_id: &str, protocol: &str, last: Option<&str>) -> HttpResponse {
-        let token = self.token(run_id);
-        let mut headers = vec![("X-Run-Token", token.as_str())];
+        self.read_with(i, run_id, &self.token(run_id), protocol, last)
+    }
+
+    /// [`Cluster::read`] with a token of the caller's.
+    fn read_with(
+        &self,
+        i: usize,
+        run_id: &str,
+        token: &str,
+        protocol: &str,
+        last: Option<&str>,
+    ) -> HttpResponse {
+        let mut headers = vec![("X-Run-Token", token)];
         if let Some(last) = last {
             headers.push(("Last-Event-ID", last));
         }
@@ -512,9 +526,10 @@ fn logs_expire_after_their_retention() {
     assert_eq!(pushed.status, 200);
     let summary: serde_json::Value = serde_json::from_slice(&pushed.body).unwrap();
     let run_id = summary["run_id"].as_str().unwrap().to_owned();
+    let token = pushed.header("x-run-token").unwrap().to_owned();
     let deadline = Instant::now() + BOUND;
     loop {
-        let status = cluster.read(0, &run_id, "custom", None).status;
+        let status = cluster.read_with(0, &run_id, &token, "custom", None).status;
         if status == 404 {
             break;
         }
@@ -761,6 +776,47 @@ fn an_owner_killed_before_its_first_renewal_leaves_nothing_behind() {
             Instant::now() < deadline,
             "keys outlived the retention: {keys}"
         );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A token opens one incarnation of a run id: once a run's log has
+/// expired and a new run takes the same id, the old token gets the same
+/// 404 as an unknown run, the new one (the push answer's, and what `lce
+/// token --log` prints) reads the new run.
+#[test]
+fn a_token_never_opens_a_later_run_that_reuses_the_id() {
+    let Some(cluster) = Cluster::start("nonce", 1, &["--retention", "1"]) else {
+        return;
+    };
+    let (lines, terminal) = text_run("run-reused", 2, 10);
+    let body = format!("{}\n{terminal}\n", lines.join("\n"));
+    let first = cluster.push(0, body.as_bytes());
+    assert_eq!(first.status, 200);
+    let old = first.header("x-run-token").unwrap().to_owned();
+    assert_eq!(cluster.token("run-reused"), old);
+    let read = |token: &str| cluster.read_with(0, "run-reused", token, "agui-v1", None);
+    assert_eq!(read(&old).status, 200);
+    // The log expires a second after its terminal; the id is free again.
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let again = cluster.push(0, body.as_bytes());
+        if again.status == 200 {
+            let new = again.header("x-run-token").unwrap().to_owned();
+            assert_ne!(new, old, "the same token for a new incarnation");
+            let stale = read(&old);
+            assert_eq!(stale.status, 404, "the old token opened the new run");
+            assert_eq!(read(&new).status, 200);
+            assert_eq!(cluster.token("run-reused"), new);
+            break;
+        }
+        assert_eq!(
+            again.status,
+            409,
+            "{}",
+            String::from_utf8_lossy(&again.body)
+        );
+        assert!(Instant::now() < deadline, "the log never expired");
         std::thread::sleep(Duration::from_millis(200));
     }
 }

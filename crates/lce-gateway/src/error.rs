@@ -231,6 +231,15 @@ pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
     })
 }
 
+/// The answer for a run log operation that failed.
+pub(crate) fn log_error(e: lce_runlog::LogError) -> ApiError {
+    match e {
+        lce_runlog::LogError::Exists => ApiError::RunExists,
+        lce_runlog::LogError::NotFound => ApiError::UnknownRun,
+        _ => ApiError::LogUnavailable,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

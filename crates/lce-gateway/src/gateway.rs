@@ -159,10 +159,13 @@ impl Gateway {
         &self.shared.replica
     }
 
-    /// The read token of `run_id`, for a host that hands tokens out itself
-    /// (what the start answers carry in `X-Run-Token`).
-    pub fn read_token(&self, run_id: &str) -> String {
-        self.shared.tokens.token(run_id)
+    /// The read token of the run `run_id` names now (its current
+    /// incarnation, whose log keeps the nonce the token covers), for a host
+    /// that hands tokens out itself: what the start answers carry in
+    /// `X-Run-Token`. `None` when the run has no log.
+    pub async fn read_token(&self, run_id: &str) -> Result<Option<String>, LogError> {
+        let info = self.shared.log.info(run_id).await?;
+        Ok(info.map(|info| self.shared.tokens.token(run_id, &info.nonce)))
     }
 
     /// The run log.
@@ -320,18 +323,25 @@ impl Gateway {
         true
     }
 
-    /// Creates `run_id`'s log, owned by this replica.
+    /// Creates `run_id`'s log, owned by this replica, with a fresh nonce:
+    /// its writer and its read token.
     pub(crate) async fn create(
         &self,
         run_id: &str,
         conversation_id: &str,
-    ) -> Result<LogWriter, LogError> {
+    ) -> Result<(LogWriter, String), ApiError> {
+        let nonce = crate::tokens::random_id().map_err(|_| ApiError::NoRandomness)?;
+        let token = self.shared.tokens.token(run_id, &nonce);
         let info = RunInfo {
             run_id: run_id.to_owned(),
             conversation_id: conversation_id.to_owned(),
             owner: self.shared.replica.clone(),
+            nonce,
         };
-        LogWriter::create(self.shared.log.clone(), info, self.shared.settings.lease).await
+        let writer = LogWriter::create(self.shared.log.clone(), info, self.shared.settings.lease)
+            .await
+            .map_err(crate::error::log_error)?;
+        Ok((writer, token))
     }
 
     /// The takeover this replica does for orphaned runs it finds.

@@ -13,17 +13,10 @@ use axum::response::Response;
 use futures::Stream;
 use lce_core::WireFormat;
 
-use crate::tokens::ReadTokens;
-
 /// An SSE answer with `body`: the content type of `format` (and DA's
 /// `Cache-Control`, `Connection`, `X-Accel-Buffering` for its formats),
 /// `X-Run-Id` and `X-Run-Token`.
-pub(crate) fn sse_response(
-    body: Body,
-    format: WireFormat,
-    run_id: &str,
-    tokens: &ReadTokens,
-) -> Response {
+pub(crate) fn sse_response(body: Body, format: WireFormat, run_id: &str, token: &str) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(
@@ -35,16 +28,16 @@ pub(crate) fn sse_response(
         headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     }
-    insert_run_headers(headers, run_id, tokens);
+    insert_run_headers(headers, run_id, token);
     response
 }
 
-/// `X-Run-Id` and `X-Run-Token` (a run id that is not a header value, which
-/// only a pushed run can have, gets neither).
-pub(crate) fn insert_run_headers(headers: &mut HeaderMap, run_id: &str, tokens: &ReadTokens) {
+/// `X-Run-Id` and `X-Run-Token` (a run id that is not a header value gets
+/// neither; ids checked at the door always are).
+pub(crate) fn insert_run_headers(headers: &mut HeaderMap, run_id: &str, token: &str) {
     if let Ok(v) = HeaderValue::from_str(run_id) {
         headers.insert("x-run-id", v);
-        if let Ok(v) = HeaderValue::from_str(&tokens.token(run_id)) {
+        if let Ok(v) = HeaderValue::from_str(token) {
             headers.insert("x-run-token", v);
         }
     }
@@ -116,9 +109,9 @@ mod tests {
 
     #[test]
     fn da_formats_get_das_headers_and_every_answer_names_its_run() {
-        let tokens = ReadTokens::new(b"0123456789abcdef".to_vec());
+        let token = "0a1b2c";
         for format in [WireFormat::Custom, WireFormat::Agui, WireFormat::AguiV1] {
-            let r = sse_response(Body::empty(), format, "run-1", &tokens);
+            let r = sse_response(Body::empty(), format, "run-1", token);
             let h = r.headers();
             assert_eq!(h[header::CONTENT_TYPE], format.content_type());
             assert_eq!(
@@ -126,10 +119,10 @@ mod tests {
                 format != WireFormat::AguiV1
             );
             assert_eq!(h["x-run-id"], "run-1");
-            assert_eq!(h["x-run-token"], tokens.token("run-1").as_str());
+            assert_eq!(h["x-run-token"], token);
         }
         let mut headers = HeaderMap::new();
-        insert_run_headers(&mut headers, "bad\nid", &tokens);
+        insert_run_headers(&mut headers, "bad\nid", token);
         assert!(headers.is_empty());
     }
 

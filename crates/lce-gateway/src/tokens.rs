@@ -1,6 +1,7 @@
 //! Secrets the gateway checks on any replica: read tokens (an HMAC-SHA256
-//! of the run id under a secret every replica shares, compared in constant
-//! time), random ids, and the comparison of bearer tokens.
+//! of the run id and the run's nonce under a secret every replica shares,
+//! compared in constant time), random ids, and the comparison of bearer
+//! tokens.
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -25,23 +26,30 @@ impl ReadTokens {
         }
     }
 
-    fn mac(&self, run_id: &str) -> Option<Hmac<Sha256>> {
+    fn mac(&self, run_id: &str, nonce: &str) -> Option<Hmac<Sha256>> {
         // HMAC takes keys of any length: this never fails.
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.secret).ok()?;
+        // The run id's length first, so that no other split of the same
+        // bytes into a run id and a nonce signs the same.
+        mac.update(&(run_id.len() as u64).to_be_bytes());
         mac.update(run_id.as_bytes());
+        mac.update(nonce.as_bytes());
         Some(mac)
     }
 
-    /// The read token of `run_id`: its HMAC-SHA256, in lowercase hex.
-    pub fn token(&self, run_id: &str) -> String {
-        self.mac(run_id)
+    /// The read token of one incarnation of `run_id` (the run whose log
+    /// keeps `nonce`, `RunInfo::nonce`): their HMAC-SHA256, in lowercase
+    /// hex.
+    pub fn token(&self, run_id: &str, nonce: &str) -> String {
+        self.mac(run_id, nonce)
             .map(|mac| hex(&mac.finalize().into_bytes()))
             .unwrap_or_default()
     }
 
-    /// Whether `token` is `run_id`'s (compared in constant time).
-    pub fn verify(&self, run_id: &str, token: &str) -> bool {
-        match (unhex(token), self.mac(run_id)) {
+    /// Whether `token` is that of `run_id` with `nonce` (compared in
+    /// constant time).
+    pub fn verify(&self, run_id: &str, nonce: &str, token: &str) -> bool {
+        match (unhex(token), self.mac(run_id, nonce)) {
             (Some(bytes), Some(mac)) => mac.verify_slice(&bytes).is_ok(),
             _ => false,
         }
@@ -91,16 +99,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_verify_their_own_run_only() {
+    fn tokens_verify_their_own_run_and_incarnation_only() {
         let tokens = ReadTokens::new(b"0123456789abcdef".to_vec());
-        let t = tokens.token("run-1");
+        let t = tokens.token("run-1", "n1");
         assert_eq!(t.len(), 64);
-        assert!(tokens.verify("run-1", &t));
-        assert!(!tokens.verify("run-2", &t));
-        assert!(!tokens.verify("run-1", &t[..62]));
-        assert!(!tokens.verify("run-1", "zz"));
-        assert!(!tokens.verify("run-1", "abc"));
-        assert!(!ReadTokens::new(b"another secret!!".to_vec()).verify("run-1", &t));
+        assert!(tokens.verify("run-1", "n1", &t));
+        assert!(!tokens.verify("run-2", "n1", &t));
+        // The same run id, a later incarnation.
+        assert!(!tokens.verify("run-1", "n2", &t));
+        // The same bytes split another way.
+        assert!(!tokens.verify("run-1n", "1", &t));
+        assert!(!tokens.verify("run-1", "n1", &t[..62]));
+        assert!(!tokens.verify("run-1", "n1", "zz"));
+        assert!(!tokens.verify("run-1", "n1", "abc"));
+        assert!(!ReadTokens::new(b"another secret!!".to_vec()).verify("run-1", "n1", &t));
         assert_eq!(format!("{tokens:?}"), "ReadTokens(..)");
     }
 

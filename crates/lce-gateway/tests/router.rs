@@ -135,7 +135,7 @@ async fn a_start_answers_the_golden_bytes_in_every_protocol_with_its_run_headers
             assert_eq!(run_id.len(), 32);
             assert_eq!(
                 answer.header("x-run-token"),
-                Some(gw.read_token(&run_id).as_str())
+                gw.read_token(&run_id).await.unwrap().as_deref()
             );
             assert_eq!(
                 answer.text(),
@@ -287,7 +287,7 @@ async fn push_needs_the_ingest_token_answers_a_summary_and_refuses_a_second_push
     let run_id = summary["run_id"].as_str().unwrap();
     assert_eq!(
         pushed.header("x-run-token"),
-        Some(gw.read_token(run_id).as_str())
+        gw.read_token(run_id).await.unwrap().as_deref()
     );
     let again = send(&router, push(Some(&bearer))).await;
     assert_eq!(again.status, 409);

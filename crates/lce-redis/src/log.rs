@@ -384,6 +384,7 @@ impl Inner {
                     &info.owner,
                     &lease_ms.to_string(),
                     &millis(self.options.retention).to_string(),
+                    &info.nonce,
                 ],
                 true,
             )
@@ -622,14 +623,17 @@ impl Inner {
     async fn info(&self, run_id: &str) -> Result<Option<RunInfo>, LogError> {
         let keys = self.keys(run_id);
         let mut cmd = redis::cmd("HMGET");
-        cmd.arg(&keys.meta).arg("conversation_id").arg("owner");
+        cmd.arg(&keys.meta)
+            .arg("conversation_id")
+            .arg("owner")
+            .arg("nonce");
         let reply = self.engine.query("info", &cmd).await.map_err(unavailable)?;
         let Value::Array(fields) = reply else {
             return Err(LogError::Unavailable);
         };
         match fields.as_slice() {
-            [Value::Nil, Value::Nil] => Ok(None),
-            [conversation_id, owner] => {
+            [Value::Nil, Value::Nil, _] => Ok(None),
+            [conversation_id, owner, nonce] => {
                 let string = |v: &Value| {
                     text(v)
                         .and_then(|b| std::str::from_utf8(b).ok())
@@ -640,6 +644,11 @@ impl Inner {
                     run_id: run_id.to_owned(),
                     conversation_id: string(conversation_id)?,
                     owner: string(owner)?,
+                    // A log written before nonces were kept has none.
+                    nonce: match nonce {
+                        Value::Nil => String::new(),
+                        nonce => string(nonce)?,
+                    },
                 }))
             }
             _ => Err(LogError::Unavailable),

@@ -21,13 +21,14 @@ macro_rules! now_ms {
 
 /// `create`. KEYS: meta, log, lease. ARGV: conversation id, owner, lease
 /// ms, ttl ms (the unsealed run's expiry, which each renewal pushes back),
-/// retry. Answers -1 (a log exists) or the engine's time in ms.
+/// nonce, retry. Answers -1 (a log exists) or the engine's time in ms.
 const CREATE: &str = concat!(
     now_ms!(),
     r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[5] == '1'
+  if ARGV[6] == '1'
     and redis.call('HGET', KEYS[1], 'owner') == ARGV[2]
+    and redis.call('HGET', KEYS[1], 'nonce') == ARGV[5]
     and redis.call('HGET', KEYS[1], 'conversation_id') == ARGV[1]
     and redis.call('HGET', KEYS[1], 'last') == '0' then
     return now
@@ -35,7 +36,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return -1
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'conversation_id', ARGV[1], 'owner', ARGV[2], 'sealed', '0', 'last', '0')
+redis.call('HSET', KEYS[1], 'conversation_id', ARGV[1], 'owner', ARGV[2], 'sealed', '0', 'last', '0', 'nonce', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 return now

@@ -34,6 +34,7 @@ async fn create(log: &dyn RunLog, label: &str, owner: &str) -> (RunInfo, RunBuil
         conversation_id: format!("conv-{run_id}"),
         run_id,
         owner: owner.to_owned(),
+        nonce: "nonce-1".to_owned(),
     };
     log.create(info.clone(), LEASE).await.expect("create");
     let run = RunBuilder::new(info.run_id.as_str(), info.conversation_id.as_str());
@@ -364,6 +365,7 @@ async fn two_replicas_claiming_an_expired_run_one_wins() {
             conversation_id: "c".to_owned(),
             run_id: run_id.clone(),
             owner: "dead".to_owned(),
+            nonce: "nonce-1".to_owned(),
         };
         replicas[0]
             .create(info, Duration::from_millis(50))
@@ -1129,12 +1131,14 @@ async fn every_key_expires_after_a_mixed_workload() {
         run_id: fresh_run_id("lost"),
         conversation_id: "conv-lost".to_owned(),
         owner: "dead".to_owned(),
+        nonce: "nonce-1".to_owned(),
     };
     log.create(lost.clone(), short).await.unwrap();
     let orphan = RunInfo {
         run_id: fresh_run_id("orphan"),
         conversation_id: "conv-orphan".to_owned(),
         owner: "dead".to_owned(),
+        nonce: "nonce-1".to_owned(),
     };
     log.create(orphan.clone(), short).await.unwrap();
     let mut run = RunBuilder::new(orphan.run_id.as_str(), "conv-orphan");

@@ -50,6 +50,11 @@ pub struct RunInfo {
     pub conversation_id: String,
     /// The replica that owns the run (appends to it) while its lease holds.
     pub owner: String,
+    /// A random value the creator makes for this incarnation of the run
+    /// id: read tokens cover it, so a token never opens a later run that
+    /// reuses the id after this one's log expired. May be empty for a log
+    /// whose creator made none.
+    pub nonce: String,
 }
 
 /// What one [`RunLog::read`] returns.

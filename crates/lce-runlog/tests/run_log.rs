@@ -28,6 +28,7 @@ fn info(run_id: &str, conversation_id: &str) -> RunInfo {
         run_id: run_id.to_owned(),
         conversation_id: conversation_id.to_owned(),
         owner: "replica-a".to_owned(),
+        nonce: "nonce-1".to_owned(),
     }
 }
 

@@ -90,6 +90,7 @@ async fn new_run_in(
         conversation_id: conversation_id.to_owned(),
         run_id,
         owner: owner.to_owned(),
+        nonce: format!("nonce-of-{label}"),
     };
     log.create(info.clone(), lease)
         .await
@@ -174,6 +175,7 @@ pub async fn create_refuses_an_existing_run(log: &dyn RunLog) {
     );
     let other = RunInfo {
         owner: "replica-b".to_owned(),
+        nonce: "another-nonce".to_owned(),
         conversation_id: "another-conversation".to_owned(),
         ..info.clone()
     };

@@ -8,8 +8,8 @@ use axum::response::Response;
 use futures::StreamExt as _;
 use lce_runlog::FrameId;
 
-use super::shared::{answer, log_error, protocol, subscribe_error};
-use crate::error::{ApiError, json_response};
+use super::shared::{answer, protocol, subscribe_error};
+use crate::error::{ApiError, json_response, log_error};
 use crate::gateway::{Gateway, Ingest};
 use crate::ids::check_id;
 use crate::owner::spawn_owner;
@@ -48,7 +48,14 @@ async fn read_run(
         .get("x-run-token")
         .and_then(|v| v.to_str().ok())
         .or(query.token.as_deref());
-    if !token.is_some_and(|t| gw.shared.tokens.verify(run_id, t)) {
+    // The token covers the nonce of the run's current incarnation: an
+    // unknown run and a wrong token get the same answer.
+    let Some(token) = token else {
+        return Err(ApiError::UnknownRun);
+    };
+    let info = gw.shared.log.info(run_id).await.map_err(log_error)?;
+    let nonce = info.map(|info| info.nonce).unwrap_or_default();
+    if !gw.shared.tokens.verify(run_id, &nonce, token) {
         return Err(ApiError::UnknownRun);
     }
     let format = protocol(query.protocol.as_deref())?;
@@ -61,7 +68,7 @@ async fn read_run(
                 .ok_or(ApiError::BadLastEventId)?,
         ),
     };
-    gw.subscribe(run_id, format, after, true, None)
+    gw.subscribe(run_id, token, format, after, true, None)
         .await
         .map_err(|e| subscribe_error(&e))
 }
@@ -99,10 +106,7 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
     let (run_id, conversation_id) = (first.run_id.to_string(), first.conversation_id.to_string());
     check_id("run_id", &run_id)?;
     check_id("conversation_id", &conversation_id)?;
-    let writer = gw
-        .create(&run_id, &conversation_id)
-        .await
-        .map_err(log_error)?;
+    let (writer, token) = gw.create(&run_id, &conversation_id).await?;
     let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Push);
     let run = gw.enforced(lines, &run_id, &conversation_id, cancel);
     let summary = spawn_owner(gw.clone(), writer, run)
@@ -119,6 +123,6 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
         "outcome": summary.outcome.as_str(),
     });
     let mut response = json_response(StatusCode::OK, &body);
-    insert_run_headers(response.headers_mut(), &run_id, &gw.shared.tokens);
+    insert_run_headers(response.headers_mut(), &run_id, &token);
     Ok(response)
 }

@@ -6,7 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::response::{IntoResponse as _, Response};
 use futures::StreamExt as _;
 use lce_core::WireFormat;
-use lce_runlog::{FrameId, LogError, LogWriter, SubscribeError, Subscription};
+use lce_runlog::{FrameId, LogWriter, SubscribeError, Subscription};
 use lce_stream::{CancelHandle, WireEncoder};
 use lce_types::CancelReason;
 
@@ -66,18 +66,15 @@ impl Gateway {
         let slot = self.admit()?;
         // The run id is reserved before the upstream is called: a taken id
         // is a 409 and the harness never does the work.
-        let reservation = Reservation(Some(
-            self.create(&run_id, &conversation_id)
-                .await
-                .map_err(log_error)?,
-        ));
+        let (writer, token) = self.create(&run_id, &conversation_id).await?;
+        let reservation = Reservation(Some(writer));
         let events = self.open_reserved(&reservation, request).await?;
         let writer = reservation.keep().ok_or(ApiError::Internal)?;
         let cancel = self.register(&run_id, slot, crate::gateway::Origin::Upstream);
         let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
         spawn_owner(self.clone(), writer, run);
         let ids = self.shared.settings.sse_ids;
-        self.subscribe(&run_id, format, None, ids, Some(cancel))
+        self.subscribe(&run_id, &token, format, None, ids, Some(cancel))
             .await
             .map_err(|e| subscribe_error(&e))
     }
@@ -115,12 +112,13 @@ impl Gateway {
         })
     }
 
-    /// An SSE answer that reads `run_id` from the log, encoded in `format`.
-    /// `cancel`: the run's handle, cancelled if the client leaves early
-    /// with `cancel_on_disconnect`.
+    /// An SSE answer that reads `run_id` from the log, encoded in `format`,
+    /// with `token` in its `X-Run-Token`. `cancel`: the run's handle,
+    /// cancelled if the client leaves early with `cancel_on_disconnect`.
     pub(crate) async fn subscribe(
         &self,
         run_id: &str,
+        token: &str,
         format: WireFormat,
         after: Option<FrameId>,
         ids: bool,
@@ -149,21 +147,7 @@ impl Gateway {
                 guard.disarm();
                 Ok::<Bytes, std::io::Error>(Bytes::new())
             }));
-        Ok(sse_response(
-            Body::from_stream(body),
-            format,
-            run_id,
-            &self.shared.tokens,
-        ))
-    }
-}
-
-/// The answer for a run log operation that failed.
-pub(super) fn log_error(e: LogError) -> ApiError {
-    match e {
-        LogError::Exists => ApiError::RunExists,
-        LogError::NotFound => ApiError::UnknownRun,
-        _ => ApiError::LogUnavailable,
+        Ok(sse_response(Body::from_stream(body), format, run_id, token))
     }
 }
 
