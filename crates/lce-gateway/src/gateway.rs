@@ -34,6 +34,8 @@ pub(crate) struct Settings {
     pub(crate) keepalive: Duration,
     pub(crate) max_runs: usize,
     pub(crate) max_request_bytes: usize,
+    pub(crate) body_idle_timeout: Duration,
+    pub(crate) ingest_idle_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -49,6 +51,8 @@ impl Default for Settings {
             keepalive: Duration::from_secs(15),
             max_runs: 10_000,
             max_request_bytes: 1024 * 1024,
+            body_idle_timeout: Duration::from_secs(30),
+            ingest_idle_timeout: Duration::from_secs(300),
         }
     }
 }

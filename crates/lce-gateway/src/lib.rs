@@ -47,6 +47,7 @@
 //! log comes in through [`GatewayBuilder::log`].
 
 mod audit;
+mod body;
 mod builder;
 mod error;
 mod gateway;
