@@ -642,8 +642,10 @@ fn a_reader_that_stops_reading_is_disconnected_after_the_write_timeout() {
             "--allow-anonymous-ingest",
             "--token-secret-file",
             secret.to_str().unwrap(),
+            // Long enough that the reading client, descheduled on a busy
+            // machine, is not taken for a stalled one.
             "--write-timeout",
-            "1",
+            "3",
         ],
         std::fs::File::create(&logs).unwrap().into(),
     );
@@ -656,9 +658,10 @@ fn a_reader_that_stops_reading_is_disconnected_after_the_write_timeout() {
     ]);
     assert_eq!(status, 0);
     let token = token.trim().to_owned();
-    // A run of 12 MiB: far more than the stalled reader's socket buffers
-    // hold. Its first lines first, so the run exists while it is read.
-    let run = big_run(run_id, 12 * 32);
+    // A run of 24 MiB: far more than the stalled reader's socket buffers
+    // hold (a few MiB on loopback). Its first lines first, so the run
+    // exists while it is read.
+    let run = big_run(run_id, 24 * 32);
     let first_lines = run
         .iter()
         .enumerate()
