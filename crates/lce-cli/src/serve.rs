@@ -169,13 +169,24 @@ struct LimitArgs {
     /// an answer. More than 0, at most 86400.
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = limit_secs)]
     header_timeout: Duration,
-    /// Seconds a request body may stop arriving before it is cut.
+    /// Seconds a JSON request body may stop arriving before it is cut.
     ///
     /// The request is answered 408 with a JSON error (code `body_timeout`)
-    /// and the connection is closed. A body of more than 16 MiB is answered
-    /// 413 (code `body_too_large`). More than 0, at most 86400.
+    /// and the connection is closed. A body over --max-request-bytes is
+    /// answered 413 (code `body_too_large`). A push is bounded by
+    /// --ingest-idle-timeout instead. More than 0, at most 86400.
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = limit_secs)]
     body_idle_timeout: Duration,
+    /// Seconds a pushing harness may send no line (POST /api/v1/runs).
+    ///
+    /// Its run then ends as a stream that closed without a terminal (rule
+    /// 12: `run.error`, code `provider_stream_closed`) and the push is
+    /// answered 200 with its summary; with no first line yet it is answered
+    /// 408 (code `body_timeout`). A push body has no size cap of the
+    /// server's: D19's bytes per run (256 MiB) bound it. More than 0, at
+    /// most 86400.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = limit_secs)]
+    ingest_idle_timeout: Duration,
     /// Connections served at once.
     ///
     /// Beyond N, new connections are not accepted: they wait in the kernel's
@@ -183,6 +194,21 @@ struct LimitArgs {
     #[arg(long, value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+    /// Connections served at once from one IP address.
+    ///
+    /// A connection from an address that holds N already is closed at once,
+    /// unanswered (logged as a count). Behind a proxy or load balancer every
+    /// connection comes from its address: set N to --max-connections there.
+    /// At least 1.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_ip: u32,
+    /// Seconds a client may accept no byte while the server has bytes for it.
+    ///
+    /// The connection is then closed (a reader that stopped reading); its
+    /// run and the run's other readers go on. More than 0, at most 86400.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = limit_secs)]
+    write_timeout: Duration,
     /// Seconds in-flight responses may take to finish after SIGTERM/Ctrl-C.
     ///
     /// On the signal the server stops accepting at once and closes
@@ -282,7 +308,9 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         .anonymous_ingest(args.log.allow_anonymous_ingest)
         .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX))
         .max_request_bytes(usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX))
-        .run_deadline(args.run_deadline);
+        .run_deadline(args.run_deadline)
+        .body_idle_timeout(args.limits.body_idle_timeout)
+        .ingest_idle_timeout(args.limits.ingest_idle_timeout);
     builder = match &args.upstream {
         Some(url) => builder.upstream(
             HttpUpstream::new(url, args.upstream_connect_timeout).map_err(|_| {
@@ -350,8 +378,9 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
 fn server_limits(args: &LimitArgs) -> ServerLimits {
     let mut limits = ServerLimits::default();
     limits.header_timeout = args.header_timeout;
-    limits.body_idle_timeout = args.body_idle_timeout;
     limits.max_connections = args.max_connections;
+    limits.max_connections_per_ip = args.max_connections_per_ip;
+    limits.write_timeout = args.write_timeout;
     limits.shutdown_grace = args.shutdown_grace;
     limits
 }

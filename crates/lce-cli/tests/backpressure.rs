@@ -107,6 +107,10 @@ fn a_client_that_stops_reading_neither_slows_the_run_nor_makes_the_server_buffer
         redis.url().as_ref(),
         "--token-secret-file".as_ref(),
         secret.as_os_str(),
+        // The client stalls for as long as the run takes: not a slow
+        // reader to disconnect (that is serve_limits.rs's).
+        "--write-timeout".as_ref(),
+        "3600".as_ref(),
     ]);
     let pid = server.child.id();
     std::thread::sleep(Duration::from_millis(300));

@@ -1,8 +1,12 @@
 //! `lce serve`'s limits and shutdown, on the real binary over loopback: a
 //! header that does not arrive closes the connection, `--max-connections`
-//! holds further connections back, a body that stops arriving gets a 408
-//! JSON error, and SIGTERM ends every run properly (whole streams, audited,
-//! exit 0) without accepting new connections.
+//! holds further connections back and `--max-connections-per-ip` closes
+//! those of an address beyond its share, a JSON body that stops arriving
+//! gets a 408 JSON error while a push is a stream (no 16 MiB cap, ended as
+//! a closure after `--ingest-idle-timeout`), a reader that stops reading is
+//! disconnected after `--write-timeout`, and SIGTERM ends every run
+//! properly (whole streams, audited, exit 0) without accepting new
+//! connections.
 //!
 //! Waits are generous bounds, never timing assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -433,4 +437,280 @@ fn after_sigterm_no_connection_is_accepted_and_a_second_signal_ends_the_grace() 
         "{text}"
     );
     assert_eq!(wait_exit(&mut server.child, SOON), Some(0));
+}
+
+/// The lines of the bundled scenario `name`, each with its newline.
+fn scenario_lines(name: &str) -> Vec<String> {
+    std::fs::read_to_string(root().join(format!("fixtures/scenarios/{name}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A valid run `run_id` of `deltas` text deltas of 32 KiB each (D19 allows
+/// 64 KiB of display text per event), as canonical JSON Lines: the
+/// scenario `plain-text-answer` with its deltas replaced.
+fn big_run(run_id: &str, deltas: usize) -> Vec<u8> {
+    let lines = scenario_lines("plain-text-answer");
+    let event = |line: &str, sequence: usize| {
+        let mut event: serde_json::Value = serde_json::from_str(line).unwrap();
+        event["run_id"] = run_id.into();
+        event["sequence"] = sequence.into();
+        event
+    };
+    let text: String = "lorem ipsum dolor sit amet, "
+        .chars()
+        .cycle()
+        .take(32 * 1024)
+        .collect();
+    let mut out = Vec::new();
+    let mut push = |event: serde_json::Value| {
+        serde_json::to_writer(&mut out, &event).unwrap();
+        out.push(b'\n');
+    };
+    push(event(&lines[0], 0)); // run.started
+    push(event(&lines[1], 1)); // text.started
+    for i in 0..deltas {
+        let mut delta = event(&lines[2], 2 + i);
+        delta["data"]["delta"] = text.clone().into();
+        push(delta);
+    }
+    let n = lines.len();
+    push(event(&lines[n - 2], 2 + deltas)); // text.finished
+    push(event(&lines[n - 1], 3 + deltas)); // run.finished
+    out
+}
+
+/// Opens a push of `length` bytes (`Content-Length`) and sends `first`.
+fn open_push(addr: &str, length: usize, first: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /api/v1/runs HTTP/1.1\r\nHost: lce\r\nContent-Type: application/x-ndjson\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    s.write_all(first).unwrap();
+    s
+}
+
+/// The push's answer, read to the end: status and JSON summary.
+fn push_answer(s: &mut TcpStream, wait: Duration) -> (u16, serde_json::Value) {
+    let ReadEnd::Closed(raw) = read_until_closed(s, wait) else {
+        panic!("the push was not answered in time");
+    };
+    let resp = parse_response(&raw);
+    (resp.status, serde_json::from_slice(&resp.body).unwrap())
+}
+
+#[test]
+fn a_push_whose_harness_stops_sending_ends_as_a_closure_after_the_ingest_idle_timeout() {
+    let server = serve_scenarios(
+        "0",
+        &["--allow-anonymous-ingest", "--ingest-idle-timeout", "1"],
+    );
+    // The run up to its last delta; the body declared far longer, never
+    // finished, the connection held open.
+    let mut lines = scenario_lines("plain-text-answer");
+    lines.truncate(lines.len() - 2);
+    let sent = lines.len();
+    let mut s = open_push(&server.addr, 1024 * 1024, lines.concat().as_bytes());
+    let (status, summary) = push_answer(&mut s, SOON);
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(summary["terminal"], "run.error", "{summary}");
+    assert_eq!(summary["events_in"], sent, "{summary}");
+    assert_eq!(summary["violations"][0]["rule"], "12", "{summary}");
+    assert_eq!(summary["outcome"], "ended", "{summary}");
+}
+
+#[test]
+fn a_push_is_not_cut_by_the_body_idle_timeout() {
+    // A gap three times the body idle timeout, far under the ingest one.
+    let server = serve_scenarios(
+        "0",
+        &[
+            "--allow-anonymous-ingest",
+            "--body-idle-timeout",
+            "1",
+            "--ingest-idle-timeout",
+            "60",
+        ],
+    );
+    let lines = scenario_lines("plain-text-answer");
+    let (head, tail) = lines.split_at(3);
+    let (head, tail) = (head.concat(), tail.concat());
+    let mut s = open_push(&server.addr, head.len() + tail.len(), head.as_bytes());
+    std::thread::sleep(Duration::from_secs(3));
+    s.write_all(tail.as_bytes()).unwrap();
+    let (status, summary) = push_answer(&mut s, SOON);
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(summary["terminal"], "run.finished", "{summary}");
+    assert_eq!(summary["events_in"], lines.len(), "{summary}");
+}
+
+#[test]
+fn a_push_body_over_16_mib_of_valid_events_is_taken_whole() {
+    let server = serve_scenarios("0", &["--allow-anonymous-ingest"]);
+    // 17 MiB of text: past the 16 MiB every body had, far under D19's
+    // 256 MiB per run.
+    let deltas = 17 * 32;
+    let run = big_run("run-big-push", deltas);
+    assert!(run.len() > 17 * 1024 * 1024);
+    let mut s = open_push(&server.addr, run.len(), &run);
+    let (status, summary) = push_answer(&mut s, Duration::from_secs(300));
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(summary["terminal"], "run.finished", "{summary}");
+    assert_eq!(summary["events_in"], deltas + 4, "{summary}");
+    assert_eq!(summary["violations"], serde_json::json!([]), "{summary}");
+}
+
+#[test]
+fn beyond_max_connections_per_ip_a_connection_is_closed_at_once() {
+    let server = serve_scenarios(
+        "0",
+        &["--max-connections-per-ip", "2", "--header-timeout", "600"],
+    );
+    // Two connections that never finish their header hold the address's
+    // share (accepted in order, so before the third).
+    let first = half_header(&server.addr);
+    let _second = half_header(&server.addr);
+    let mut third = TcpStream::connect(&server.addr).unwrap();
+    match read_until_closed(&mut third, SOON) {
+        ReadEnd::Closed(got) => assert!(got.is_empty(), "the third was answered"),
+        ReadEnd::Open(_) => panic!("a third connection from the address was held open"),
+    }
+    // One closes: the address is served again (once the server has seen
+    // the close; bounded wait).
+    drop(first);
+    let name = "plain-text-answer";
+    let body = start_body(name, &conversation_of(name), "custom");
+    let deadline = Instant::now() + SOON;
+    loop {
+        let mut s = send(&server.addr, "/api/v1/chat/stream/start", &body);
+        match read_until_closed(&mut s, SOON) {
+            ReadEnd::Closed(raw) if !raw.is_empty() => {
+                let resp = parse_response(&raw);
+                assert_eq!(resp.status, 200);
+                assert!(resp.body == golden_for(&resp, "custom", name));
+                break;
+            }
+            ReadEnd::Closed(_) => {
+                assert!(Instant::now() < deadline, "never served again");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            ReadEnd::Open(_) => panic!("not answered"),
+        }
+    }
+}
+
+/// `GET /api/v1/runs/{run_id}/stream` with the run's token, once the run
+/// exists (bounded wait): the connection, its response header read.
+fn open_stream(addr: &str, run_id: &str, token: &str) -> TcpStream {
+    let deadline = Instant::now() + SOON;
+    loop {
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "GET /api/v1/runs/{run_id}/stream HTTP/1.1\r\nHost: lce\r\nX-Run-Token: {token}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let head = read_until_in_body(&mut s, b"", SOON);
+        if head.starts_with(b"HTTP/1.1 200") {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_reader_that_stops_reading_is_disconnected_after_the_write_timeout() {
+    let dir = temp_dir("write-timeout");
+    let secret = dir.join("secret");
+    std::fs::write(&secret, "a secret of more than sixteen bytes\n").unwrap();
+    let logs = dir.join("stderr.log");
+    let server = Server::start_logging(
+        &[
+            "--speed",
+            "0",
+            "--scenarios",
+            &scenarios_dir(),
+            "--allow-anonymous-ingest",
+            "--token-secret-file",
+            secret.to_str().unwrap(),
+            // Long enough that the reading client, descheduled on a busy
+            // machine, is not taken for a stalled one.
+            "--write-timeout",
+            "3",
+        ],
+        std::fs::File::create(&logs).unwrap().into(),
+    );
+    let run_id = "run-slow-reader";
+    let (status, token, _) = common::lce(&[
+        "token",
+        run_id,
+        "--token-secret-file",
+        secret.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0);
+    let token = token.trim().to_owned();
+    // A run of 24 MiB: far more than the stalled reader's socket buffers
+    // hold (a few MiB on loopback). Its first lines first, so the run
+    // exists while it is read.
+    let run = big_run(run_id, 24 * 32);
+    let first_lines = run
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n')
+        .nth(3)
+        .unwrap()
+        .0
+        + 1;
+    let mut push = open_push(&server.addr, run.len(), &run[..first_lines]);
+    // One reader reads on; the other never reads past the header.
+    let mut reader = open_stream(&server.addr, run_id, &token);
+    let reading =
+        std::thread::spawn(move || read_until_closed(&mut reader, Duration::from_secs(300)));
+    let mut stalled = open_stream(&server.addr, run_id, &token);
+    push.write_all(&run[first_lines..]).unwrap();
+    let (status, summary) = push_answer(&mut push, Duration::from_secs(300));
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(summary["terminal"], "run.finished", "{summary}");
+    // The reader gets the whole run, to its terminal.
+    let ReadEnd::Closed(raw) = reading.join().unwrap() else {
+        panic!("the reading client's stream did not end");
+    };
+    assert!(
+        raw.ends_with(b"\r\n0\r\n\r\n"),
+        "the reading client's stream was cut"
+    );
+    assert!(
+        raw.windows(14).any(|w| w == b"event: done\nda"),
+        "no terminal frame"
+    );
+    // The server gave up on the stalled one, and says so.
+    let deadline = Instant::now() + SOON;
+    while !std::fs::read_to_string(&logs)
+        .unwrap_or_default()
+        .contains("write timeout")
+    {
+        assert!(Instant::now() < deadline, "no write timeout logged");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What the stalled one reads now ends early: closed, without the
+    // chunked body's end.
+    let ReadEnd::Closed(rest) = read_until_closed(&mut stalled, SOON) else {
+        panic!("the stalled reader's connection is still open");
+    };
+    assert!(
+        !rest.ends_with(b"\r\n0\r\n\r\n"),
+        "the stalled reader got the whole run"
+    );
+    let logged = std::fs::read_to_string(&logs).unwrap();
+    assert!(!logged.contains("lorem ipsum"), "a payload reached the log");
+    let _ = std::fs::remove_dir_all(&dir);
 }

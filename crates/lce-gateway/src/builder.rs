@@ -182,7 +182,8 @@ impl GatewayBuilder {
     }
 
     /// The per-run bounds the coordinator enforces (D19; default
-    /// [`Limits::default`]).
+    /// [`Limits::default`]). A pushed body's raw bytes are bounded by its
+    /// `bytes_per_run` too (plus a line end per event of `events_per_run`).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.settings.limits = limits;
         self
@@ -244,9 +245,29 @@ impl GatewayBuilder {
 
     /// The largest JSON request body (DA's and AG-UI's routes; default
     /// 1 MiB): a larger one is `413 body_too_large`. A push is a stream and
-    /// is not bounded by it.
+    /// is not bounded by it (D19's bytes per run bound it, see
+    /// [`limits`](GatewayBuilder::limits)).
     pub fn max_request_bytes(mut self, max: usize) -> Self {
         self.settings.max_request_bytes = max;
+        self
+    }
+
+    /// The longest gap between two chunks of a JSON request body (default
+    /// 30 s): a body that stops arriving for longer is `408 body_timeout`
+    /// (and the connection closes, its rest unread). Zero: no bound (a host
+    /// whose own server bounds bodies in time).
+    pub fn body_idle_timeout(mut self, idle: Duration) -> Self {
+        self.settings.body_idle_timeout = idle;
+        self
+    }
+
+    /// The longest a pushing harness may send no line (default 300 s):
+    /// then its run ends as a stream that closed without a terminal (rule
+    /// 12: the coordinator's `run.error{provider_stream_closed}`) and the
+    /// push is answered with its summary. Before the first line it is
+    /// `408 body_timeout` (no run exists yet). Zero: no bound.
+    pub fn ingest_idle_timeout(mut self, idle: Duration) -> Self {
+        self.settings.ingest_idle_timeout = idle;
         self
     }
 

@@ -39,6 +39,8 @@ pub(crate) struct Settings {
     pub(crate) max_request_bytes: usize,
     /// `None`: runs have no deadline.
     pub(crate) run_deadline: Option<Duration>,
+    pub(crate) body_idle_timeout: Duration,
+    pub(crate) ingest_idle_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -55,6 +57,8 @@ impl Default for Settings {
             max_runs: 10_000,
             max_request_bytes: 1024 * 1024,
             run_deadline: Some(DEFAULT_RUN_DEADLINE),
+            body_idle_timeout: Duration::from_secs(30),
+            ingest_idle_timeout: Duration::from_secs(300),
         }
     }
 }

@@ -17,7 +17,10 @@
 //! - [`ApiError`]: every error answer (a JSON body with a fixed message and
 //!   code).
 //! - [`server`]: the hardened accept loop `lce serve` runs the router on
-//!   (header and body timeouts, a connection limit, a graceful shutdown);
+//!   (a header timeout, connection limits overall and per address, a write
+//!   timeout, a graceful shutdown; request bodies are bounded by the router
+//!   itself, see [`GatewayBuilder::body_idle_timeout`] and
+//!   [`GatewayBuilder::ingest_idle_timeout`]);
 //!   [`FileAudit`] writes audit records to a file off the async path.
 //!
 //! Routes (each answers a JSON [`ApiError`] before any stream starts):
@@ -47,6 +50,7 @@
 //! log comes in through [`GatewayBuilder::log`].
 
 mod audit;
+mod body;
 mod builder;
 mod error;
 mod gateway;

@@ -7,13 +7,20 @@
 //!   from when the connection opens and, on a kept-alive connection, from
 //!   the end of the previous response; otherwise the connection is closed
 //!   without an answer.
-//! - A request body that stops arriving for `--body-idle-timeout` is cut:
-//!   the request is answered 408 `{"error", "code": "body_timeout"}` and the
-//!   connection closed. A body larger than [`MAX_BODY_BYTES`] is answered
-//!   413 `{"error", "code": "body_too_large"}`.
+//! - Request bodies are bounded by the router itself (so a host's own
+//!   server gets the same): JSON bodies by `--max-request-bytes` and
+//!   `--body-idle-timeout`, pushed runs by D19's bytes per run and
+//!   `--ingest-idle-timeout` (see `GatewayBuilder`).
 //! - At most `--max-connections` connections are served at once: a permit is
 //!   taken before `accept`, so beyond the limit new connections wait in the
 //!   kernel's listen backlog until a served one closes.
+//! - At most `--max-connections-per-ip` of them come from one address: a
+//!   connection from an address that already holds that many is closed at
+//!   once, unanswered (refusals are logged as counts, at most once a
+//!   second).
+//! - A connection whose socket accepts no byte for `--write-timeout` while
+//!   the server has bytes for it is closed (a reader that stopped reading):
+//!   its run, and the run's other readers, go on.
 //! - On a shutdown signal (`lce serve`: SIGTERM or SIGINT) the listener is closed at once, idle
 //!   connections are closed, in-flight responses may finish for
 //!   `--shutdown-grace`; then the shutdown hook is called (in `lce serve` it
@@ -25,32 +32,25 @@
 //!   waited for: when none is open the hook is called and `serve_http`
 //!   returns at once.
 //!
-//! Logs carry counts and peer addresses only, never request content.
+//! Logs carry counts, times and (at debug level) peer addresses only, never
+//! request content.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::{Pin, pin};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, Bytes, HttpBody};
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse as _, Response};
 use futures::{Stream, StreamExt as _};
-use hyper::body::{Frame, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
-
-use crate::error::ApiError;
-
-/// The most a request body may hold: 16 MiB. A larger body is answered 413.
-pub const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How long, after the shutdown hook, the connections may take to write
 /// their runs' terminals before the server returns anyway.
@@ -59,8 +59,13 @@ pub const DRAIN: Duration = Duration::from_secs(5);
 /// Where logs go.
 const TARGET: &str = "lce::serve";
 
+/// The shortest time between two log lines about refused connections.
+const REFUSAL_REPORT_EVERY: Duration = Duration::from_secs(1);
+
 /// Limits on what a client may hold open, and how the server stops
-/// (`lce serve`'s "Server limits and shutdown" options).
+/// (`lce serve`'s "Server limits and shutdown" options). Request bodies are
+/// bounded by the gateway's router itself (`GatewayBuilder::
+/// body_idle_timeout`, `ingest_idle_timeout`, `max_request_bytes`).
 #[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct ServerLimits {
@@ -68,22 +73,29 @@ pub struct ServerLimits {
     /// the connection opens and, on a kept-alive connection, from the end
     /// of the previous response (so it also closes idle connections).
     pub header_timeout: Duration,
-    /// Time a request body may stop arriving before it is cut (408).
-    pub body_idle_timeout: Duration,
     /// Connections served at once (at least 1); beyond it new connections
     /// wait in the kernel's listen backlog.
     pub max_connections: u32,
+    /// Connections served at once from one IP address (at least 1): a
+    /// connection from an address that holds this many already is closed
+    /// at once, unanswered.
+    pub max_connections_per_ip: u32,
+    /// Time a connection's socket may accept no byte while the server has
+    /// bytes to write to it; then the connection is closed (zero: never).
+    pub write_timeout: Duration,
     /// Time in-flight responses may take to finish after the signal.
     pub shutdown_grace: Duration,
 }
 
 impl Default for ServerLimits {
-    /// 10 s, 30 s, 1024 connections, 20 s (`lce serve`'s defaults).
+    /// 10 s, 1024 connections, 256 per address, 30 s, 20 s (`lce serve`'s
+    /// defaults).
     fn default() -> Self {
         ServerLimits {
             header_timeout: Duration::from_secs(10),
-            body_idle_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_connections_per_ip: 256,
+            write_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
         }
     }
@@ -102,7 +114,10 @@ enum Phase {
 }
 
 /// One served connection.
-type Conn = hyper::server::conn::http1::Connection<TokioIo<TcpStream>, TowerToHyperService<Router>>;
+type Conn = hyper::server::conn::http1::Connection<
+    TokioIo<TimedWrites<TcpStream>>,
+    TowerToHyperService<Router>,
+>;
 
 /// Serves `router` on `listener` until `signals` yields (a signal's name),
 /// with `limits`.
@@ -124,13 +139,6 @@ pub async fn serve_http<S>(
 where
     S: Stream<Item = &'static str> + Unpin,
 {
-    let router = router
-        .layer(axum::middleware::from_fn_with_state(
-            limits.body_idle_timeout,
-            guard_body,
-        ))
-        // The body's size is bounded by `guard_body` (with a JSON answer).
-        .layer(DefaultBodyLimit::disable());
     let service = TowerToHyperService::new(router);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -141,6 +149,8 @@ where
         .min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(max));
     let open = |slots: &Semaphore| max.saturating_sub(slots.available_permits());
+    let per_address = Arc::new(PerAddress::new(limits.max_connections_per_ip));
+    let mut refusals = Refusals::new();
     let (phase, _) = watch::channel(Phase::Serving);
 
     let signal = loop {
@@ -171,8 +181,23 @@ where
                 }
             },
         };
-        let conn = http.serve_connection(TokioIo::new(stream), service.clone());
-        tokio::spawn(serve_connection(conn, phase.subscribe(), permit, peer));
+        let Some(place) = per_address.take(peer.ip()) else {
+            // Closed at once, unanswered: the address holds its share.
+            drop(stream);
+            drop(permit);
+            refusals.count(per_address.max);
+            continue;
+        };
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let io = TimedWrites::new(stream, limits.write_timeout, timed_out.clone());
+        let conn = http.serve_connection(TokioIo::new(io), service.clone());
+        let held = Held {
+            _permit: permit,
+            _place: place,
+            timed_out,
+            write_timeout: limits.write_timeout,
+        };
+        tokio::spawn(serve_connection(conn, phase.subscribe(), held, peer));
     };
     drop(listener);
 
@@ -205,12 +230,22 @@ where
     Ok(())
 }
 
+/// What a served connection holds until it closes: its slot among the
+/// `max_connections`, its place among its address's, and whether its
+/// writes timed out.
+struct Held {
+    _permit: OwnedSemaphorePermit,
+    _place: AddressPlace,
+    timed_out: Arc<AtomicBool>,
+    write_timeout: Duration,
+}
+
 /// Drives one connection to its end, shutting it down gracefully when the
-/// phase leaves `Serving`; the permit is its slot.
+/// phase leaves `Serving`; `held` is given back when it closes.
 async fn serve_connection(
     conn: Conn,
     mut phase: watch::Receiver<Phase>,
-    permit: OwnedSemaphorePermit,
+    held: Held,
     peer: SocketAddr,
 ) {
     let mut conn = pin!(conn);
@@ -232,7 +267,14 @@ async fn serve_connection(
             }
         }
     };
-    if let Err(e) = result {
+    if held.timed_out.load(Ordering::Acquire) {
+        // No address: the refusal of a slow reader says nothing of it.
+        tracing::info!(
+            target: TARGET,
+            write_timeout_secs = held.write_timeout.as_secs_f64(),
+            "write timeout: the client accepted no byte in time; connection closed"
+        );
+    } else if let Err(e) = result {
         // hyper's messages are fixed texts, never request content.
         let reason = if e.is_timeout() {
             "header timeout"
@@ -241,7 +283,241 @@ async fn serve_connection(
         };
         tracing::debug!(target: TARGET, %peer, reason, error = %e, "connection closed");
     }
-    drop(permit);
+    drop(held);
+}
+
+/// How many connections each address holds, bounded by `max` per address.
+/// Entries leave the table when their count falls to zero, so it holds at
+/// most one entry per open connection.
+struct PerAddress {
+    max: u32,
+    open: Mutex<HashMap<IpAddr, u32>>,
+}
+
+impl PerAddress {
+    fn new(max: u32) -> Self {
+        PerAddress {
+            // At least one: a limit of 0 would serve nobody.
+            max: max.max(1),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A place for one more connection from `ip`, or `None` when it holds
+    /// `max` already. An IPv4 address mapped into IPv6 counts as itself.
+    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<AddressPlace> {
+        let ip = ip.to_canonical();
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = open.entry(ip).or_insert(0);
+        if *held >= self.max {
+            return None;
+        }
+        *held += 1;
+        Some(AddressPlace {
+            table: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// One connection's place among its address's; given back on drop.
+struct AddressPlace {
+    table: Arc<PerAddress>,
+    ip: IpAddr,
+}
+
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let mut open = self
+            .table
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = open.get_mut(&self.ip) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Connections refused for their address, logged as a count at most once
+/// every [`REFUSAL_REPORT_EVERY`] (a flood from one address cannot flood
+/// the log).
+struct Refusals {
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl Refusals {
+    fn new() -> Self {
+        Refusals {
+            unreported: 0,
+            last_report: None,
+        }
+    }
+
+    fn count(&mut self, max_per_ip: u32) {
+        self.unreported = self.unreported.saturating_add(1);
+        let now = Instant::now();
+        if self
+            .last_report
+            .is_some_and(|last| now.duration_since(last) < REFUSAL_REPORT_EVERY)
+        {
+            return;
+        }
+        tracing::warn!(
+            target: TARGET,
+            refused = self.unreported,
+            max_per_ip,
+            "connections closed at once: their address holds --max-connections-per-ip already"
+        );
+        self.unreported = 0;
+        self.last_report = Some(now);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A connection's socket whose writes fail with `TimedOut` once they
+    /// have been pending for `limit` (counted from the first `Pending`
+    /// since the last byte written): a client that stops reading cannot
+    /// hold the connection, and what the server buffers for it, forever.
+    /// Reads are untouched. `timed_out` says that it happened.
+    struct TimedWrites<IO> {
+        #[pin]
+        io: IO,
+        limit: Duration,
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
+        armed: bool,
+        timed_out: Arc<AtomicBool>,
+    }
+}
+
+impl<IO> TimedWrites<IO> {
+    fn new(io: IO, limit: Duration, timed_out: Arc<AtomicBool>) -> Self {
+        TimedWrites {
+            io,
+            limit,
+            timer: None,
+            armed: false,
+            timed_out,
+        }
+    }
+}
+
+/// A write that returned `poll`: progress disarms the timer; `Pending`
+/// arms it (if it is not armed) and fails once it fires.
+fn timed<T>(
+    poll: Poll<io::Result<T>>,
+    limit: Duration,
+    timer: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+    armed: &mut bool,
+    timed_out: &AtomicBool,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<T>> {
+    if poll.is_ready() {
+        *armed = false;
+        return poll;
+    }
+    if limit.is_zero() {
+        return Poll::Pending;
+    }
+    if !*armed {
+        let deadline = tokio::time::Instant::now() + limit;
+        match timer {
+            Some(timer) => timer.as_mut().reset(deadline),
+            None => *timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+        }
+        *armed = true;
+    }
+    let fired = timer
+        .as_mut()
+        .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+    if !fired {
+        return Poll::Pending;
+    }
+    timed_out.store(true, Ordering::Release);
+    Poll::Ready(Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "write timeout: the client accepted no byte",
+    )))
+}
+
+impl<IO: AsyncRead> AsyncRead for TimedWrites<IO> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.project().io.poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite> AsyncWrite for TimedWrites<IO> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let poll = this.io.poll_write(cx, buf);
+        timed(
+            poll,
+            *this.limit,
+            this.timer,
+            this.armed,
+            this.timed_out,
+            cx,
+        )
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let poll = this.io.poll_write_vectored(cx, bufs);
+        timed(
+            poll,
+            *this.limit,
+            this.timer,
+            this.armed,
+            this.timed_out,
+            cx,
+        )
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let poll = this.io.poll_flush(cx);
+        timed(
+            poll,
+            *this.limit,
+            this.timer,
+            this.armed,
+            this.timed_out,
+            cx,
+        )
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let poll = this.io.poll_shutdown(cx);
+        timed(
+            poll,
+            *this.limit,
+            this.timer,
+            this.armed,
+            this.timed_out,
+            cx,
+        )
+    }
 }
 
 /// Accept errors that concern one connection only: skip it.
@@ -262,132 +538,50 @@ async fn next_signal<S: Stream<Item = &'static str> + Unpin>(signals: &mut S) ->
     }
 }
 
-/// Why a request body was cut (`CUT_NONE`: it was not).
-const CUT_NONE: u8 = 0;
-const CUT_IDLE: u8 = 1;
-const CUT_TOO_LARGE: u8 = 2;
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-/// Middleware: the request body is bounded in size and must keep arriving;
-/// when it is cut the handler's answer (axum's 400 "Failed to buffer the
-/// request body") is replaced by a 408 or 413 JSON error.
-async fn guard_body(State(idle): State<Duration>, req: Request, next: Next) -> Response {
-    if req.body().size_hint().lower() > MAX_BODY_BYTES {
-        return cut_response(CUT_TOO_LARGE, idle);
-    }
-    let cut = Arc::new(AtomicU8::new(CUT_NONE));
-    let req = req.map(|body| Body::new(GuardedBody::new(body, idle, cut.clone())));
-    let response = next.run(req).await;
-    match cut.load(Ordering::Acquire) {
-        CUT_NONE => response,
-        why => cut_response(why, idle),
-    }
-}
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// The JSON answer to a cut body; the connection is closed after it (the
-/// rest of the body is never read).
-fn cut_response(why: u8, idle: Duration) -> Response {
-    if why == CUT_IDLE {
-        tracing::info!(target: TARGET, idle_secs = idle.as_secs_f64(), "request body stopped arriving: 408");
-        ApiError::BodyTimeout.into_response()
-    } else {
-        tracing::info!(target: TARGET, max_bytes = MAX_BODY_BYTES, "request body too large: 413");
-        ApiError::BodyTooLarge.into_response()
-    }
-}
+    use super::*;
 
-pin_project_lite::pin_project! {
-    /// A request body that fails when no frame arrives for `idle`, or when
-    /// it grows past [`MAX_BODY_BYTES`]; `cut` says which.
-    struct GuardedBody {
-        #[pin]
-        inner: Body,
-        idle: Duration,
-        timer: Option<Pin<Box<tokio::time::Sleep>>>,
-        // The timer counts from the last frame (reset lazily on `Pending`).
-        armed: bool,
-        seen: u64,
-        cut: Arc<AtomicU8>,
-        done: bool,
-    }
-}
-
-impl GuardedBody {
-    fn new(inner: Body, idle: Duration, cut: Arc<AtomicU8>) -> Self {
-        GuardedBody {
-            inner,
-            idle,
-            timer: None,
-            armed: false,
-            seen: 0,
-            cut,
-            done: false,
+    #[tokio::test(start_paused = true)]
+    async fn writes_that_stay_pending_fail_after_the_limit_and_progress_restarts_it() {
+        let (near, mut far) = tokio::io::duplex(16);
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut io = TimedWrites::new(near, Duration::from_secs(30), flag.clone());
+        // The peer reads now and then: every write makes progress in time.
+        for _ in 0..4 {
+            io.write_all(&[7; 16]).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            let mut buf = [0; 16];
+            far.read_exact(&mut buf).await.unwrap();
         }
-    }
-}
-
-impl HttpBody for GuardedBody {
-    type Data = Bytes;
-    type Error = axum::BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = self.project();
-        if *this.done {
-            return Poll::Ready(None);
-        }
-        let why = match this.inner.poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                *this.armed = false;
-                if let Some(data) = frame.data_ref() {
-                    let len = u64::try_from(data.len()).unwrap_or(u64::MAX);
-                    *this.seen = this.seen.saturating_add(len);
-                }
-                if *this.seen <= MAX_BODY_BYTES {
-                    return Poll::Ready(Some(Ok(frame)));
-                }
-                CUT_TOO_LARGE
-            }
-            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => {
-                *this.done = true;
-                return Poll::Ready(None);
-            }
-            Poll::Pending => {
-                if !*this.armed {
-                    let deadline = tokio::time::Instant::now() + *this.idle;
-                    match this.timer {
-                        Some(timer) => timer.as_mut().reset(deadline),
-                        None => *this.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-                    }
-                    *this.armed = true;
-                }
-                let fired = this
-                    .timer
-                    .as_mut()
-                    .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
-                if !fired {
-                    return Poll::Pending;
-                }
-                CUT_IDLE
-            }
-        };
-        *this.done = true;
-        this.cut.store(why, Ordering::Release);
-        let message = if why == CUT_IDLE {
-            "request body idle timeout"
-        } else {
-            "request body too large"
-        };
-        Poll::Ready(Some(Err(message.into())))
+        assert!(!flag.load(Ordering::Acquire));
+        // The peer stops reading: the buffer fills, the write times out.
+        let started = tokio::time::Instant::now();
+        let e = io.write_all(&[7; 64]).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_secs(30));
+        assert!(flag.load(Ordering::Acquire));
     }
 
-    fn is_end_stream(&self) -> bool {
-        self.done || self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+    #[test]
+    fn an_address_holds_at_most_its_share_and_gets_it_back() {
+        let table = Arc::new(PerAddress::new(2));
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let first = table.take(a).unwrap();
+        let _second = table.take(mapped).unwrap();
+        assert!(table.take(a).is_none(), "a third from the same address");
+        let other = table.take(b).unwrap();
+        drop(first);
+        let _again = table.take(a).unwrap();
+        drop(other);
+        let open = table.open.lock().unwrap();
+        assert_eq!(open.get(&a), Some(&2));
+        assert_eq!(open.get(&b), None, "an address with none open is forgotten");
     }
 }

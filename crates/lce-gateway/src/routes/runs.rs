@@ -9,6 +9,7 @@ use futures::StreamExt as _;
 use lce_runlog::FrameId;
 
 use super::shared::{answer, protocol, subscribe_error};
+use crate::body::{IdleEnd, push_lines, within};
 use crate::error::{ApiError, json_response, log_error};
 use crate::gateway::{Gateway, Ingest};
 use crate::ids::check_id;
@@ -76,6 +77,8 @@ async fn read_run(
 /// A harness pushes a run as canonical JSON Lines; the answer, once the run
 /// has its terminal, is a JSON summary with the run's `X-Run-Token` (the
 /// harness holds the ingest token: it hands the read token to its clients).
+/// A harness that sends no line for the ingest idle timeout ends its run
+/// as a closure (rule 12); no first line in that time is a 408.
 pub(super) async fn push(State(gw): State<Gateway>, headers: HeaderMap, body: Body) -> Response {
     answer(push_run(&gw, &headers, body).await)
 }
@@ -95,12 +98,16 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
         }
     }
     let slot = gw.admit()?;
-    let reader = tokio_util::io::StreamReader::new(
-        body.into_data_stream()
-            .map(|r| r.map_err(std::io::Error::other)),
-    );
-    let mut lines = Box::pin(lce_stream::codec::read_event_lines(reader).peekable());
-    let Some(Ok(first)) = lines.as_mut().peek().await else {
+    let settings = &gw.shared.settings;
+    // A stream, not a body to buffer: bounded by D19's bytes per run and,
+    // between two lines, by the ingest idle timeout.
+    let idle = settings.ingest_idle_timeout;
+    let mut lines = Box::pin(push_lines(body, &settings.limits).peekable());
+    let Some(first) = within(idle, lines.as_mut().peek()).await else {
+        tracing::info!(target: "lce::gateway", idle_secs = idle.as_secs_f64(), "no first line pushed: 408");
+        return Err(ApiError::BodyTimeout);
+    };
+    let Some(Ok(first)) = first else {
         return Err(ApiError::BadRun);
     };
     let (run_id, conversation_id) = (first.run_id.to_string(), first.conversation_id.to_string());
@@ -108,6 +115,7 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
     check_id("conversation_id", &conversation_id)?;
     let (writer, token) = gw.create(&run_id, &conversation_id).await?;
     let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Push);
+    let lines = IdleEnd::new(lines, idle, run_id.clone());
     let run = gw.enforced(lines, &run_id, &conversation_id, cancel);
     let summary = spawn_owner(gw.clone(), writer, run)
         .await

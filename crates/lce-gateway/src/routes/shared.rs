@@ -17,23 +17,23 @@ use crate::sse::{KeepAlive, sse_response};
 use crate::upstream::{EventStream, RunRequest};
 
 /// A JSON request body, read whole up to the gateway's
-/// `max_request_bytes` (a larger one, or one that stops arriving, is
-/// [`ApiError::BodyTooLarge`] before anything is parsed).
+/// `max_request_bytes` (a larger one is [`ApiError::BodyTooLarge`] before
+/// anything is parsed) with no gap over `body_idle_timeout`
+/// ([`ApiError::BodyTimeout`]).
 pub(super) struct JsonBody(pub(super) Bytes);
 
 impl axum::extract::FromRequest<Gateway> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, gw: &Gateway) -> Result<Self, ApiError> {
-        let limit = gw.shared.settings.max_request_bytes;
-        let declared = axum::body::HttpBody::size_hint(req.body()).lower();
-        if declared > u64::try_from(limit).unwrap_or(u64::MAX) {
-            return Err(ApiError::BodyTooLarge);
-        }
-        axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map(JsonBody)
-            .map_err(|_| ApiError::BodyTooLarge)
+        let settings = &gw.shared.settings;
+        crate::body::read_json(
+            req.into_body(),
+            settings.max_request_bytes,
+            settings.body_idle_timeout,
+        )
+        .await
+        .map(JsonBody)
     }
 }
 
