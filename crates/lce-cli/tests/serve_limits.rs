@@ -650,14 +650,6 @@ fn a_reader_that_stops_reading_is_disconnected_after_the_write_timeout() {
         std::fs::File::create(&logs).unwrap().into(),
     );
     let run_id = "run-slow-reader";
-    let (status, token, _) = common::lce(&[
-        "token",
-        run_id,
-        "--token-secret-file",
-        secret.to_str().unwrap(),
-    ]);
-    assert_eq!(status, 0);
-    let token = token.trim().to_owned();
     // A run of 24 MiB: far more than the stalled reader's socket buffers
     // hold (a few MiB on loopback). Its first lines first, so the run
     // exists while it is read.
@@ -671,14 +663,29 @@ fn a_reader_that_stops_reading_is_disconnected_after_the_write_timeout() {
         .0
         + 1;
     let mut push = open_push(&server.addr, run.len(), &run[..first_lines]);
+    // The push answer's header comes once the run's log exists: its token
+    // lets the readers in while the run is pushed.
+    let head = read_until_in_body(&mut push, b"", SOON);
+    let token = String::from_utf8_lossy(&head)
+        .split("\r\n")
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("x-run-token")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("the push answer's X-Run-Token");
     // One reader reads on; the other never reads past the header.
     let mut reader = open_stream(&server.addr, run_id, &token);
     let reading =
         std::thread::spawn(move || read_until_closed(&mut reader, Duration::from_secs(300)));
     let mut stalled = open_stream(&server.addr, run_id, &token);
     push.write_all(&run[first_lines..]).unwrap();
-    let (status, summary) = push_answer(&mut push, Duration::from_secs(300));
-    assert_eq!(status, 200, "{summary}");
+    let ReadEnd::Closed(rest) = read_until_closed(&mut push, Duration::from_secs(300)) else {
+        panic!("the push was not answered in time");
+    };
+    let answer = parse_response(&[head, rest].concat());
+    let summary: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(answer.status, 200, "{summary}");
     assert_eq!(summary["terminal"], "run.finished", "{summary}");
     // The reader gets the whole run, to its terminal.
     let ReadEnd::Closed(raw) = reading.join().unwrap() else {

@@ -3,14 +3,14 @@
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use futures::StreamExt as _;
 use lce_runlog::FrameId;
 
 use super::shared::{answer, protocol, subscribe_error};
 use crate::body::{IdleEnd, push_lines, within};
-use crate::error::{ApiError, json_response, log_error};
+use crate::error::{ApiError, log_error};
 use crate::gateway::{Gateway, Ingest};
 use crate::ids::check_id;
 use crate::owner::spawn_owner;
@@ -75,8 +75,10 @@ async fn read_run(
 }
 
 /// A harness pushes a run as canonical JSON Lines; the answer, once the run
-/// has its terminal, is a JSON summary with the run's `X-Run-Token` (the
-/// harness holds the ingest token: it hands the read token to its clients).
+/// has its terminal, is a JSON summary; its headers, with the run's
+/// `X-Run-Id` and `X-Run-Token`, come as soon as the run's log exists (the
+/// harness holds the ingest token: it hands the read token to its clients,
+/// who may read the run live while it is pushed).
 /// A harness that sends no line for the ingest idle timeout ends its run
 /// as a closure (rule 12); no first line in that time is a 408.
 pub(super) async fn push(State(gw): State<Gateway>, headers: HeaderMap, body: Body) -> Response {
@@ -117,10 +119,37 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
     let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Push);
     let lines = IdleEnd::new(lines, idle, run_id.clone());
     let run = gw.enforced(lines, &run_id, &conversation_id, cancel);
-    let summary = spawn_owner(gw.clone(), writer, run)
-        .await
-        .map_err(|_| ApiError::LogUnavailable)?;
-    let body = serde_json::json!({
+    let owner = spawn_owner(gw.clone(), writer, run);
+    // The headers go as soon as the run's log exists, so that the harness
+    // can hand `X-Run-Token` to its clients while it is still pushing; the
+    // summary follows once the run has its terminal.
+    let summary = {
+        let run_id = run_id.clone();
+        futures::stream::once(async move {
+            let body = match owner.await {
+                Ok(summary) => summary_json(&run_id, &summary),
+                // The owner task failed: the run is the sweeper's now.
+                Err(_) => serde_json::json!({
+                    "run_id": run_id,
+                    "error": ApiError::LogUnavailable.message(),
+                    "code": ApiError::LogUnavailable.code(),
+                }),
+            };
+            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(body.to_string()))
+        })
+    };
+    let mut response = Response::new(Body::from_stream(summary));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    insert_run_headers(response.headers_mut(), &run_id, &token);
+    Ok(response)
+}
+
+/// A pushed run's summary, the push's answer.
+fn summary_json(run_id: &str, summary: &crate::owner::RunSummary) -> serde_json::Value {
+    serde_json::json!({
         "run_id": run_id,
         "terminal": summary.terminal.map(|t| t.as_str()),
         "events_in": summary.events_in,
@@ -129,8 +158,5 @@ async fn push_run(gw: &Gateway, headers: &HeaderMap, body: Body) -> Result<Respo
             serde_json::json!({"rule": rule, "position": position})
         }).collect::<Vec<_>>(),
         "outcome": summary.outcome.as_str(),
-    });
-    let mut response = json_response(StatusCode::OK, &body);
-    insert_run_headers(response.headers_mut(), &run_id, &token);
-    Ok(response)
+    })
 }
