@@ -30,5 +30,5 @@ pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog}
 pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
 pub use memory::{DEFAULT_RETENTION, MemoryRunLog};
 pub use subscription::{
-    FrameId, MalformedFrameId, SubscribeError, Subscription, Takeover, end_orphan,
+    FrameId, MalformedFrameId, SUBSCRIBER_BYTES, SubscribeError, Subscription, Takeover, end_orphan,
 };

@@ -9,6 +9,7 @@
 //! whose encoding produced the frame, and the frame's index among that
 //! entry's frames (from 0).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,8 +114,16 @@ pub struct Takeover {
     pub lease: Duration,
 }
 
-/// How many entries one read asks for.
+/// The most entries one read asks for.
 const READ_BATCH: usize = 256;
+/// How many entries a subscriber's first read asks for; each read after
+/// one whose entries were small asks for up to twice as many.
+const FIRST_READ: usize = 16;
+/// What one subscriber holds of a run at a time, in bytes of frames: a
+/// read asks for as many entries as the last ones suggest fit in it, and a
+/// chunk is handed on as soon as it is this large (so a subscriber holds
+/// about this much, plus one entry, whatever the size of the entries).
+pub const SUBSCRIBER_BYTES: usize = 1024 * 1024;
 /// How long one read waits for the live tail before looking at the lease.
 const READ_WAIT: Duration = Duration::from_millis(500);
 
@@ -131,6 +140,15 @@ pub struct Subscription<E> {
     /// Frames already encoded and not yet yielded (the rest of the resume
     /// entry).
     pending: Option<Bytes>,
+    /// Entries read and not yet encoded (the rest of a read whose frames
+    /// passed [`SUBSCRIBER_BYTES`]).
+    queue: VecDeque<LogEntry>,
+    /// How many entries the next read asks for.
+    read_count: usize,
+    /// The bytes of frames the entries of the last read encoded to, and how
+    /// many of them were encoded (what the next read's size follows).
+    read_bytes: usize,
+    read_len: usize,
     takeover: Option<Takeover>,
     done: bool,
 }
@@ -235,6 +253,10 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
             ids,
             position,
             pending,
+            queue: VecDeque::new(),
+            read_count: FIRST_READ,
+            read_bytes: 0,
+            read_len: 0,
             takeover: None,
             done: false,
         })
@@ -263,50 +285,73 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
         }
         let mut scratch = BytesMut::new();
         let mut out = BytesMut::new();
-        while !self.done {
-            let batch = match self
-                .log
-                .read(&self.run_id, self.position, READ_BATCH, READ_WAIT)
-                .await
-            {
-                Ok(batch) => batch,
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(SubscribeError::Log(e)));
-                }
-            };
-            if batch.entries.is_empty() {
-                if batch.sealed {
-                    self.done = true;
-                } else if !batch.owned {
-                    if let Some(takeover) = self.takeover.clone() {
-                        if let Err(e) = end_orphan(&self.log, &self.run_id, &takeover).await {
-                            self.done = true;
-                            return Some(Err(SubscribeError::Log(e)));
-                        }
-                    }
-                }
-                continue;
-            }
-            for entry in &batch.entries {
+        loop {
+            while let Some(entry) = self.queue.pop_front() {
                 self.position += 1;
                 scratch.clear();
-                if let Err(e) = encode_entry(&mut self.encoder, entry, &mut scratch) {
+                if let Err(e) = encode_entry(&mut self.encoder, &entry, &mut scratch) {
                     self.done = true;
+                    self.queue.clear();
                     return Some(Err(SubscribeError::Encode(e)));
                 }
                 emit_frames(&scratch, self.position, None, self.ids, &mut out);
+                self.read_bytes = self.read_bytes.saturating_add(scratch.len());
+                self.read_len += 1;
                 if entry.is_terminal() {
                     self.done = true;
-                    break;
+                    self.queue.clear();
+                } else if out.len() >= SUBSCRIBER_BYTES {
+                    return Some(Ok(out.freeze()));
                 }
             }
             if !out.is_empty() {
                 return Some(Ok(out.freeze()));
             }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.read_more().await {
+                self.done = true;
+                return Some(Err(SubscribeError::Log(e)));
+            }
         }
-        None
     }
+
+    /// Reads the next entries into the queue, as many as the last ones
+    /// suggest fit in [`SUBSCRIBER_BYTES`] (waiting up to [`READ_WAIT`] for
+    /// the live tail); at the end of a sealed log marks the subscription
+    /// done, and ends an orphaned run when it may take runs over.
+    async fn read_more(&mut self) -> Result<(), LogError> {
+        if self.read_len > 0 {
+            self.read_count = next_read_count(self.read_count, self.read_bytes, self.read_len);
+            (self.read_bytes, self.read_len) = (0, 0);
+        }
+        let batch = self
+            .log
+            .read(&self.run_id, self.position, self.read_count, READ_WAIT)
+            .await?;
+        if batch.entries.is_empty() {
+            if batch.sealed {
+                self.done = true;
+            } else if !batch.owned {
+                if let Some(takeover) = self.takeover.clone() {
+                    end_orphan(&self.log, &self.run_id, &takeover).await?;
+                }
+            }
+            return Ok(());
+        }
+        self.queue = batch.entries.into();
+        Ok(())
+    }
+}
+
+/// How many entries to read after a read that asked for `asked` and whose
+/// `len` entries encoded to `bytes` of frames: as many as fit in
+/// [`SUBSCRIBER_BYTES`] at their mean size, at most twice `asked` and
+/// [`READ_BATCH`], at least 1.
+fn next_read_count(asked: usize, bytes: usize, len: usize) -> usize {
+    let mean = (bytes / len.max(1)).max(1);
+    (SUBSCRIBER_BYTES / mean).clamp(1, asked.saturating_mul(2).min(READ_BATCH))
 }
 
 fn encode_entry<E: FrameEncoder>(

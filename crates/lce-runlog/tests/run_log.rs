@@ -543,3 +543,122 @@ async fn memory_run_log_conforms() {
     // Again on the same log: the suite's runs never collide.
     lce_testkit::run_log::check_run_log(&log).await;
 }
+
+/// A memory log that records how many entries each read returned and the
+/// bytes of their events.
+struct ReadSizes {
+    inner: MemoryRunLog,
+    reads: Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
+}
+
+impl RunLog for ReadSizes {
+    fn read(
+        &self,
+        run_id: &str,
+        after: u64,
+        max: usize,
+        wait: Duration,
+    ) -> lce_runlog::LogFuture<lce_runlog::LogBatch> {
+        let read = self.inner.read(run_id, after, max, wait);
+        let reads = self.reads.clone();
+        Box::pin(async move {
+            let batch = read.await?;
+            let bytes = batch
+                .entries
+                .iter()
+                .map(|e| match e {
+                    LogEntry::Event(event) => event.to_json().len(),
+                    _ => 0,
+                })
+                .sum();
+            reads.lock().unwrap().push((batch.entries.len(), bytes));
+            Ok(batch)
+        })
+    }
+    to_inner! {
+        create(info: RunInfo, lease: Duration) -> ();
+        append(run_id: &str, owner: &str, position: u64, entry: LogEntry) -> ();
+        append_batch(run_id: &str, owner: &str, position: u64, entries: Vec<LogEntry>) -> ();
+        info(run_id: &str) -> Option<RunInfo>;
+        renew(run_id: &str, owner: &str, lease: Duration) -> bool;
+        release(run_id: &str, owner: &str) -> ();
+        abandon(run_id: &str, owner: &str) -> bool;
+        claim(run_id: &str, claimant: &str, lease: Duration) -> bool;
+        orphans() -> Vec<String>;
+        request_cancel(run_id: &str) -> bool;
+        cancel_requested(run_id: &str) -> bool;
+        running_run(conversation_id: &str) -> Option<String>;
+    }
+}
+
+/// What one subscriber holds is bounded in bytes, not only in entries: on
+/// a run of large entries each read asks for about `SUBSCRIBER_BYTES` of
+/// them and each chunk is at most that plus one entry's frames; on small
+/// entries reads grow to the full batch. The bytes are those of a read
+/// whole.
+#[tokio::test]
+async fn a_subscriber_holds_a_bounded_number_of_bytes() {
+    let reads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log: Arc<dyn RunLog> = Arc::new(ReadSizes {
+        inner: MemoryRunLog::new(),
+        reads: reads.clone(),
+    });
+    let big = 64 * 1024;
+    let mut run = lce_testkit::RunBuilder::new("run-big", "conv-big");
+    let mut events = vec![run.run_started(), run.text_started("m")];
+    for _ in 0..300 {
+        events.push(run.text_delta("m", &"x".repeat(big)));
+    }
+    for _ in 0..2000 {
+        events.push(run.text_delta("m", "y"));
+    }
+    events.push(run.text_finished("m"));
+    events.push(run.run_finished());
+    let info = RunInfo {
+        run_id: "run-big".to_owned(),
+        conversation_id: "conv-big".to_owned(),
+        owner: "owner".to_owned(),
+        nonce: "nonce-1".to_owned(),
+    };
+    log.create(info, LEASE).await.unwrap();
+    let entries: Vec<LogEntry> = events.iter().cloned().map(LogEntry::Event).collect();
+    for (position, chunk) in (1..).step_by(100).zip(entries.chunks(100)) {
+        log.append_batch("run-big", "owner", position, chunk.to_vec())
+            .await
+            .unwrap();
+    }
+    let sub = Subscription::open(
+        log.clone(),
+        "run-big",
+        WireEncoder::new(WireFormat::Custom, None),
+        None,
+        false,
+    )
+    .await
+    .unwrap();
+    let chunks: Vec<Bytes> = sub.into_stream().map(Result::unwrap).collect().await;
+    let whole: Vec<u8> = chunks.iter().flat_map(|c| c.to_vec()).collect();
+    assert_eq!(
+        whole,
+        read_all(&log, "run-big", WireFormat::Custom, None, false).await,
+        "chunking changed the bytes"
+    );
+    let one_entry = big + 1024;
+    for chunk in &chunks {
+        assert!(
+            chunk.len() <= lce_runlog::SUBSCRIBER_BYTES + one_entry,
+            "a chunk of {} bytes",
+            chunk.len()
+        );
+    }
+    let reads = reads.lock().unwrap().clone();
+    let largest = reads.iter().map(|&(_, bytes)| bytes).max().unwrap();
+    assert!(
+        largest <= 2 * lce_runlog::SUBSCRIBER_BYTES,
+        "a read of {largest} bytes: {reads:?}"
+    );
+    assert!(
+        reads.iter().any(|&(n, _)| n == 256),
+        "small entries are read a full batch at a time: {reads:?}"
+    );
+}
