@@ -236,7 +236,13 @@ where
                         let before = held.len();
                         held.extend_from_slice(&chunk);
                         if let Some(end) = memchr::memrchr(b'\n', &chunk) {
-                            let lines = held.split_to(before + end + 1).freeze();
+                            let mut at = before + end + 1;
+                            if held.len() - at > max_line_bytes {
+                                // A chunk longer than the bound can end in
+                                // a line already over it: that goes too.
+                                at = held.len();
+                            }
+                            let lines = held.split_to(at).freeze();
                             return Some((Ok(lines), (body, held, false)));
                         }
                         if held.len() > max_line_bytes {
@@ -337,5 +343,22 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(first.len(), 5 * 1024 * 1024);
+    }
+
+    /// Found by the `upstream_reader` fuzz target: the rest of a chunk
+    /// after its last newline was held unchecked, so a chunk longer than
+    /// the bound could leave more than the bound held, dropped silently at
+    /// a break instead of reported as a line over the bound.
+    #[tokio::test]
+    async fn a_line_over_the_bound_after_a_newline_in_the_same_chunk_goes_on_at_once() {
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = vec![
+            Ok(bytes::Bytes::from("ok\n0123456789")),
+            Err(std::io::Error::other("reset")),
+        ];
+        let out: Vec<_> = whole_lines(futures::stream::iter(chunks), 4)
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        assert_eq!(out, ["ok\n0123456789"]);
     }
 }
