@@ -6,7 +6,9 @@
 //! file and crash artifact through them in a normal `cargo test` (this
 //! crate's dev-dependencies enable the feature on itself). A panic is a
 //! finding: invariants are checked with `assert!`. They drive the published
-//! crates through their public API only.
+//! crates through their public API only, plus one seam: the hidden
+//! `lce_gateway::fuzzing`, which hands them the upstream's private body
+//! reader (the real code, with its line bound a parameter).
 //!
 //! Structured input: the harnesses over event sequences read their bytes in
 //! one of two ways.
@@ -1272,9 +1274,22 @@ pub fn upstream_reader(data: &[u8]) {
         runs.push(events);
     }
     // Even at a break: an unfinished line over the bound is handed on (and
-    // reported) in every chunking, one within it dropped in every one.
+    // reported) in every chunking, one within it dropped in every one. One
+    // exception, SSE at a break: how much of such a line reaches the
+    // decoder depends on the chunking (at least the bound and one byte),
+    // and `SseDecoder` calls a frame too long only past the bound and two
+    // bytes, so a last `Failed` may be there or not (the run ends either
+    // as a bad line or as a closure; docs/reliability.md).
+    let sse_break = broken && media == "text/event-stream";
+    let settled = |r: &[Read]| -> usize {
+        match r {
+            [.., Read::Failed] if sse_break => r.len() - 1,
+            _ => r.len(),
+        }
+    };
     assert!(
-        runs.iter().all(|r| *r == runs[0]),
+        runs.iter()
+            .all(|r| r[..settled(r)] == runs[0][..settled(&runs[0])]),
         "the chunking changed the events"
     );
 }
