@@ -1024,19 +1024,31 @@ const MAX_SMALL_BODY: usize = 64 * 1024;
 /// and some (an input this large takes a few hundred milliseconds).
 const MAX_BODY: usize = 2 * lce_types::DEFAULT_MAX_LINE_BYTES + 64 * 1024;
 
+/// The most newlines a body `upstream_reader` builds holds: millions of
+/// empty lines (a repeated `\n`) would cost the harness gigabytes of
+/// items and seconds, and find nothing a few thousand do not.
+const MAX_NEWLINES: usize = 10_000;
+
 /// The body `data` describes (literal bytes and [`REPEAT`]s), at most `cap`
-/// bytes.
+/// bytes and [`MAX_NEWLINES`] newlines (nothing after the last of those).
 fn expand(data: &[u8], cap: usize) -> Vec<u8> {
     let mut out = Vec::new();
+    let mut newlines = 0;
     let mut i = 0;
-    while i < data.len() && out.len() < cap {
+    while i < data.len() && out.len() < cap && newlines < MAX_NEWLINES {
         match data[i..] {
             [REPEAT, b, n2, n1, n0, ..] => {
-                let n = (usize::from(n2) << 16) | (usize::from(n1) << 8) | usize::from(n0);
-                out.resize(out.len() + n.min(cap - out.len()), b);
+                let mut n = (usize::from(n2) << 16) | (usize::from(n1) << 8) | usize::from(n0);
+                n = n.min(cap - out.len());
+                if b == b'\n' {
+                    n = n.min(MAX_NEWLINES - newlines);
+                    newlines += n;
+                }
+                out.resize(out.len() + n, b);
                 i += 5;
             }
             _ => {
+                newlines += usize::from(data[i] == b'\n');
                 out.push(data[i]);
                 i += 1;
             }
