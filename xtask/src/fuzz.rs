@@ -3,8 +3,9 @@
 //! the seed corpora from `fixtures/`.
 //!
 //! Seeds are derived deterministically from `fixtures/` and kept small
-//! (files over [`MAX_SEED_BYTES`] are skipped): they are committed, and
-//! `crates/lce-stream/tests/fuzz_corpus.rs` replays them (and every crash
+//! (files over [`MAX_SEED_BYTES`] are skipped; the door's targets' seeds are
+//! written out in [`door_seeds`]): they are committed, and
+//! `crates/lce-testkit/tests/fuzz_corpus.rs` replays them (and every crash
 //! artifact under `fuzz/artifacts/`) in a normal `cargo test`. What libFuzzer
 //! adds to a corpus while it runs is git-ignored. A target that finds a crash
 //! fails the task and leaves the reproducer in `fuzz/artifacts/<target>/`.
