@@ -53,6 +53,9 @@ mod audit;
 mod body;
 mod builder;
 mod error;
+/// Seams for the fuzz harnesses (`docs/reliability.md`); not a stable API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod ids;
 mod invoke;

@@ -6,7 +6,9 @@
 //! file and crash artifact through them in a normal `cargo test` (this
 //! crate's dev-dependencies enable the feature on itself). A panic is a
 //! finding: invariants are checked with `assert!`. They drive the published
-//! crates through their public API only.
+//! crates through their public API only, plus one seam: the hidden
+//! `lce_gateway::fuzzing`, which hands them the upstream's private body
+//! reader (the real code, with its line bound a parameter).
 //!
 //! Structured input: the harnesses over event sequences read their bytes in
 //! one of two ways.
@@ -897,6 +899,413 @@ pub fn sse_decoder(data: &[u8]) {
     assert_eq!(bytewise, whole, "byte-at-a-time changed the frames");
 }
 
+// ------------------------------------------------------------ the door
+
+/// `id_check`'s oracle: `gateway.md`, "Limits at the door", written out
+/// char by char (not the byte test `is_valid_id` makes).
+fn id_oracle(id: &str) -> bool {
+    let plain =
+        |c: char| matches!(c, 'A'..='Z' | 'a'..='z' | '0'..='9' | '.' | '_' | ':' | '@' | '-');
+    let mut chars = id.chars();
+    match chars.next() {
+        None | Some('.') => false,
+        Some(first) => plain(first) && chars.all(plain) && id.len() <= 256,
+    }
+}
+
+fn check_id(id: &str) {
+    let valid = lce_gateway::is_valid_id(id);
+    assert_eq!(valid, id_oracle(id), "is_valid_id({id:?})");
+    if valid {
+        // What the rule is for: nothing a path, a Redis key or a log line
+        // would read as structure.
+        assert!((1..=256).contains(&id.len()), "{id:?}");
+        assert!(id.is_ascii() && !id.starts_with('.'), "{id:?}");
+        assert!(
+            !id.bytes()
+                .any(|b| b.is_ascii_control() || b" /\\{}%\"'=".contains(&b)),
+            "{id:?}"
+        );
+    }
+}
+
+/// `text` cut (at a char boundary) or padded with `a` to exactly `n` bytes.
+fn fit(text: &str, n: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.len() + c.len_utf8() > n {
+            break;
+        }
+        out.push(c);
+    }
+    while out.len() < n {
+        out.push('a');
+    }
+    out
+}
+
+/// `lce_gateway::is_valid_id` never panics and agrees with [`id_oracle`],
+/// on the input (lossy UTF-8) and on it cut or padded to 255, 256 and 257
+/// bytes (the bound).
+pub fn id_check(data: &[u8]) {
+    assert_eq!(lce_gateway::MAX_ID_BYTES, 256, "gateway.md's bound");
+    let text = String::from_utf8_lossy(data);
+    check_id(&text);
+    for n in [255, 256, 257] {
+        check_id(&fit(&text, n));
+    }
+}
+
+/// `last_event_id`'s oracle: `<position>.<k>`, two decimal numbers without
+/// sign, space or leading zero that fit in a `u64`, the position at least
+/// 1; computed digit by digit (not with `str::parse`).
+fn frame_id_oracle(s: &str) -> Option<(u64, u64)> {
+    fn number(d: &[u8]) -> Option<u64> {
+        if d.is_empty() || (d.len() > 1 && d[0] == b'0') {
+            return None;
+        }
+        d.iter().try_fold(0u64, |n, &b| {
+            if b.is_ascii_digit() {
+                n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+            } else {
+                None
+            }
+        })
+    }
+    let b = s.as_bytes();
+    let dot = b.iter().position(|&c| c == b'.')?;
+    let position = number(&b[..dot])?;
+    let index = number(&b[dot + 1..])?;
+    (position >= 1).then_some((position, index))
+}
+
+/// A `Last-Event-ID` read as `lce_runlog::FrameId`: never panics, accepts
+/// exactly what [`frame_id_oracle`] accepts, and what it accepts displays
+/// back as the same text (the canonical form is the only one taken). The
+/// other way round, from 16 input bytes: every `FrameId` with a position of
+/// at least 1 displays as text that parses back to it; position 0 (no
+/// frame) never reads back.
+pub fn last_event_id(data: &[u8]) {
+    use lce_runlog::FrameId;
+    let text = String::from_utf8_lossy(data);
+    let parsed = text.parse::<FrameId>();
+    assert_eq!(
+        parsed.ok().map(|id| (id.position, id.index)),
+        frame_id_oracle(&text),
+        "{text:?}"
+    );
+    if let Ok(id) = parsed {
+        assert_eq!(id.to_string(), text, "{text:?} does not display back");
+    }
+    if let (Some(p), Some(k)) = (data.get(..8), data.get(8..16)) {
+        let id = FrameId {
+            position: u64::from_le_bytes(p.try_into().unwrap()),
+            index: u64::from_le_bytes(k.try_into().unwrap()),
+        };
+        let back = id.to_string().parse::<FrameId>();
+        if id.position >= 1 {
+            assert_eq!(back, Ok(id), "{id} does not read back");
+        } else {
+            assert!(back.is_err(), "{id} read back");
+        }
+    }
+}
+
+/// In `upstream_reader`'s input, `REPEAT b n2 n1 n0` is byte `b` repeated
+/// `n` (24 bits, big-endian) times: how a few input bytes make lines
+/// around the 4 MiB bound. `0xF5` never occurs in UTF-8.
+const REPEAT: u8 = 0xF5;
+
+/// The largest body `upstream_reader` builds with a small bound (many
+/// times any of them, and quick to read).
+const MAX_SMALL_BODY: usize = 64 * 1024;
+
+/// The largest body `upstream_reader` builds with the real bound: twice it
+/// and some (an input this large takes a few hundred milliseconds).
+const MAX_BODY: usize = 2 * lce_types::DEFAULT_MAX_LINE_BYTES + 64 * 1024;
+
+/// The most newlines a body `upstream_reader` builds holds: millions of
+/// empty lines (a repeated `\n`) would cost the harness gigabytes of
+/// items and seconds, and find nothing a few thousand do not.
+const MAX_NEWLINES: usize = 10_000;
+
+/// The body `data` describes (literal bytes and [`REPEAT`]s), at most `cap`
+/// bytes and [`MAX_NEWLINES`] newlines (nothing after the last of those).
+fn expand(data: &[u8], cap: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut newlines = 0;
+    let mut i = 0;
+    while i < data.len() && out.len() < cap && newlines < MAX_NEWLINES {
+        match data[i..] {
+            [REPEAT, b, n2, n1, n0, ..] => {
+                let mut n = (usize::from(n2) << 16) | (usize::from(n1) << 8) | usize::from(n0);
+                n = n.min(cap - out.len());
+                if b == b'\n' {
+                    n = n.min(MAX_NEWLINES - newlines);
+                    newlines += n;
+                }
+                out.resize(out.len() + n, b);
+                i += 5;
+            }
+            _ => {
+                newlines += usize::from(data[i] == b'\n');
+                out.push(data[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A chunk size from one input byte: 0 (the rest at once), 1-127 bytes, or
+/// 1-128 times 32 KiB.
+fn chunk_size(b: u8) -> usize {
+    if b < 128 {
+        usize::from(b)
+    } else {
+        usize::from(b - 127) * 32 * 1024
+    }
+}
+
+/// `body` cut into chunks of the sizes `sizes` cycles through (after
+/// 20 000 chunks, the rest at once).
+fn chunks_of(body: &[u8], sizes: &[usize]) -> Vec<bytes::Bytes> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &n in sizes.iter().cycle() {
+        if at == body.len() {
+            break;
+        }
+        let left = body.len() - at;
+        let n = if n == 0 || out.len() >= 20_000 {
+            left
+        } else {
+            n.min(left)
+        };
+        out.push(bytes::Bytes::copy_from_slice(&body[at..at + n]));
+        at += n;
+    }
+    out
+}
+
+/// What the upstream's reader hands on, comparable.
+#[derive(Debug, PartialEq)]
+enum Read {
+    Event(Box<Event>),
+    Parse(lce_types::ParseError),
+    /// Any other error item (the SSE is malformed).
+    Failed,
+}
+
+impl From<Result<Event, LceError>> for Read {
+    fn from(item: Result<Event, LceError>) -> Self {
+        match item {
+            Ok(e) => Read::Event(Box::new(e)),
+            Err(LceError::Parse(p)) => Read::Parse(p),
+            Err(_) => Read::Failed,
+        }
+    }
+}
+
+/// The reader's stages over `body` cut as `sizes` says, with a break after
+/// the last chunk when `broken`: checks what `whole_lines` hands on, and
+/// returns how many bytes of `body` it handed on and the events read.
+fn read_upstream(
+    body: &[u8],
+    sizes: &[usize],
+    media: &str,
+    max: usize,
+    broken: bool,
+) -> (usize, Vec<Read>) {
+    use futures::FutureExt as _;
+    let chunks = chunks_of(body, sizes);
+    let largest = chunks.iter().map(bytes::Bytes::len).max().unwrap_or(0);
+    let stream = |chunks: Vec<bytes::Bytes>| {
+        let end = broken.then(|| Err(std::io::Error::other("the body broke")));
+        futures::stream::iter(chunks.into_iter().map(Ok).chain(end))
+    };
+    let lines: Vec<bytes::Bytes> =
+        lce_gateway::fuzzing::upstream_whole_lines(stream(chunks.clone()), max)
+            .map(|r| r.expect("whole_lines hands on no error"))
+            .collect::<Vec<_>>()
+            .now_or_never()
+            .expect("a body of ready chunks reads at once");
+    let mut handed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let tail = i + 1 == lines.len() && !broken;
+        assert!(!line.is_empty(), "an empty item");
+        // Whole lines, then nothing, or a line already over the bound (the
+        // start of it), or the clean end's tail; never more held than the
+        // bound, so an item is at most the bound and a chunk.
+        let unfinished = line.len() - line.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+        assert!(
+            unfinished == 0 || unfinished > max || tail,
+            "item {i} ends in {unfinished} bytes of an unfinished line, bound {max}"
+        );
+        assert!(
+            line.len() <= max + largest,
+            "item {i} of {} bytes: more than the bound {max} and a chunk {largest}",
+            line.len()
+        );
+        handed.extend_from_slice(line);
+    }
+    assert!(
+        body.starts_with(&handed),
+        "handed on bytes the body does not have"
+    );
+    let rest = &body[handed.len()..];
+    if broken {
+        // A break drops what is after the last line: no line end, and no
+        // more than the bound.
+        assert!(
+            !rest.contains(&b'\n') && rest.len() <= max,
+            "{} bytes dropped",
+            rest.len()
+        );
+    } else {
+        assert!(rest.is_empty(), "{} bytes lost at a clean end", rest.len());
+    }
+    let events: Vec<Read> = lce_gateway::fuzzing::upstream_body(stream(chunks), media, max)
+        .expect("a media type lce reads")
+        .map(Read::from)
+        .collect::<Vec<_>>()
+        .now_or_never()
+        .expect("a body of ready chunks reads at once");
+    (handed.len(), events)
+}
+
+/// What reading `body` as `media` must give, computed on it whole with the
+/// synchronous readers: JSON Lines with `lce_types::EventLines` (and, on
+/// line lengths alone, exactly one item per line, an over-long one iff the
+/// line is over the bound); SSE with one `SseDecoder` pass, ending at the
+/// first malformed frame as the upstream's reader does.
+fn read_oracle(body: &[u8], media: &str, max: usize) -> Vec<Read> {
+    if media == "text/event-stream" {
+        let mut decoder = SseDecoder::with_max_frame_bytes(max);
+        let mut buf = BytesMut::from(body);
+        let mut out = Vec::new();
+        let mut eof = false;
+        loop {
+            let item = if eof {
+                decoder.decode_eof(&mut buf)
+            } else {
+                decoder.decode(&mut buf)
+            };
+            match item {
+                Ok(Some(f)) if f.comment_only || f.data.is_empty() => {}
+                Ok(Some(f)) => out.push(Read::from(
+                    Event::from_json(&f.data).map_err(LceError::Parse),
+                )),
+                Ok(None) if !eof => eof = true,
+                Ok(None) | Err(lce_stream::SseDecodeError::Io(_)) => return out,
+                Err(_) => {
+                    out.push(Read::Failed);
+                    return out;
+                }
+            }
+        }
+    }
+    let out: Vec<Read> = lce_types::EventLines::with_max_line_bytes(body, max)
+        .map(|item| Read::from(item.unwrap().map_err(LceError::Parse)))
+        .collect();
+    let mut lines: Vec<&[u8]> = body.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    assert_eq!(out.len(), lines.len(), "not one item per line");
+    for (n, (line, item)) in lines.iter().zip(&out).enumerate() {
+        let too_long =
+            matches!(item, Read::Parse(p) if p.kind == lce_types::ParseErrorKind::LineTooLong);
+        assert_eq!(
+            too_long,
+            line.len() > max,
+            "line {} of {} bytes, bound {max}",
+            n + 1,
+            line.len()
+        );
+    }
+    out
+}
+
+/// The upstream's body reader (`HttpUpstream`: `whole_lines`, then JSON
+/// Lines or SSE) over arbitrary bytes in arbitrary chunks: never panics;
+/// `whole_lines` hands on whole lines or a line already over the bound,
+/// holding at most the bound and a chunk, and loses nothing at a clean end
+/// (at a break, only an unfinished line of at most the bound); every line
+/// over the bound is reported as such, once; and the events are the ones
+/// the synchronous readers find in the bytes handed on, so the same
+/// whatever the chunking, even at a break (whole, the input's sizes, and
+/// for bodies up to 64 KiB byte by byte or 4 093 at a time). Input: a flags
+/// byte (media type, break), a bound byte (0-254 bytes and a body of at
+/// most 64 KiB, or 255 for the real 4 MiB and up to twice that), four chunk
+/// sizes, then the body, with [`REPEAT`] runs.
+pub fn upstream_reader(data: &[u8]) {
+    const MEDIA: [&str; 4] = [
+        "application/x-ndjson",
+        "text/event-stream",
+        "application/jsonl",
+        "application/json-lines",
+    ];
+    let [flags, bound, s0, s1, s2, s3, rest @ ..] = data else {
+        return;
+    };
+    let media = MEDIA[usize::from(flags & 3)];
+    let broken = flags & 4 != 0;
+    let max = match bound {
+        255 => lce_types::DEFAULT_MAX_LINE_BYTES,
+        &b => usize::from(b),
+    };
+    let sizes = [s0, s1, s2, s3].map(|&b| chunk_size(b));
+    let body = expand(
+        rest,
+        if *bound == 255 {
+            MAX_BODY
+        } else {
+            MAX_SMALL_BODY
+        },
+    );
+    // Byte by byte, or 4 093 at a time; past the small bodies' size, only
+    // the input's own chunking (an input in the megabytes stays quick).
+    let fine: &[&[usize]] = match body.len() {
+        ..=4096 => &[&[1]],
+        4097..=MAX_SMALL_BODY => &[&[4093]],
+        _ => &[],
+    };
+    let mut runs = Vec::new();
+    let mut oracle: Option<(usize, Vec<Read>)> = None;
+    for sizes in [&[0][..], &sizes].into_iter().chain(fine.iter().copied()) {
+        let (handed, events) = read_upstream(&body, sizes, media, max, broken);
+        if oracle.as_ref().is_none_or(|(n, _)| *n != handed) {
+            oracle = Some((handed, read_oracle(&body[..handed], media, max)));
+        }
+        let expected = oracle.as_ref().map(|(_, o)| o).unwrap();
+        assert_eq!(
+            events, *expected,
+            "chunks {sizes:?}: not what the bytes hold"
+        );
+        runs.push(events);
+    }
+    // Even at a break: an unfinished line over the bound is handed on (and
+    // reported) in every chunking, one within it dropped in every one. One
+    // exception, SSE at a break: how much of such a line reaches the
+    // decoder depends on the chunking (at least the bound and one byte),
+    // and `SseDecoder` calls a frame too long only past the bound and two
+    // bytes, so a last `Failed` may be there or not (the run ends either
+    // as a bad line or as a closure; docs/reliability.md).
+    let sse_break = broken && media == "text/event-stream";
+    let settled = |r: &[Read]| -> usize {
+        match r {
+            [.., Read::Failed] if sse_break => r.len() - 1,
+            _ => r.len(),
+        }
+    };
+    assert!(
+        runs.iter()
+            .all(|r| r[..settled(r)] == runs[0][..settled(&runs[0])]),
+        "the chunking changed the events"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -930,6 +1339,37 @@ mod tests {
         assert_eq!(types.len(), 21, "types made: {types:?}");
     }
 
+    /// The upstream reader's harness is not vacuous: at the real bound, a
+    /// line over it is reported once and the event after it is read, in
+    /// any chunking; a line of exactly the bound is parsed (and fails as
+    /// JSON, not as too long).
+    #[test]
+    fn the_upstream_reader_harness_sees_the_bound() {
+        let bound = lce_types::DEFAULT_MAX_LINE_BYTES;
+        let event = crate::RunBuilder::new("r", "c").run_started().to_json();
+        for (n, chunks) in [(bound, &[0][..]), (bound + 1, &[32 * 1024, 1, 4093][..])] {
+            let mut body = vec![b'x'; n];
+            body.push(b'\n');
+            body.extend_from_slice(event.as_bytes());
+            let (handed, read) = read_upstream(&body, chunks, "application/x-ndjson", bound, false);
+            assert_eq!(handed, body.len());
+            let too_long = |r: &Read| matches!(r, Read::Parse(p) if p.kind == lce_types::ParseErrorKind::LineTooLong);
+            assert_eq!(read.len(), 2, "{read:?}");
+            assert_eq!(too_long(&read[0]), n > bound, "{:?}", read[0]);
+            assert!(matches!(read[1], Read::Event(_)), "{:?}", read[1]);
+            assert_eq!(read, read_oracle(&body, "application/x-ndjson", bound));
+        }
+        let mut data = vec![1, 255, 128, 0, 0, 0];
+        data.extend_from_slice(b": ");
+        data.extend_from_slice(&[REPEAT, b'x', 0x40, 0, 0]);
+        data.extend_from_slice(format!("\n\ndata: {event}\n\n").as_bytes());
+        assert_eq!(
+            expand(&data[6..], MAX_BODY).len(),
+            bound + 2 + 2 + 6 + event.len() + 2
+        );
+        upstream_reader(&data);
+    }
+
     #[test]
     fn harnesses_hold_on_noise() {
         for seed in 0..40 {
@@ -942,6 +1382,9 @@ mod tests {
             encode_agui(&data);
             coordinator(&data);
             sse_decoder(&data);
+            id_check(&data);
+            last_event_id(&data);
+            upstream_reader(&data);
         }
     }
 }

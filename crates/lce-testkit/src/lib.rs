@@ -36,8 +36,8 @@
 //! May depend on: `lce-types` (the builder parses with it), `lce-core` and
 //! tokio's timers (the faulty store, the run log suite) and std (the Redis
 //! server is a child process); with `fuzzing`, the published
-//! crates the harnesses drive (through their public API only) and
-//! `arbitrary`. The corpus generator and [`time`] use std only. Any crate's
+//! crates the harnesses drive (through their public API only, and
+//! `lce-gateway`'s hidden `fuzzing` seam) and `arbitrary`. The corpus generator and [`time`] use std only. Any crate's
 //! tests may use it, except `lce-types`' own unit tests (there it would bring
 //! a second copy of `lce-types`, whose `Event` is another type). In the unit
 //! tests of a crate it depends on (`lce-wire`, `lce-core`), a second copy of

@@ -98,6 +98,21 @@ fn sse_decoder() {
     replay("sse_decoder", fuzzing::sse_decoder);
 }
 
+#[test]
+fn id_check() {
+    replay("id_check", fuzzing::id_check);
+}
+
+#[test]
+fn last_event_id() {
+    replay("last_event_id", fuzzing::last_event_id);
+}
+
+#[test]
+fn upstream_reader() {
+    replay("upstream_reader", fuzzing::upstream_reader);
+}
+
 /// The artifacts of bugs not fixed yet, on demand:
 /// `cargo test -p lce-stream --test fuzz_corpus -- --ignored`.
 #[test]
@@ -114,6 +129,9 @@ fn known_unfixed() {
             "encode_agui" => fuzzing::encode_agui,
             "coordinator" => fuzzing::coordinator,
             "sse_decoder" => fuzzing::sse_decoder,
+            "id_check" => fuzzing::id_check,
+            "last_event_id" => fuzzing::last_event_id,
+            "upstream_reader" => fuzzing::upstream_reader,
             other => panic!("unknown target {other}"),
         };
         eprintln!("{target}/{file}: {why}");

@@ -120,15 +120,12 @@ impl HttpUpstream {
             return Err(UpstreamError::ContentType);
         }
         let media = media_type(response.headers());
-        let data = whole_lines(Body::new(response.into_body()).into_data_stream());
-        let reader = tokio_util::io::StreamReader::new(data);
-        match media.as_str() {
-            "application/x-ndjson" | "application/jsonl" | "application/json-lines" => {
-                Ok(Box::pin(lce_stream::codec::read_event_lines(reader)))
-            }
-            "text/event-stream" => Ok(Box::pin(sse_events(reader))),
-            _ => Err(UpstreamError::ContentType),
-        }
+        read_body(
+            Body::new(response.into_body()).into_data_stream(),
+            &media,
+            lce_types::DEFAULT_MAX_LINE_BYTES,
+        )
+        .ok_or(UpstreamError::ContentType)
     }
 
     async fn cancel_run(&self, run_id: &str, forwarded: &Forwarded) -> bool {
@@ -178,21 +175,58 @@ fn media_type(headers: &axum::http::HeaderMap) -> String {
         .unwrap_or_default()
 }
 
+// One bound for an upstream's lines and its SSE frames (`gateway.md`,
+// "Harness lines"): `read_body` hands the line bound to both decoders.
+const _: () =
+    assert!(lce_types::DEFAULT_MAX_LINE_BYTES == lce_stream::codec::DEFAULT_MAX_FRAME_BYTES);
+
+/// An answer's body read as the events of its media type (`None` for a
+/// media type lce does not read): [`whole_lines`], then canonical JSON Lines
+/// or SSE, each line or frame bounded by `max_line_bytes` (an upstream's is
+/// [`lce_types::DEFAULT_MAX_LINE_BYTES`]; the fuzz harness passes smaller
+/// ones, through `crate::fuzzing`).
+pub(crate) fn read_body<S, E>(body: S, media: &str, max_line_bytes: usize) -> Option<EventStream>
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    let reader = tokio_util::io::StreamReader::new(whole_lines(body, max_line_bytes));
+    match media {
+        "application/x-ndjson" | "application/jsonl" | "application/json-lines" => {
+            // `lce_stream::codec::read_event_lines`, with the bound given.
+            let decoder = lce_stream::codec::EventLinesDecoder::with_max_line_bytes(max_line_bytes);
+            Some(Box::pin(
+                tokio_util::codec::FramedRead::new(reader, decoder).map(|item| match item {
+                    Ok(Ok(event)) => Ok(event),
+                    Ok(Err(parse)) => Err(LceError::Parse(parse)),
+                    Err(io) => Err(LceError::Io(io)),
+                }),
+            ))
+        }
+        "text/event-stream" => Some(Box::pin(sse_events(reader, max_line_bytes))),
+        _ => None,
+    }
+}
+
 /// The body's bytes up to its last newline while it arrives, the rest at
 /// its clean end. A body that breaks (a reset, a cut chunked body) ends at
 /// its last whole line, without an error: the run then ends as any adapter
 /// that closes without a terminal (rule 12, D9), not as a bad line. Only
 /// each new chunk is searched for a newline (linear in the bytes read), and
-/// a line longer than the 4 MiB line bound is handed on as soon as it is
-/// over it, so at most the bound (and one chunk) is held.
-fn whole_lines<S, E>(body: S) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static
+/// a line longer than the line bound (`max_line_bytes`, 4 MiB for an
+/// upstream) is handed on as soon as it is over it, so at most the bound
+/// (and one chunk) is held.
+pub(crate) fn whole_lines<S, E>(
+    body: S,
+    max_line_bytes: usize,
+) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static
 where
     S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
     E: std::fmt::Display,
 {
     futures::stream::unfold(
         (Box::pin(body), bytes::BytesMut::new(), false),
-        |(mut body, mut held, done)| async move {
+        move |(mut body, mut held, done)| async move {
             if done {
                 return None;
             }
@@ -202,10 +236,16 @@ where
                         let before = held.len();
                         held.extend_from_slice(&chunk);
                         if let Some(end) = memchr::memrchr(b'\n', &chunk) {
-                            let lines = held.split_to(before + end + 1).freeze();
+                            let mut at = before + end + 1;
+                            if held.len() - at > max_line_bytes {
+                                // A chunk longer than the bound can end in
+                                // a line already over it: that goes too.
+                                at = held.len();
+                            }
+                            let lines = held.split_to(at).freeze();
                             return Some((Ok(lines), (body, held, false)));
                         }
-                        if held.len() > lce_types::DEFAULT_MAX_LINE_BYTES {
+                        if held.len() > max_line_bytes {
                             // A line already over the bound: hand it on now
                             // (the decoder reports it, D8, and discards the
                             // rest of it), holding no more than the bound.
@@ -227,25 +267,27 @@ where
 /// The canonical events in the `data:` of an SSE body (frames with only
 /// comments are skipped; `event:` and `id:` are ignored; a frame the end
 /// cuts before its blank line is discarded).
-fn sse_events<R>(reader: R) -> impl Stream<Item = Result<Event, LceError>> + Send + 'static
+fn sse_events<R>(
+    reader: R,
+    max_frame_bytes: usize,
+) -> impl Stream<Item = Result<Event, LceError>> + Send + 'static
 where
     R: tokio::io::AsyncRead + Send + 'static,
 {
-    tokio_util::codec::FramedRead::new(reader, lce_stream::SseDecoder::new()).filter_map(
-        |frame| async move {
-            match frame {
-                Ok(frame) if frame.comment_only || frame.data.is_empty() => None,
-                Ok(frame) => Some(Event::from_json(&frame.data).map_err(LceError::Parse)),
-                // The body's bytes never fail (`whole_lines`): this is the
-                // decoder's end with a frame cut before its blank line,
-                // which SSE discards.
-                Err(lce_stream::SseDecodeError::Io(_)) => None,
-                Err(_) => Some(Err(LceError::Io(std::io::Error::other(
-                    "the upstream's SSE is malformed",
-                )))),
-            }
-        },
-    )
+    let decoder = lce_stream::SseDecoder::with_max_frame_bytes(max_frame_bytes);
+    tokio_util::codec::FramedRead::new(reader, decoder).filter_map(|frame| async move {
+        match frame {
+            Ok(frame) if frame.comment_only || frame.data.is_empty() => None,
+            Ok(frame) => Some(Event::from_json(&frame.data).map_err(LceError::Parse)),
+            // The body's bytes never fail (`whole_lines`): this is the
+            // decoder's end with a frame cut before its blank line,
+            // which SSE discards.
+            Err(lce_stream::SseDecodeError::Io(_)) => None,
+            Err(_) => Some(Err(LceError::Io(std::io::Error::other(
+                "the upstream's SSE is malformed",
+            )))),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -281,7 +323,7 @@ mod tests {
             .into_iter()
             .map(|s| Ok(bytes::Bytes::from(s)))
             .collect();
-        let out: Vec<_> = whole_lines(futures::stream::iter(chunks))
+        let out: Vec<_> = whole_lines(futures::stream::iter(chunks), 1024)
             .map(|r| String::from_utf8(r.unwrap().to_vec()).unwrap())
             .collect()
             .await;
@@ -294,12 +336,29 @@ mod tests {
         let chunks =
             futures::stream::iter((0..5).map(move |_| Ok::<_, std::io::Error>(mib.clone())))
                 .chain(futures::stream::pending());
-        let mut lines = Box::pin(whole_lines(chunks));
+        let mut lines = Box::pin(whole_lines(chunks, lce_types::DEFAULT_MAX_LINE_BYTES));
         // Ready at once: the fifth MiB takes the held line over the bound.
         let first = futures::FutureExt::now_or_never(lines.next())
             .expect("handed on without waiting for a newline")
             .unwrap()
             .unwrap();
         assert_eq!(first.len(), 5 * 1024 * 1024);
+    }
+
+    /// Found by the `upstream_reader` fuzz target: the rest of a chunk
+    /// after its last newline was held unchecked, so a chunk longer than
+    /// the bound could leave more than the bound held, dropped silently at
+    /// a break instead of reported as a line over the bound.
+    #[tokio::test]
+    async fn a_line_over_the_bound_after_a_newline_in_the_same_chunk_goes_on_at_once() {
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = vec![
+            Ok(bytes::Bytes::from("ok\n0123456789")),
+            Err(std::io::Error::other("reset")),
+        ];
+        let out: Vec<_> = whole_lines(futures::stream::iter(chunks), 4)
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        assert_eq!(out, ["ok\n0123456789"]);
     }
 }
