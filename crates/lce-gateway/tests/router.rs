@@ -262,6 +262,55 @@ async fn a_run_reads_back_from_the_log_with_its_token_and_resumes_after_a_frame(
     }
 }
 
+/// Events a harness sends after its terminal are dropped and counted, as
+/// `docs/upstream.md` says: the push summary's `dropped`, and the audit
+/// record's `after_terminal` with the rule the first of them broke (4).
+#[tokio::test]
+async fn events_after_the_terminal_are_dropped_and_counted() {
+    let audit = Arc::new(lce_stream::MemoryAudit::new());
+    let gw = GatewayBuilder::new()
+        .scenarios(root().join("fixtures/scenarios"))
+        .anonymous_ingest(true)
+        .audit(audit.clone())
+        .build()
+        .await
+        .unwrap();
+    let mut run = lce_testkit::RunBuilder::new("run-after", "conv-after");
+    let lines = [
+        run.run_started(),
+        run.run_finished(),
+        run.text_started("m"),
+        run.text_delta("m", "late"),
+    ]
+    .iter()
+    .map(|e| format!("{}\n", e.to_json()))
+    .collect::<String>();
+    let pushed = send(
+        &gw.router(),
+        Request::post("/api/v1/runs")
+            .header("content-type", "application/x-ndjson")
+            .body(Body::from(lines))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(pushed.status, 200);
+    let summary = pushed.json();
+    assert_eq!(summary["terminal"], "run.finished", "{summary}");
+    assert_eq!(summary["events_in"], 4, "{summary}");
+    assert_eq!(summary["dropped"], 2, "{summary}");
+    let records = audit.records();
+    let record = records
+        .iter()
+        .find(|r| r.run_id == "run-after")
+        .expect("the run's audit record");
+    assert_eq!(record.counters.after_terminal, 2, "{record:?}");
+    assert_eq!(
+        record.rule.as_ref().and_then(|c| c.rule()).map(|r| r.id()),
+        Some("4"),
+        "{record:?}"
+    );
+}
+
 #[tokio::test]
 async fn push_needs_the_ingest_token_answers_a_summary_and_refuses_a_second_push() {
     let gw = gateway().await;

@@ -178,6 +178,10 @@ pin_project! {
         written: LoggedRun,
         // The last entry taken is an event (an idle marker may follow).
         after_event: bool,
+        // The terminal was taken: the stream is polled once more, so that
+        // a coordinator counts what its upstream has ready after it (D8),
+        // and nothing it yields after the terminal is logged.
+        terminal_taken: bool,
         inner_done: bool,
         done: bool,
     }
@@ -195,6 +199,7 @@ impl<S> Logged<S> {
             gathered: Vec::new(),
             written: LoggedRun::default(),
             after_event: false,
+            terminal_taken: false,
             inner_done: false,
             done: false,
         }
@@ -268,14 +273,18 @@ where
                     Poll::Pending => {}
                 }
             }
-            let upstream_waits =
-                match gather(this.inner.as_mut(), this.gathered, this.inner_done, cx) {
-                    Ok(waits) => waits,
-                    Err(e) => {
-                        *this.done = true;
-                        return Poll::Ready(Err(WriteError::Chain(e)));
-                    }
-                };
+            let upstream_waits = match gather(
+                this.inner.as_mut(),
+                this.gathered,
+                (this.terminal_taken, this.inner_done),
+                cx,
+            ) {
+                Ok(waits) => waits,
+                Err(e) => {
+                    *this.done = true;
+                    return Poll::Ready(Err(WriteError::Chain(e)));
+                }
+            };
             if this.in_flight.is_some() {
                 return Poll::Pending;
             }
@@ -314,11 +323,14 @@ where
 }
 
 /// Takes what `inner` has ready into `gathered`, at most [`MAX_BATCH`]
-/// entries; `Ok(true)` when it would wait.
+/// entries; `Ok(true)` when it would wait. After the terminal the stream
+/// is polled until it ends or would wait (a coordinator then drains and
+/// counts what its upstream has ready, D8, and ends), never waited for,
+/// and nothing it yields is logged.
 fn gather<S>(
     mut inner: Pin<&mut S>,
     gathered: &mut Vec<LogEntry>,
-    inner_done: &mut bool,
+    (terminal_taken, inner_done): (&mut bool, &mut bool),
     cx: &mut Context<'_>,
 ) -> Result<bool, LceError>
 where
@@ -326,14 +338,18 @@ where
 {
     while !*inner_done && gathered.len() < MAX_BATCH {
         match inner.as_mut().poll_next(cx) {
+            // Nothing follows a terminal in the log (a coordinator yields
+            // nothing after it; another stream is not read further).
+            Poll::Ready(Some(_)) if *terminal_taken => *inner_done = true,
             Poll::Ready(Some(Ok(event))) => {
                 if event.event_type().is_terminal() {
-                    *inner_done = true;
+                    *terminal_taken = true;
                 }
                 gathered.push(LogEntry::Event(event));
             }
             Poll::Ready(Some(Err(e))) => return Err(e),
             Poll::Ready(None) => *inner_done = true,
+            Poll::Pending if *terminal_taken => *inner_done = true,
             Poll::Pending => return Ok(true),
         }
     }
