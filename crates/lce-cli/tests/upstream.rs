@@ -50,6 +50,13 @@ enum Script {
     /// 200, the first `n` lines, then wait for a cancel and end with the
     /// harness's own `run.cancelled`... or never (`own_terminal: false`).
     Hang { scenario: &'static str, n: usize },
+    /// 200, the first `n` lines, then one line of `bytes` bytes without
+    /// its newline, written in 64 KiB pieces while lce reads them.
+    HugeLine {
+        scenario: &'static str,
+        n: usize,
+        bytes: usize,
+    },
 }
 
 const SECRET: &str = "stack trace with a secret sk-live-123";
@@ -155,6 +162,23 @@ fn serve_one(mut stream: TcpStream, script: &Script, tx: &mpsc::Sender<Received>
             let _ = write!(stream, "{:x}\r\n{text}\r\n", text.len());
             let _ = stream.flush();
             // Dropped here: the body never gets its last chunk.
+        }
+        Script::HugeLine { scenario, n, bytes } => {
+            let lines = lines_for(scenario, &body);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+            );
+            for line in &lines[..*n] {
+                let _ = stream.write_all(format!("{line}\n").as_bytes());
+            }
+            let piece = vec![b'x'; 64 * 1024];
+            for _ in 0..bytes / piece.len() {
+                if stream.write_all(&piece).is_err() {
+                    // lce let go of the run.
+                    return;
+                }
+            }
         }
         Script::Hang { scenario, n } => {
             let lines = lines_for(scenario, &body);
@@ -471,4 +495,42 @@ fn first_audit_record(audit: &std::path::Path) -> serde_json::Value {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Peak resident memory (`VmHWM`) of process `pid`, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A harness that sends a 64 MiB line: the run ends at the 4 MiB line
+/// bound (D8) and lce's peak memory grows by less than 24 MiB (it holds
+/// at most the bound of the line, never the whole).
+#[test]
+fn a_64_mib_line_from_the_harness_raises_peak_memory_by_less_than_24_mib() {
+    let (url, _seen) = harness(Script::HugeLine {
+        scenario: "plain-text-answer",
+        n: 2,
+        bytes: 64 * 1024 * 1024,
+    });
+    let server = serve(&url);
+    let pid = server.child.id();
+    let before = peak_rss_kib(pid);
+    let resp = start(&server, "demo", "agui-v1", &[]);
+    assert_eq!(resp.status, 200);
+    let text = String::from_utf8(resp.body).unwrap();
+    assert!(
+        text.contains(r#""type":"RUN_ERROR""#),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    let grew = peak_rss_kib(pid).saturating_sub(before);
+    assert!(
+        grew < 24 * 1024,
+        "peak RSS grew by {grew} KiB for a 64 MiB line"
+    );
 }
