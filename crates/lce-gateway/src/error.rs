@@ -205,6 +205,8 @@ impl IntoResponse for ApiError {
             body["field"] = field.into();
         }
         let mut response = json_response(self.status(), &body);
+        // What the gateway's router counts (`Gateway::refusals`).
+        response.extensions_mut().insert(Refused(self.code()));
         if self == ApiError::Overloaded {
             // Open runs take seconds to minutes to end.
             response.headers_mut().insert(
@@ -221,6 +223,11 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+/// Marks an answer as a refusal with this error code, for the count the
+/// router keeps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Refused(pub(crate) &'static str);
 
 /// Parses a JSON request body, or names what is wrong with it (its
 /// category only: serde's message may quote the input).

@@ -114,6 +114,8 @@ pub(crate) struct Shared {
     running: Mutex<HashMap<String, Driven>>,
     /// Runs admitted and not yet ended (the `max_runs` bound).
     admitted: AtomicUsize,
+    /// Requests refused, by error code.
+    refusals: Mutex<std::collections::BTreeMap<&'static str, u64>>,
     shutting_down: AtomicBool,
     sweeper: Mutex<Option<tokio::task::AbortHandle>>,
 }
@@ -147,6 +149,7 @@ impl Gateway {
                 release: tokio::sync::Notify::new(),
                 running: Mutex::new(HashMap::new()),
                 admitted: AtomicUsize::new(0),
+                refusals: Mutex::new(std::collections::BTreeMap::new()),
                 shutting_down: AtomicBool::new(false),
                 sweeper: Mutex::new(None),
             }),
@@ -175,6 +178,25 @@ impl Gateway {
     /// The run log.
     pub fn log(&self) -> &Arc<dyn RunLog> {
         &self.shared.log
+    }
+
+    /// How many requests this gateway's routes refused since it was
+    /// built, by error code (`invalid_id`, `overloaded`, `body_too_large`,
+    /// ...: the codes of `docs/gateway.md`'s error table). What a metrics
+    /// exporter counts; no label holds an id.
+    pub fn refusals(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.shared
+            .refusals
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Counts one refusal with `code`.
+    pub(crate) fn count_refusal(&self, code: &'static str) {
+        if let Ok(mut refusals) = self.shared.refusals.lock() {
+            *refusals.entry(code).or_default() += 1;
+        }
     }
 
     /// How many runs this gateway is driving now.

@@ -400,6 +400,12 @@ async fn bad_requests_get_typed_json_errors_before_any_stream() {
         assert_eq!(answer.header("content-type"), Some("application/json"));
         assert_eq!(answer.json()["code"], code, "{path} {body}");
     }
+    // Every refusal is counted by its code, for the metrics.
+    let mut expected = std::collections::BTreeMap::new();
+    for (_, _, _, code) in cases {
+        *expected.entry(code).or_insert(0u64) += 1;
+    }
+    assert_eq!(gw.refusals(), expected);
 }
 
 #[tokio::test]

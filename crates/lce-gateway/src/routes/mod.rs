@@ -25,7 +25,22 @@ where
         .route("/api/v1/agui", post(agui::run))
         .route("/api/v1/runs", post(runs::push))
         .route("/api/v1/runs/{run_id}/stream", get(runs::stream))
+        .layer(axum::middleware::map_response_with_state(
+            gateway.clone(),
+            count_refusal,
+        ))
         .with_state(gateway)
+}
+
+/// Counts an answer that is a refusal (`Gateway::refusals`).
+async fn count_refusal(
+    axum::extract::State(gateway): axum::extract::State<Gateway>,
+    response: axum::response::Response,
+) -> axum::response::Response {
+    if let Some(crate::error::Refused(code)) = response.extensions().get() {
+        gateway.count_refusal(code);
+    }
+    response
 }
 
 impl Gateway {
