@@ -1073,8 +1073,8 @@ async fn handles_debug_without_the_address() {
     );
 }
 
-/// Nothing lives forever: after a mixed workload (finished, errored and
-/// cancelled runs, a reserved run given back, an orphan ended by another
+/// Nothing lives forever: after a mixed workload (finished, interrupted,
+/// errored and cancelled runs, a reserved run given back, an orphan ended by another
 /// replica, one nobody ever claims, one still running, thread commits),
 /// every key under the prefix has an expiry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1117,6 +1117,32 @@ async fn every_key_expires_after_a_mixed_workload() {
     append(&cancelled, "a", 1, run.run_started()).await;
     assert_eq!(log.request_cancel(&cancelled.run_id).await, Ok(true));
     append(&cancelled, "a", 2, run.run_cancelled()).await;
+
+    // An interrupted run: a bundled scenario's events, as they are.
+    let scenario = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/scenarios/tool-approval-interrupt.jsonl"),
+    )
+    .unwrap();
+    let events: Vec<lce_types::Event> = scenario
+        .lines()
+        .map(|line| lce_types::Event::from_json(line).unwrap())
+        .collect();
+    assert_eq!(
+        events.last().map(|e| e.event_type().as_str()),
+        Some("run.interrupted")
+    );
+    let interrupted = RunInfo {
+        run_id: events[0].run_id.to_string(),
+        conversation_id: events[0].conversation_id.to_string(),
+        owner: "a".to_owned(),
+        nonce: "nonce-1".to_owned(),
+    };
+    log.create(interrupted.clone(), LEASE).await.unwrap();
+    let entries = events.into_iter().map(LogEntry::Event).collect();
+    log.append_batch(&interrupted.run_id, "a", 1, entries)
+        .await
+        .unwrap();
 
     let (abandoned, _) = create(&*log, "abandoned", "a").await;
     assert_eq!(log.abandon(&abandoned.run_id, "a").await, Ok(true));
@@ -1165,7 +1191,12 @@ async fn every_key_expires_after_a_mixed_workload() {
         .filter(|k| k.contains(&abandoned.run_id))
         .count();
     assert_eq!(abandoned_keys, 0, "an abandoned run left {keys:?}");
-    for (what, info) in [("lost", &lost), ("running", &running), ("orphan", &orphan)] {
+    for (what, info) in [
+        ("lost", &lost),
+        ("running", &running),
+        ("orphan", &orphan),
+        ("interrupted", &interrupted),
+    ] {
         assert!(
             keys.iter().any(|k| k.contains(&info.run_id)),
             "the {what} run's keys are missing from {keys:?}"
