@@ -20,7 +20,11 @@ Routes (docs/gateway.md): POST /api/v1/chat/stream/start, .../resume and
 .../cancel (DA's; protocol custom, agui or agui-v1), POST /api/v1/chat/invoke
 (DA's non-streaming invoke), POST /api/v1/agui (AG-UI RunAgentInput in,
 agui-v1 out), GET /api/v1/runs/{run_id}/stream (a run from the log, resumed
-after Last-Event-ID; needs X-Run-Token), POST /api/v1/runs (push ingest).
+after Last-Event-ID; needs X-Run-Token), POST /api/v1/runs (push ingest),
+GET /healthz (200 while it serves), GET /readyz (200 while it takes runs;
+503 when draining or the log engine does not answer within 1 s).
+Every option may also come from its LCE_* environment variable (shown with
+each option); a flag beats the variable.
 Runs come from --upstream (a harness, docs/upstream.md), else from the
 scenarios: a start plays SCENARIOS/<agent_id>.jsonl.
 The first stdout line is `listening on http://ADDR`.
@@ -40,65 +44,86 @@ Example:
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Address to listen on (port 0: any free port).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        env = "LCE_ADDR",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
     addr: SocketAddr,
     /// Folder of `*.jsonl` scenarios, one run each: the built-in upstream.
     ///
     /// A start's `agent_id` names the scenario DIR/<agent_id>.jsonl; a
     /// resume plays the scenario DIR/resume.json maps it to. Not read with
     /// --upstream.
-    #[arg(long, value_name = "DIR", default_value = "fixtures/scenarios")]
+    #[arg(
+        long,
+        env = "LCE_SCENARIOS",
+        value_name = "DIR",
+        default_value = "fixtures/scenarios"
+    )]
     scenarios: PathBuf,
     /// A harness over HTTP (`http://HOST:PORT[/PATH]`): runs come from
     /// `POST URL/runs`, cancels go to `POST URL/runs/{run_id}/cancel`
     /// (docs/upstream.md). Without it, runs come from --scenarios.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, env = "LCE_UPSTREAM", value_name = "URL")]
     upstream: Option<String>,
     /// Seconds to connect to the upstream and receive its answer's header.
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = positive_secs)]
+    #[arg(long, env = "LCE_UPSTREAM_CONNECT_TIMEOUT", value_name = "SECS", default_value = "10", value_parser = positive_secs)]
     upstream_connect_timeout: Duration,
     /// Pacing: recorded gaps divided by F; 0 = no pauses.
     ///
     /// Each event waits the gap between its timestamp and the one before,
     /// divided by F, at most 5 s.
-    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_speed)]
+    #[arg(long, env = "LCE_SPEED", value_name = "F", default_value_t = 1.0, value_parser = parse_speed)]
     speed: f64,
     /// Idle seconds before an `agui-v1` keep-alive comment.
     ///
     /// DA's formats (`custom`, `agui`) send none.
-    #[arg(long, value_name = "SECS", default_value = "15", value_parser = positive_secs)]
+    #[arg(long, env = "LCE_KEEPALIVE", value_name = "SECS", default_value = "15", value_parser = positive_secs)]
     keepalive: Duration,
     /// Agent name in the stream, where the format has one.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, env = "LCE_AGENT_NAME", value_name = "NAME")]
     agent_name: Option<String>,
     /// Scenario for AG-UI requests that name none.
     ///
     /// An AG-UI request names its scenario in `forwardedProps.agentId`.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, env = "LCE_DEFAULT_SCENARIO", value_name = "NAME")]
     default_scenario: Option<String>,
     /// Also append every audit record to FILE, as JSON Lines.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "LCE_AUDIT_LOG", value_name = "FILE")]
     audit_log: Option<PathBuf>,
     /// Runs this replica drives at once: a start, resume, AG-UI request,
     /// push or invoke beyond N is answered 503 (code `overloaded`, with
     /// Retry-After) and nothing is called or written.
-    #[arg(long, value_name = "N", default_value_t = 10_000,
+    #[arg(long, env = "LCE_MAX_RUNS", value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs: u32,
     /// The largest JSON request body in bytes (DA's and AG-UI's routes):
     /// a larger one is answered 413 (code `body_too_large`). A push is a
     /// stream and is not bounded by it.
-    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024,
+    #[arg(long, env = "LCE_MAX_REQUEST_BYTES", value_name = "BYTES", default_value_t = 1024 * 1024,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_request_bytes: u32,
     /// Seconds a run may go on (0: no deadline): a run still going then
     /// ends with `run.cancelled` (reason `deadline`) and the upstream's
     /// cancel is called.
-    #[arg(long, value_name = "SECS", default_value = "3600", value_parser = deadline_secs)]
+    #[arg(long, env = "LCE_RUN_DEADLINE", value_name = "SECS", default_value = "3600", value_parser = deadline_secs)]
     run_deadline: Duration,
     /// Runtime worker threads (default: the machine's cores).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, env = "LCE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
+    /// A browser page's origin allowed to call the gateway (CORS;
+    /// repeatable; `*` for any; off by default): preflights are answered
+    /// and `X-Run-Id`, `X-Run-Token` are exposed to the page. In the
+    /// environment, origins are separated by commas.
+    #[arg(
+        long = "cors-origin",
+        env = "LCE_CORS_ORIGIN",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    cors_origins: Vec<String>,
     #[command(flatten)]
     log: LogArgs,
     #[command(flatten)]
@@ -111,49 +136,49 @@ pub(crate) struct Args {
 struct LogArgs {
     /// Where runs are logged: `memory` (this process only, the default) or
     /// `redis://HOST:PORT[/DB]` (Redis Streams, shared by replicas).
-    #[arg(long, value_name = "LOG", default_value = "memory")]
+    #[arg(long, env = "LCE_LOG", value_name = "LOG", default_value = "memory")]
     log: String,
     /// Seconds after which a run whose owner stopped renewing its lease
     /// (a replica that died) is ended by another replica (rule 12, D9).
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = positive_secs)]
+    #[arg(long, env = "LCE_TAKEOVER_AFTER", value_name = "SECS", default_value = "10", value_parser = positive_secs)]
     takeover_after: Duration,
     /// Seconds a run's log is kept after its terminal (with Redis, an
     /// unfinished run's keys expire this long after its owner's last
     /// renewal).
-    #[arg(long, value_name = "SECS", default_value = "86400", value_parser = positive_secs)]
+    #[arg(long, env = "LCE_RETENTION", value_name = "SECS", default_value = "86400", value_parser = positive_secs)]
     retention: Duration,
     /// Seconds a thread's revisions are kept in Redis after its last
     /// commit (default 30 days).
-    #[arg(long, value_name = "SECS", default_value = "2592000", value_parser = positive_secs)]
+    #[arg(long, env = "LCE_THREAD_RETENTION", value_name = "SECS", default_value = "2592000", value_parser = positive_secs)]
     thread_retention: Duration,
     /// A file holding the Redis password (trailing whitespace ignored), so
     /// that it is never written on the command line. The environment
     /// variable LCE_LOG_PASSWORD is read when this option is not given; a
     /// password in the --log url is used only when neither is.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "LCE_LOG_PASSWORD_FILE", value_name = "FILE")]
     log_password_file: Option<PathBuf>,
     /// Add `id:` lines to the DA and AG-UI POST routes too (for clients
     /// that reconnect with `Last-Event-ID`); without it their bytes stay
     /// exactly DA's. `GET /api/v1/runs/{id}/stream` always has them.
-    #[arg(long)]
+    #[arg(long, env = "LCE_SSE_IDS")]
     sse_ids: bool,
     /// A client that disconnects cancels its run (`run.cancelled
     /// {disconnect}`, D11 before the gateway). By default the run goes on
     /// into the log for the client's return.
-    #[arg(long)]
+    #[arg(long, env = "LCE_CANCEL_ON_DISCONNECT")]
     cancel_on_disconnect: bool,
     /// The secret read tokens are signed with (at least 16 bytes; trailing
     /// whitespace is ignored), the same file on every replica. Required
     /// with --log redis://...; with the memory log one is made at start
     /// by default.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "LCE_TOKEN_SECRET_FILE", value_name = "FILE")]
     token_secret_file: Option<PathBuf>,
     /// The bearer token `POST /api/v1/runs` requires. Without it (and
     /// without --allow-anonymous-ingest) push ingest is off (404).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "LCE_INGEST_TOKEN_FILE", value_name = "FILE")]
     ingest_token_file: Option<PathBuf>,
     /// Accept pushed runs without a token (a local demo only).
-    #[arg(long)]
+    #[arg(long, env = "LCE_ALLOW_ANONYMOUS_INGEST")]
     allow_anonymous_ingest: bool,
 }
 
@@ -167,7 +192,7 @@ struct LimitArgs {
     /// connection, from the end of the previous response (so it also closes
     /// idle connections). When it runs out the connection is closed without
     /// an answer. More than 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = limit_secs)]
+    #[arg(long, env = "LCE_HEADER_TIMEOUT", value_name = "SECS", default_value = "10", value_parser = limit_secs)]
     header_timeout: Duration,
     /// Seconds a JSON request body may stop arriving before it is cut.
     ///
@@ -175,7 +200,7 @@ struct LimitArgs {
     /// and the connection is closed. A body over --max-request-bytes is
     /// answered 413 (code `body_too_large`). A push is bounded by
     /// --ingest-idle-timeout instead. More than 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = limit_secs)]
+    #[arg(long, env = "LCE_BODY_IDLE_TIMEOUT", value_name = "SECS", default_value = "30", value_parser = limit_secs)]
     body_idle_timeout: Duration,
     /// Seconds a pushing harness may send no line (POST /api/v1/runs).
     ///
@@ -185,13 +210,13 @@ struct LimitArgs {
     /// 408 (code `body_timeout`). A push body has no size cap of the
     /// server's: D19's bytes per run (256 MiB) bound it. More than 0, at
     /// most 86400.
-    #[arg(long, value_name = "SECS", default_value = "300", value_parser = limit_secs)]
+    #[arg(long, env = "LCE_INGEST_IDLE_TIMEOUT", value_name = "SECS", default_value = "300", value_parser = limit_secs)]
     ingest_idle_timeout: Duration,
     /// Connections served at once.
     ///
     /// Beyond N, new connections are not accepted: they wait in the kernel's
     /// listen backlog until a served connection closes. At least 1.
-    #[arg(long, value_name = "N", default_value_t = 1024,
+    #[arg(long, env = "LCE_MAX_CONNECTIONS", value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// Connections served at once from one IP address.
@@ -200,18 +225,27 @@ struct LimitArgs {
     /// unanswered (logged as a count). Behind a proxy or load balancer every
     /// connection comes from its address: set N to --max-connections there.
     /// At least 1.
-    #[arg(long, value_name = "N", default_value_t = 256,
+    #[arg(long, env = "LCE_MAX_CONNECTIONS_PER_IP", value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections_per_ip: u32,
     /// Seconds a client may accept no byte while the server has bytes for it.
     ///
     /// The connection is then closed (a reader that stopped reading); its
     /// run and the run's other readers go on. More than 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = limit_secs)]
+    #[arg(long, env = "LCE_WRITE_TIMEOUT", value_name = "SECS", default_value = "30", value_parser = limit_secs)]
     write_timeout: Duration,
-    /// Seconds in-flight responses may take to finish after SIGTERM/Ctrl-C.
+    /// Seconds between SIGTERM/Ctrl-C and the listener's close.
     ///
-    /// On the signal the server stops accepting at once and closes
+    /// On the signal `GET /readyz` answers 503 (`draining`) at once, so a
+    /// load balancer stops sending new clients, while new runs are still
+    /// taken for SECS; then the listener stops accepting and the shutdown
+    /// grace begins. A second signal ends the delay at once. At least 0,
+    /// at most 86400.
+    #[arg(long, env = "LCE_DRAIN_DELAY", value_name = "SECS", default_value = "5", value_parser = grace_secs)]
+    drain_delay: Duration,
+    /// Seconds in-flight responses may take to finish after the drain.
+    ///
+    /// After --drain-delay the server stops accepting and closes
     /// kept-alive connections between requests. Then the runs still going
     /// are ended: with the in-memory run log (the default) as
     /// `run.cancelled` (reason `shutdown`, audited): `agui-v1` streams end
@@ -219,7 +253,7 @@ struct LimitArgs {
     /// streams after their last whole frame. The server exits 0 as soon as
     /// the connections have closed, at most 5 s after the grace. A second
     /// signal ends the grace period at once. At least 0, at most 86400.
-    #[arg(long, value_name = "SECS", default_value = "20", value_parser = grace_secs)]
+    #[arg(long, env = "LCE_SHUTDOWN_GRACE", value_name = "SECS", default_value = "20", value_parser = grace_secs)]
     shutdown_grace: Duration,
 }
 
@@ -309,6 +343,7 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX))
         .max_request_bytes(usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX))
         .run_deadline(args.run_deadline)
+        .cors_origins(args.cors_origins.iter().cloned())
         .body_idle_timeout(args.limits.body_idle_timeout)
         .ingest_idle_timeout(args.limits.ingest_idle_timeout);
     builder = match &args.upstream {
@@ -355,11 +390,12 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
     let _ = std::io::stdout().flush();
     let limits = server_limits(&args.limits);
     let ender = gateway.clone();
+    let drainer = gateway.clone();
     serve_http(
         listener,
         gateway.router(),
         &limits,
-        signals.into_stream(),
+        signals.after_drain(args.limits.drain_delay, move || drainer.drain()),
         move || {
             ender.stop_runs();
         },

@@ -48,11 +48,36 @@ impl Signals {
         }
     }
 
-    /// Every signal's name, as it comes.
-    pub(crate) fn into_stream(self) -> impl Stream<Item = &'static str> + Unpin {
-        Box::pin(futures::stream::unfold(self, |mut signals| async move {
-            let name = signals.recv().await;
-            Some((name, signals))
-        }))
+    /// Every signal's name, the first one held back `delay` after it came
+    /// (a second signal ends the delay at once): when it comes `on_first`
+    /// runs (`lce serve`: readiness turns 503 while the listener still
+    /// accepts, `--drain-delay`).
+    pub(crate) fn after_drain<F>(
+        self,
+        delay: std::time::Duration,
+        on_first: F,
+    ) -> impl Stream<Item = &'static str> + Unpin
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let state = (self, Some(on_first));
+        Box::pin(futures::stream::unfold(
+            state,
+            move |(mut signals, on_first)| async move {
+                let name = signals.recv().await;
+                let Some(on_first) = on_first else {
+                    return Some((name, (signals, None)));
+                };
+                on_first();
+                tracing::info!(target: "lce::serve", signal = name, delay_secs = delay.as_secs_f64(), "draining: not ready, still accepting");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    second = signals.recv() => {
+                        tracing::info!(target: "lce::serve", signal = second, "second signal: ending the drain delay");
+                    }
+                }
+                Some((name, (signals, None)))
+            },
+        ))
     }
 }

@@ -820,3 +820,40 @@ fn a_token_never_opens_a_later_run_that_reuses_the_id() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `/readyz` follows the log engine: 503 `engine_unreachable` while Redis
+/// is down, 200 again once it is back; `/healthz` stays 200.
+#[test]
+fn readiness_follows_the_engine() {
+    let Some(mut cluster) = Cluster::start("ready", 1, &[]) else {
+        return;
+    };
+    let ready = |cluster: &Cluster| {
+        let answer = request(cluster.addr(0), "GET", "/readyz", &[], b"");
+        let body: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        (answer.status, body)
+    };
+    let until = |cluster: &Cluster, status: u16| {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let (got, body) = ready(cluster);
+            if got == status {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "readiness never became {status}: {body}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert_eq!(until(&cluster, 200)["status"], "ready");
+    cluster.redis.kill9();
+    let body = until(&cluster, 503);
+    assert_eq!(body["status"], "not_ready");
+    assert_eq!(body["reason"], "engine_unreachable");
+    let health = request(cluster.addr(0), "GET", "/healthz", &[], b"");
+    assert_eq!(health.status, 200);
+    cluster.redis.restart();
+    assert_eq!(until(&cluster, 200)["status"], "ready");
+}

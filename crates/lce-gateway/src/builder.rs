@@ -10,7 +10,9 @@ use lce_runlog::{MemoryRunLog, RunLog};
 use lce_stream::{MemoryStore, TracingAudit};
 use lce_types::Limits;
 
-use crate::gateway::{Gateway, Ingest, Settings};
+use axum::http::HeaderValue;
+
+use crate::gateway::{Cors, Gateway, Ingest, Settings};
 use crate::tokens::{NoRandomness, ReadTokens, random_id};
 use crate::upstream::{ScenarioError, ScenarioPlayer, Upstream};
 
@@ -40,6 +42,7 @@ pub struct GatewayBuilder {
     scenarios: Option<PathBuf>,
     speed: f64,
     token_secret: Option<Vec<u8>>,
+    cors_origins: Option<Vec<String>>,
     ingest_token: Option<String>,
     anonymous_ingest: bool,
     audit: Option<Arc<dyn AuditSink>>,
@@ -83,6 +86,9 @@ pub enum BuildError {
     /// by anyone who can read the engine, and lost with it).
     #[error("a run log shared by replicas needs a token secret given to every replica")]
     TokenSecretRequired,
+    /// A CORS origin is not a header value (`cors_origins`).
+    #[error("a CORS origin is not a valid header value")]
+    InvalidCorsOrigin,
     /// The OS's random source failed.
     #[error("cannot make the replica's id")]
     NoRandomness(#[source] NoRandomness),
@@ -101,6 +107,7 @@ impl GatewayBuilder {
             scenarios: None,
             speed: 1.0,
             token_secret: None,
+            cors_origins: None,
             ingest_token: None,
             anonymous_ingest: false,
             audit: None,
@@ -234,6 +241,21 @@ impl GatewayBuilder {
         self
     }
 
+    /// Answers browser pages from `origins` (CORS; off by default):
+    /// preflights for the gateway's methods and request headers, and
+    /// `X-Run-Id`, `X-Run-Token` exposed to the page. `*` among them
+    /// allows any origin; none leaves CORS off. An origin that is not a
+    /// header value is
+    /// [`BuildError::InvalidCorsOrigin`].
+    pub fn cors_origins<I, O>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = O>,
+        O: Into<String>,
+    {
+        self.cors_origins = Some(origins.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// How long a run may go on (default [`DEFAULT_RUN_DEADLINE`](crate::DEFAULT_RUN_DEADLINE),
     /// an hour; zero: no deadline): a run still going then ends with
     /// `run.cancelled{deadline}`, and the upstream's cancel is called for
@@ -309,6 +331,18 @@ impl GatewayBuilder {
             (None, true) => Ingest::Anonymous,
             (None, false) => Ingest::Off,
         };
+        let mut settings = self.settings;
+        settings.cors = match self.cors_origins {
+            None => None,
+            Some(origins) if origins.is_empty() => None,
+            Some(origins) if origins.iter().any(|o| o == "*") => Some(Cors::Any),
+            Some(origins) => Some(Cors::List(
+                origins
+                    .iter()
+                    .map(|o| HeaderValue::from_str(o).map_err(|_| BuildError::InvalidCorsOrigin))
+                    .collect::<Result<_, _>>()?,
+            )),
+        };
         let replica = random_id().map_err(BuildError::NoRandomness)?;
         let audit = self.audit.unwrap_or_else(|| Arc::new(TracingAudit));
         Ok(Gateway::start(
@@ -319,7 +353,7 @@ impl GatewayBuilder {
             ReadTokens::new(secret),
             ingest,
             replica,
-            self.settings,
+            settings,
         ))
     }
 }

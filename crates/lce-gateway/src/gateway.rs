@@ -39,6 +39,8 @@ pub(crate) struct Settings {
     pub(crate) max_request_bytes: usize,
     /// `None`: runs have no deadline.
     pub(crate) run_deadline: Option<Duration>,
+    /// `None`: CORS is off.
+    pub(crate) cors: Option<Cors>,
     pub(crate) body_idle_timeout: Duration,
     pub(crate) ingest_idle_timeout: Duration,
 }
@@ -57,10 +59,20 @@ impl Default for Settings {
             max_runs: 10_000,
             max_request_bytes: 1024 * 1024,
             run_deadline: Some(DEFAULT_RUN_DEADLINE),
+            cors: None,
             body_idle_timeout: Duration::from_secs(30),
             ingest_idle_timeout: Duration::from_secs(300),
         }
     }
+}
+
+/// The origins a browser page may call the gateway from.
+#[derive(Debug, Clone)]
+pub(crate) enum Cors {
+    /// Any origin (`*`).
+    Any,
+    /// These origins, exactly.
+    List(Vec<axum::http::HeaderValue>),
 }
 
 /// Who may push runs.
@@ -117,6 +129,8 @@ pub(crate) struct Shared {
     /// Requests refused, by error code.
     refusals: Mutex<std::collections::BTreeMap<&'static str, u64>>,
     shutting_down: AtomicBool,
+    /// `/readyz` answers `draining` (`Gateway::drain`).
+    draining: AtomicBool,
     sweeper: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
@@ -151,6 +165,7 @@ impl Gateway {
                 admitted: AtomicUsize::new(0),
                 refusals: Mutex::new(std::collections::BTreeMap::new()),
                 shutting_down: AtomicBool::new(false),
+                draining: AtomicBool::new(false),
                 sweeper: Mutex::new(None),
             }),
         };
@@ -199,6 +214,20 @@ impl Gateway {
         }
     }
 
+    /// Marks the gateway as draining: `GET /readyz` answers `503
+    /// {"status": "not_ready", "reason": "draining"}` from now on, so that
+    /// a load balancer stops sending it new clients, while every route
+    /// still serves (`lce serve` calls it on SIGTERM, `--drain-delay`
+    /// before it stops accepting).
+    pub fn drain(&self) {
+        self.shared.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Gateway::drain`] was called.
+    pub fn draining(&self) -> bool {
+        self.shared.draining.load(Ordering::SeqCst)
+    }
+
     /// How many runs this gateway is driving now.
     pub fn running(&self) -> usize {
         self.shared.running.lock().map_or(0, |r| r.len())
@@ -212,6 +241,7 @@ impl Gateway {
     pub fn stop_runs(&self) {
         let shared = &self.shared;
         shared.shutting_down.store(true, Ordering::SeqCst);
+        shared.draining.store(true, Ordering::SeqCst);
         if shared.durable {
             shared.releasing.store(true, Ordering::SeqCst);
             shared.release.notify_waiters();

@@ -755,3 +755,117 @@ async fn a_builder_without_an_upstream_or_with_short_secrets_is_refused() {
         "{err}"
     );
 }
+
+/// `/healthz` is 200 while the process serves; `/readyz` is 200 while the
+/// gateway takes runs and 503 `draining` once it drains, while its routes
+/// still serve.
+#[tokio::test]
+async fn health_and_readiness_answer_and_readiness_turns_on_drain() {
+    let gw = gateway().await;
+    let router = gw.router();
+    let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+    let health = send(&router, get("/healthz")).await;
+    assert_eq!(
+        (health.status.as_u16(), health.text()),
+        (200, r#"{"status":"ok"}"#.to_owned())
+    );
+    let ready = send(&router, get("/readyz")).await;
+    assert_eq!(
+        (ready.status.as_u16(), ready.text()),
+        (200, r#"{"status":"ready"}"#.to_owned())
+    );
+    gw.drain();
+    let ready = send(&router, get("/readyz")).await;
+    assert_eq!(ready.status, 503);
+    assert_eq!(ready.json()["status"], "not_ready");
+    assert_eq!(ready.json()["reason"], "draining");
+    // Draining, a run is still taken.
+    let started = start(
+        &router,
+        "/api/v1/chat/stream/start",
+        "plain-text-answer",
+        "custom",
+    )
+    .await;
+    assert_eq!(started.status, 200);
+    assert_eq!(send(&router, get("/healthz")).await.status, 200);
+}
+
+/// With CORS origins a browser page on one of them may call the gateway:
+/// preflights are answered, `X-Run-Id` and `X-Run-Token` exposed; other
+/// origins get no CORS headers; without origins CORS is off.
+#[tokio::test]
+async fn cors_answers_preflights_and_exposes_the_run_headers() {
+    let gw = GatewayBuilder::new()
+        .scenarios(root().join("fixtures/scenarios"))
+        .cors_origins(["https://app.example"])
+        .build()
+        .await
+        .unwrap();
+    let router = gw.router();
+    let preflight = |origin: &str| {
+        Request::builder()
+            .method("OPTIONS")
+            .uri("/api/v1/agui")
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type,x-run-token")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let ok = send(&router, preflight("https://app.example")).await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(
+        ok.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let methods = ok
+        .header("access-control-allow-methods")
+        .unwrap()
+        .to_ascii_uppercase();
+    assert!(methods.contains("POST"), "{methods}");
+    let allowed = ok
+        .header("access-control-allow-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(allowed.contains("x-run-token"), "{allowed}");
+    let other = send(&router, preflight("https://evil.example")).await;
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    let request = Request::post("/api/v1/chat/stream/start")
+        .header("origin", "https://app.example")
+        .header("content-type", "application/json")
+        .body(Body::from(start_body(
+            "plain-text-answer",
+            "custom",
+            "conv-cors",
+        )))
+        .unwrap();
+    let answer = send(&router, request).await;
+    assert_eq!(answer.status, 200);
+    let exposed = answer
+        .header("access-control-expose-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(
+        exposed.contains("x-run-id") && exposed.contains("x-run-token"),
+        "{exposed}"
+    );
+    // Off by default.
+    let plain = gateway().await.router();
+    assert_eq!(
+        send(&plain, preflight("https://app.example"))
+            .await
+            .header("access-control-allow-origin"),
+        None
+    );
+    // An origin that is no header value is refused at build.
+    let bad = GatewayBuilder::new()
+        .scenarios(root().join("fixtures/scenarios"))
+        .cors_origins(["https://a\nb"])
+        .build()
+        .await;
+    assert!(matches!(
+        bad,
+        Err(lce_gateway::BuildError::InvalidCorsOrigin)
+    ));
+}

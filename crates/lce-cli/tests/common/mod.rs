@@ -64,7 +64,24 @@ impl Server {
 
     /// As [`Server::start`], its logs (stderr) going to `logs`.
     pub fn start_logging<S: AsRef<std::ffi::OsStr>>(args: &[S], logs: Stdio) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lce"))
+        Server::start_with_env(args, &[], logs)
+    }
+
+    /// As [`Server::start_logging`], with `env` set (and every other
+    /// `LCE_*` variable of the test's environment removed).
+    pub fn start_with_env<S: AsRef<std::ffi::OsStr>>(
+        args: &[S],
+        env: &[(&str, &str)],
+        logs: Stdio,
+    ) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lce"));
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("LCE_") {
+                command.env_remove(name);
+            }
+        }
+        let mut child = command
+            .envs(env.iter().copied())
             .arg("serve")
             .args(["--addr", "127.0.0.1:0"])
             .args(args)

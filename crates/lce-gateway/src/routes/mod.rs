@@ -3,6 +3,7 @@
 
 mod agui;
 mod da;
+mod health;
 mod invoke;
 mod runs;
 mod shared;
@@ -10,14 +11,14 @@ mod shared;
 use axum::Router;
 use axum::routing::{get, post};
 
-use crate::gateway::Gateway;
+use crate::gateway::{Cors, Gateway};
 
 /// Every route, with `gateway` as their state.
 pub(crate) fn router<S>(gateway: Gateway) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
-    Router::new()
+    let router = Router::new()
         .route("/api/v1/chat/stream/start", post(da::start))
         .route("/api/v1/chat/stream/resume", post(da::resume))
         .route("/api/v1/chat/stream/cancel", post(da::cancel))
@@ -25,11 +26,48 @@ where
         .route("/api/v1/agui", post(agui::run))
         .route("/api/v1/runs", post(runs::push))
         .route("/api/v1/runs/{run_id}/stream", get(runs::stream))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
         .layer(axum::middleware::map_response_with_state(
             gateway.clone(),
             count_refusal,
-        ))
-        .with_state(gateway)
+        ));
+    let router = match cors(&gateway.shared.settings.cors) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.with_state(gateway)
+}
+
+/// The CORS layer for `origins` (`None`: CORS is off): preflights
+/// answered for the gateway's methods and request headers, `X-Run-Id` and
+/// `X-Run-Token` exposed to the page.
+fn cors(origins: &Option<Cors>) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderName, Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let allow = match origins.as_ref()? {
+        Cors::Any => AllowOrigin::any(),
+        Cors::List(list) => AllowOrigin::list(list.iter().cloned()),
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::AUTHORIZATION,
+                header::ACCEPT,
+                HeaderName::from_static("x-run-token"),
+                HeaderName::from_static("last-event-id"),
+                HeaderName::from_static("x-request-id"),
+                HeaderName::from_static("traceparent"),
+                HeaderName::from_static("tracestate"),
+            ])
+            .expose_headers([
+                HeaderName::from_static("x-run-id"),
+                HeaderName::from_static("x-run-token"),
+            ]),
+    )
 }
 
 /// Counts an answer that is a refusal (`Gateway::refusals`).
