@@ -23,6 +23,6 @@ py=$venv/bin/python
 # The package as a user installs it (an isolated build with maturin).
 "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$root/crates/lce-python"
 
-export LCE_BIN=$root/target/debug/lce
+export LCE_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/lce
 cd "$root/crates/lce-python"
 "$py" -m pytest -q "$@"

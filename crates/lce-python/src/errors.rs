@@ -7,7 +7,7 @@
 //! library's payload-free message and the fields of the library's error as
 //! attributes; none carries the event's text.
 
-use lce::sanitize::{LimitsError as RustLimitsError, Rejection};
+use lce::sanitize::Rejection;
 use lce::types::{EventType, ParseError as RustParseError};
 use lce::validate::{Rule, Violation as RustViolation};
 use pyo3::IntoPyObjectExt;
@@ -43,7 +43,7 @@ pyo3::create_exception!(
     lce,
     LimitsError,
     LceError,
-    "Bounds (D19) that could not be loaded from a file or the environment."
+    "Bounds (D19) that could not be loaded: names the keyword argument, file and line, or environment variable, never a value."
 );
 
 /// Adds the exception classes to the module.
@@ -149,11 +149,6 @@ pub(crate) fn parse(py: Python<'_>, e: &RustParseError) -> PyErr {
         set(&err, py, "detail", without_line(e))
     })();
     filled.err().unwrap_or(err)
-}
-
-/// `lce.LimitsError` for `e`.
-pub(crate) fn limits(e: &RustLimitsError) -> PyErr {
-    LimitsError::new_err(e.to_string())
 }
 
 /// `lce.LceError` for an error of the library that is none of the above

@@ -22,7 +22,7 @@ pub(crate) fn sanitize<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let (event, form) = input::event(event)?;
     let sanitizer = Sanitizer::try_new(limits::or_default(limits.as_deref()))
-        .map_err(|e| errors::limits(&e))?;
+        .map_err(|e| limits::value_error(&e))?;
     let (sequence, event_type) = (event.sequence, event.event_type());
     let cleaned = shield(|| sanitizer.sanitize(event))?
         .map_err(|r| errors::rejected(py, r, sequence, event_type))?;
