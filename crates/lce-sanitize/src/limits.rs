@@ -91,7 +91,7 @@ pub enum LimitsError {
         reason: &'static str,
     },
     /// Two limits out of order (e.g. `identifier_bytes` above `display_bytes`).
-    #[error("`{smaller}` ({smaller_value}) must not exceed `{larger}` ({larger_value})")]
+    #[error("`{smaller}` must not exceed `{larger}`")]
     Inconsistent {
         /// The limit that must be the smaller.
         smaller: &'static str,
