@@ -22,7 +22,8 @@ Routes (docs/gateway.md): POST /api/v1/chat/stream/start, .../resume and
 agui-v1 out), GET /api/v1/runs/{run_id}/stream (a run from the log, resumed
 after Last-Event-ID; needs X-Run-Token), POST /api/v1/runs (push ingest),
 GET /healthz (200 while it serves), GET /readyz (200 while it takes runs;
-503 when draining or the log engine does not answer within 1 s).
+503 when draining or the log engine does not answer within 1 s), GET /metrics
+(Prometheus text; on --metrics-addr instead when given).
 Every option may also come from its LCE_* environment variable (shown with
 each option); a flag beats the variable.
 Runs come from --upstream (a harness, docs/upstream.md), else from the
@@ -113,6 +114,10 @@ pub(crate) struct Args {
     /// Runtime worker threads (default: the machine's cores).
     #[arg(long, env = "LCE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
+    /// Serve `GET /metrics` on this address instead of the main one (a
+    /// listener of its own, e.g. on an internal interface).
+    #[arg(long, env = "LCE_METRICS_ADDR", value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
     /// A browser page's origin allowed to call the gateway (CORS;
     /// repeatable; `*` for any; off by default): preflights are answered
     /// and `X-Run-Id`, `X-Run-Token` are exposed to the page. In the
@@ -366,6 +371,18 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         builder = builder.audit(audit.clone());
     }
     builder = with_log(builder, &args.log).await?;
+    let render = install_metrics()?;
+    let metrics_listener = match args.metrics_addr {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| UsageError(format!("cannot listen on --metrics-addr {addr}: {e}")))?,
+        ),
+        None => {
+            builder = builder.metrics_endpoint(render.clone());
+            None
+        }
+    };
     let gateway = builder.build().await.map_err(|e| match e {
         lce::gateway::BuildError::TokenSecretRequired => UsageError(
             "--log redis://... needs --token-secret-file FILE: the secret every replica \
@@ -388,6 +405,14 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         println!("listening on http://{local}");
     }
     let _ = std::io::stdout().flush();
+    if let Some(listener) = metrics_listener {
+        let router = lce::gateway::metrics_router(render);
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(target: "lce::serve", error = %e, "the metrics listener failed");
+            }
+        });
+    }
     let limits = server_limits(&args.limits);
     let ender = gateway.clone();
     let drainer = gateway.clone();
@@ -409,6 +434,37 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         audit.close();
     }
     Ok(true)
+}
+
+/// The buckets of `lce_log_append_seconds`, in seconds.
+const APPEND_BUCKETS: [f64; 12] = [
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// Installs the process's Prometheus recorder (what the gateway and the run
+/// log count through the `metrics` facade) and returns what renders it;
+/// its histograms are drained every few seconds.
+fn install_metrics() -> Result<lce::gateway::MetricsRender, UsageError> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Full("lce_log_append_seconds".to_owned()),
+            &APPEND_BUCKETS,
+        )
+        .map_err(|e| UsageError(format!("cannot set up the metrics: {e}")))?
+        .build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder)
+        .map_err(|e| UsageError(format!("cannot set up the metrics: {e}")))?;
+    let upkeep = handle.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            upkeep.run_upkeep();
+        }
+    });
+    Ok(Arc::new(move || handle.render()))
 }
 
 fn server_limits(args: &LimitArgs) -> ServerLimits {

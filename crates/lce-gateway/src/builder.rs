@@ -256,6 +256,17 @@ impl GatewayBuilder {
         self
     }
 
+    /// Serves `GET /metrics` with what `render` gives, as the Prometheus
+    /// text format (e.g. a `metrics-exporter-prometheus` handle's
+    /// `render`); without it there is no such route. The gateway counts
+    /// through the `metrics` facade whatever recorder is installed
+    /// (`docs/gateway.md`, "Metrics"); [`crate::metrics_router`] serves
+    /// the same on a listener of its own.
+    pub fn metrics_endpoint(mut self, render: crate::MetricsRender) -> Self {
+        self.settings.metrics = Some(render);
+        self
+    }
+
     /// How long a run may go on (default [`DEFAULT_RUN_DEADLINE`](crate::DEFAULT_RUN_DEADLINE),
     /// an hour; zero: no deadline): a run still going then ends with
     /// `run.cancelled{deadline}`, and the upstream's cancel is called for

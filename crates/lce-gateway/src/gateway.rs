@@ -25,7 +25,7 @@ pub(crate) const UPSTREAM_CANCEL_GRACE: Duration = Duration::from_secs(1);
 pub const DEFAULT_RUN_DEADLINE: Duration = Duration::from_secs(3600);
 
 /// The options of a gateway that need no checking (see [`GatewayBuilder`](crate::GatewayBuilder)).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) agent_name: Option<String>,
     pub(crate) default_agent: Option<String>,
@@ -41,8 +41,25 @@ pub(crate) struct Settings {
     pub(crate) run_deadline: Option<Duration>,
     /// `None`: CORS is off.
     pub(crate) cors: Option<Cors>,
+    /// What `GET /metrics` answers (`None`: no such route).
+    pub(crate) metrics: Option<crate::metrics::MetricsRender>,
     pub(crate) body_idle_timeout: Duration,
     pub(crate) ingest_idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("agent_name", &self.agent_name)
+            .field("default_agent", &self.default_agent)
+            .field("lease", &self.lease)
+            .field("retention", &self.retention)
+            .field("max_runs", &self.max_runs)
+            .field("run_deadline", &self.run_deadline)
+            .field("cors", &self.cors)
+            .field("metrics", &self.metrics.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Settings {
@@ -60,6 +77,7 @@ impl Default for Settings {
             max_request_bytes: 1024 * 1024,
             run_deadline: Some(DEFAULT_RUN_DEADLINE),
             cors: None,
+            metrics: None,
             body_idle_timeout: Duration::from_secs(30),
             ingest_idle_timeout: Duration::from_secs(300),
         }
@@ -148,6 +166,8 @@ impl Gateway {
         settings: Settings,
     ) -> Gateway {
         let durable = log.durable();
+        crate::metrics::build_info();
+        let audit: Arc<dyn AuditSink> = Arc::new(crate::metrics::CountingAudit(audit));
         let gateway = Gateway {
             shared: Arc::new(Shared {
                 log,
@@ -209,6 +229,7 @@ impl Gateway {
 
     /// Counts one refusal with `code`.
     pub(crate) fn count_refusal(&self, code: &'static str) {
+        crate::metrics::refusal(code);
         if let Ok(mut refusals) = self.shared.refusals.lock() {
             *refusals.entry(code).or_default() += 1;
         }
@@ -288,7 +309,10 @@ impl Gateway {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             })
-            .map(|_| Slot(self.shared.clone()))
+            .map(|_| {
+                crate::metrics::runs_open(1.0);
+                Slot(self.shared.clone())
+            })
             .map_err(|open| {
                 tracing::warn!(target: "lce::gateway", open, max, "overloaded: run refused");
                 ApiError::Overloaded
@@ -301,6 +325,7 @@ impl Gateway {
     /// (`run.cancelled{deadline}`) and, when `origin` is the upstream, the
     /// upstream's cancel is called.
     pub(crate) fn register(&self, run_id: &str, slot: Slot, origin: Origin) -> CancelHandle {
+        crate::metrics::run_started(origin.route());
         let handle = CancelHandle::new();
         let deadline = self
             .shared
@@ -336,7 +361,7 @@ impl Gateway {
             tokio::time::sleep(after).await;
             tracing::warn!(target: "lce::gateway", run_id, deadline_secs = after.as_secs_f64(), "the run's deadline passed: cancelled");
             handle.cancel(CancelReason::Deadline);
-            if origin == Origin::Upstream
+            if origin.given_by_upstream()
                 && let Some(shared) = gateway.upgrade()
             {
                 let accepted = shared.upstream.cancel(&run_id, &Forwarded::default()).await;
@@ -492,14 +517,38 @@ async fn sweep(shared: Weak<Shared>) {
     }
 }
 
-/// Where a run this replica drives comes from.
+/// Where a run this replica drives comes from: the route that started it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin {
-    /// The upstream (a start, resume, AG-UI request or invoke): it is told
-    /// when the run is cancelled at its deadline.
-    Upstream,
+    /// DA's start.
+    Start,
+    /// DA's resume.
+    Resume,
+    /// Standard AG-UI's `POST /api/v1/agui`.
+    Agui,
+    /// DA's non-streaming invoke.
+    Invoke,
     /// A harness pushed it (`POST /api/v1/runs`).
     Push,
+}
+
+impl Origin {
+    /// The `route` label of `lce_runs_started_total`.
+    pub(crate) fn route(self) -> &'static str {
+        match self {
+            Origin::Start => "start",
+            Origin::Resume => "resume",
+            Origin::Agui => "agui",
+            Origin::Invoke => "invoke",
+            Origin::Push => "push",
+        }
+    }
+
+    /// The upstream gave the run: it is told when the run is cancelled at
+    /// its deadline.
+    pub(crate) fn given_by_upstream(self) -> bool {
+        self != Origin::Push
+    }
 }
 
 /// A run this replica drives: its cancel handle, its place among the
@@ -515,6 +564,7 @@ pub(crate) struct Slot(Arc<Shared>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        crate::metrics::runs_open(-1.0);
         self.0.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -34,6 +34,8 @@
 //! | `POST /api/v1/agui` | AG-UI's `RunAgentInput` in, `agui-v1` SSE out |
 //! | `GET /api/v1/runs/{run_id}/stream` | a run from the log, after `Last-Event-ID`, with `id:` lines (read token required) |
 //! | `POST /api/v1/runs` | push ingest: a harness's canonical JSON Lines (ingest token required) |
+//! | `GET /healthz`, `GET /readyz` | the probes: alive; ready to take runs (503 when draining or when the log engine does not answer) |
+//! | `GET /metrics` | with [`GatewayBuilder::metrics_endpoint`]: what the `metrics` facade's recorder renders ([`metrics_router`] serves it alone) |
 //!
 //! Every run is written to the run log before a client sees a byte of it,
 //! and every client reads its run back from the log, so a client that
@@ -46,6 +48,7 @@
 //! invoke answer), `axum`, `hyper` and `hyper-util` (the routes, the
 //! upstream client, the accept loop), `tokio`, `tokio-util`, `futures`,
 //! `bytes`, `serde`, `serde_json`, `hmac`, `sha2`, `getrandom`, `memchr`,
+//! `tower-http` (CORS only), `metrics` (the facade, no recorder),
 //! `pin-project-lite`, `thiserror`, `tracing`. No engine client: a Redis
 //! log comes in through [`GatewayBuilder::log`].
 
@@ -59,6 +62,7 @@ pub mod fuzzing;
 mod gateway;
 mod ids;
 mod invoke;
+mod metrics;
 mod owner;
 mod routes;
 pub mod server;
@@ -72,6 +76,7 @@ pub use error::{ApiError, UpstreamErrorKind};
 pub use gateway::{DEFAULT_RUN_DEADLINE, Gateway};
 pub use ids::{MAX_ID_BYTES, is_valid_id};
 pub use invoke::accumulate;
+pub use metrics::{MetricsRender, PROMETHEUS_TEXT, metrics_router};
 pub use tokens::{NoRandomness, ReadTokens, random_id};
 pub use upstream::http::InvalidUpstreamUrl;
 pub use upstream::{

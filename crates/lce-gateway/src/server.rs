@@ -268,6 +268,7 @@ async fn serve_connection(
         }
     };
     if held.timed_out.load(Ordering::Acquire) {
+        crate::metrics::connection_closed("write_timeout");
         // No address: the refusal of a slow reader says nothing of it.
         tracing::info!(
             target: TARGET,
@@ -359,6 +360,7 @@ impl Refusals {
     }
 
     fn count(&mut self, max_per_ip: u32) {
+        crate::metrics::connection_closed("per_ip_limit");
         self.unreported = self.unreported.saturating_add(1);
         let now = Instant::now();
         if self

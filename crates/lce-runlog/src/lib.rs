@@ -2,8 +2,8 @@
 //! the chain (`lce-stream`) and the gateway (`lce-gateway`).
 //!
 //! - [`RunLog`]: the durable, ordered log of each run's coordinated events,
-//!   with leases, cancel requests, a conversation index and a shared secret,
-//!   and its vocabulary ([`LogEntry`], [`RunInfo`], [`LogBatch`],
+//!   with leases, cancel requests and a conversation index, and its
+//!   vocabulary ([`LogEntry`], [`RunInfo`], [`LogBatch`],
 //!   [`LogError`], [`Refusal`], [`LogFuture`]). [`MemoryRunLog`] is the
 //!   embedded implementation (one process); `lce-redis` implements it on
 //!   Redis Streams for replicas.
@@ -18,7 +18,9 @@
 //! May depend on: `lce-types`, `lce-core`, `lce-wire`, `lce-stream` (the
 //! coordinator's closure terminal, the chain's items), `futures`, `tokio`
 //! (timers and `Notify` only), `bytes`, `memchr`, `pin-project-lite`,
-//! `thiserror`, `tracing`. Not on any HTTP stack or engine client: the Redis
+//! `thiserror`, `tracing`, `metrics` (the facade: `lce_log_append_seconds`,
+//! `lce_log_errors_total{kind}`, `lce_takeovers_total`; a host's recorder
+//! gets them). Not on any HTTP stack or engine client: the Redis
 //! log lives in `lce-redis`, serving in `lce-gateway`.
 
 mod log;

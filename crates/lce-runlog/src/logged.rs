@@ -170,6 +170,8 @@ pin_project! {
         // The append in flight, its terminal and the count of its events
         // (idle markers are not events).
         in_flight: Option<Ack>,
+        // When the append in flight was sent (`lce_log_append_seconds`).
+        in_flight_since: Option<std::time::Instant>,
         in_flight_terminal: Option<EventType>,
         in_flight_events: u64,
         // Entries gathered while an append is in flight.
@@ -194,6 +196,7 @@ impl<S> Logged<S> {
             inner,
             writer,
             in_flight: None,
+            in_flight_since: None,
             in_flight_terminal: None,
             in_flight_events: 0,
             gathered: Vec::new(),
@@ -256,6 +259,10 @@ where
                 match ack.as_mut().poll(cx) {
                     Poll::Ready(Ok(())) => {
                         *this.in_flight = None;
+                        if let Some(since) = this.in_flight_since.take() {
+                            metrics::histogram!("lce_log_append_seconds")
+                                .record(since.elapsed().as_secs_f64());
+                        }
                         this.written.events += std::mem::take(this.in_flight_events);
                         this.written.entries = this.writer.next_position() - 1;
                         if let Some(terminal) = this.in_flight_terminal.take() {
@@ -267,6 +274,8 @@ where
                         // Refused or failed: nothing after this point is
                         // written.
                         *this.in_flight = None;
+                        metrics::counter!("lce_log_errors_total", "kind" => error_kind(&e))
+                            .increment(1);
                         *this.done = true;
                         return Poll::Ready(Err(WriteError::Log(e)));
                     }
@@ -318,7 +327,20 @@ where
                 }
             }
             *this.in_flight = Some(this.writer.append_batch(entries));
+            *this.in_flight_since = Some(std::time::Instant::now());
         }
+    }
+}
+
+/// The `kind` label of `lce_log_errors_total`: the refusal's name
+/// (`sealed`, `out_of_order`, `not_owner`) or the error's kind.
+fn error_kind(e: &LogError) -> &'static str {
+    match e {
+        LogError::Refused { refusal, .. } => refusal.as_str(),
+        LogError::Exists => "exists",
+        LogError::NotFound => "not_found",
+        LogError::Corrupt { .. } => "corrupt",
+        _ => "unavailable",
     }
 }
 

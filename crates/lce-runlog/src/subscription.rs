@@ -411,6 +411,7 @@ pub async fn end_orphan(
     let at = position + 1;
     let mut writer = LogWriter::resume(log.clone(), run_id, &takeover.claimant, at);
     writer.append(LogEntry::Event(terminal)).await?;
+    metrics::counter!("lce_takeovers_total").increment(1);
     tracing::warn!(target: "lce::log", run_id, position = at, "took over an orphaned run and ended it (rule 12)");
     Ok(true)
 }

@@ -58,5 +58,6 @@ async fn agui_run(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Resp
     let mut request = RunRequest::new(req.run_id, req.thread_id, agent, RunInput::Message(message));
     request.client_context = req.forwarded_props;
     request.forwarded = Forwarded::from_headers(headers);
-    gw.start_run(request, WireFormat::AguiV1).await
+    gw.start_run(request, WireFormat::AguiV1, crate::gateway::Origin::Agui)
+        .await
 }

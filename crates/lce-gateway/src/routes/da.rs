@@ -65,7 +65,12 @@ async fn da_run(
     let mut request = RunRequest::new(new_run_id()?, req.conversation_id, req.agent_id, input);
     request.client_context = req.client_context;
     request.forwarded = Forwarded::from_headers(headers);
-    gw.start_run(request, format).await
+    let origin = if resume {
+        crate::gateway::Origin::Resume
+    } else {
+        crate::gateway::Origin::Start
+    };
+    gw.start_run(request, format, origin).await
 }
 
 #[derive(serde::Deserialize)]

@@ -57,7 +57,7 @@ async fn invoke_run(
     request.forwarded = Forwarded::from_headers(headers);
     let slot = gw.admit()?;
     let events = gw.open_upstream(request).await?;
-    let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Upstream);
+    let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Invoke);
     let run = gw.enforced(events, &run_id, &req.conversation_id, cancel);
     let acc = crate::invoke::accumulate(run, true).await;
     gw.unregister(&run_id);

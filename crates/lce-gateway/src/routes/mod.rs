@@ -27,7 +27,13 @@ where
         .route("/api/v1/runs", post(runs::push))
         .route("/api/v1/runs/{run_id}/stream", get(runs::stream))
         .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+        .route("/readyz", get(health::readyz));
+    let router = match &gateway.shared.settings.metrics {
+        Some(render) => router.merge(crate::metrics::metrics_router(render.clone())),
+        None => router,
+    };
+    let router = router
+        .layer(axum::middleware::from_fn(crate::metrics::count_request))
         .layer(axum::middleware::map_response_with_state(
             gateway.clone(),
             count_refusal,

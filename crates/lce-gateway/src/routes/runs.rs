@@ -62,16 +62,26 @@ async fn read_run(
     let format = protocol(query.protocol.as_deref())?;
     let after = match headers.get("last-event-id") {
         None => None,
-        Some(v) => Some(
-            v.to_str()
-                .ok()
-                .and_then(|v| v.parse::<FrameId>().ok())
-                .ok_or(ApiError::BadLastEventId)?,
-        ),
+        Some(v) => match v.to_str().ok().and_then(|v| v.parse::<FrameId>().ok()) {
+            Some(id) => Some(id),
+            None => {
+                crate::metrics::resume("malformed_id");
+                return Err(ApiError::BadLastEventId);
+            }
+        },
     };
-    gw.subscribe(run_id, token, format, after, true, None)
+    let subscribed = gw
+        .subscribe(run_id, token, format, after, true, None)
         .await
-        .map_err(|e| subscribe_error(&e))
+        .map_err(|e| subscribe_error(&e));
+    if after.is_some() {
+        crate::metrics::resume(match &subscribed {
+            Ok(_) => "resumed",
+            Err(ApiError::UnknownLastEventId) => "unknown_id",
+            Err(_) => "failed",
+        });
+    }
+    subscribed
 }
 
 /// A harness pushes a run as canonical JSON Lines; the answer, once the run

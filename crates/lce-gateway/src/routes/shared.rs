@@ -61,6 +61,7 @@ impl Gateway {
         &self,
         request: RunRequest,
         format: WireFormat,
+        origin: crate::gateway::Origin,
     ) -> Result<Response, ApiError> {
         let (run_id, conversation_id) = (request.run_id.clone(), request.conversation_id.clone());
         let slot = self.admit()?;
@@ -70,7 +71,7 @@ impl Gateway {
         let reservation = Reservation(Some(writer));
         let events = self.open_reserved(&reservation, request).await?;
         let writer = reservation.keep().ok_or(ApiError::Internal)?;
-        let cancel = self.register(&run_id, slot, crate::gateway::Origin::Upstream);
+        let cancel = self.register(&run_id, slot, origin);
         let run = self.enforced(events, &run_id, &conversation_id, cancel.clone());
         spawn_owner(self.clone(), writer, run);
         let ids = self.shared.settings.sse_ids;
@@ -106,10 +107,21 @@ impl Gateway {
     /// The run `request` asks the upstream for, or the answer for an
     /// upstream that gives none (its kind logged, never its words).
     pub(super) async fn open_upstream(&self, request: RunRequest) -> Result<EventStream, ApiError> {
-        self.shared.upstream.open(request).await.map_err(|e| {
+        let opened = self.shared.upstream.open(request).await.map_err(|e| {
             tracing::warn!(target: "lce::upstream", error = %e, "no run from the upstream");
             ApiError::from(&e)
-        })
+        });
+        crate::metrics::upstream_request(match &opened {
+            Ok(_) => "ok",
+            Err(ApiError::Upstream(crate::error::UpstreamErrorKind::UnknownAgent)) => {
+                "unknown_agent"
+            }
+            Err(ApiError::Upstream(crate::error::UpstreamErrorKind::NothingToResume)) => {
+                "nothing_to_resume"
+            }
+            Err(_) => "unavailable",
+        });
+        opened
     }
 
     /// An SSE answer that reads `run_id` from the log, encoded in `format`,
@@ -130,6 +142,7 @@ impl Gateway {
             .await?
             .take_over(self.takeover());
         let mut guard = CancelOnDrop(cancel.filter(|_| settings.cancel_on_disconnect));
+        let subscriber = SubscriberOpen::new();
         // A zero interval means none (it would send comments without end).
         let keepalive = (format == WireFormat::AguiV1 && !settings.keepalive.is_zero())
             .then_some(settings.keepalive);
@@ -145,6 +158,7 @@ impl Gateway {
             .chain(futures::stream::once(async move {
                 // The run reached its terminal: the client did not leave early.
                 guard.disarm();
+                drop(subscriber);
                 Ok::<Bytes, std::io::Error>(Bytes::new())
             }));
         Ok(sse_response(Body::from_stream(body), format, run_id, token))
@@ -192,6 +206,23 @@ impl Drop for Reservation {
                 Ok(false) | Err(_) => tracing::warn!(target: "lce::gateway", run_id, "a reserved run id was not given back"),
             }
         });
+    }
+}
+
+/// One open subscriber, counted in `lce_subscribers_open` until dropped
+/// (its stream ended or its client went away).
+struct SubscriberOpen;
+
+impl SubscriberOpen {
+    fn new() -> Self {
+        crate::metrics::subscribers_open(1.0);
+        SubscriberOpen
+    }
+}
+
+impl Drop for SubscriberOpen {
+    fn drop(&mut self) {
+        crate::metrics::subscribers_open(-1.0);
     }
 }
 
