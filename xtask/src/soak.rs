@@ -208,9 +208,30 @@ fn soak(
     // started none.)
     let expected = warm_runs + load.outcomes.iter().filter(|o| o.run == Run::One).count();
     wait_for_records(audit_path, expected, Duration::from_secs(20));
+    // The count may be reached by runs of clients that left early (one
+    // record or none) while a run that must have one is still going (a
+    // reader that never read has its run pause 5 s): wait for those too.
+    let must: Vec<&str> = (load.outcomes.iter())
+        .filter(|o| o.run == Run::One)
+        .map(|o| o.conversation_id.as_str())
+        .collect();
+    wait_for_conversations(audit_path, &must, Duration::from_secs(20));
     let records = read_audit(audit_path)?;
     let mut check = check_outcomes(&load.outcomes, &records);
     let log = check_logs(work, &mut check.problems)?;
+    let cut = load
+        .outcomes
+        .iter()
+        .filter(|o| o.behaviour == Behaviour::NeverRead);
+    let cut: u64 = cut.map(|o| o.closed).sum();
+    // And the warm-up's.
+    if log.write_timeouts != cut + 1 {
+        check.problems.push(format!(
+            "{} readers that never read were cut, the server logged {} write timeouts",
+            cut + 1,
+            log.write_timeouts
+        ));
+    }
 
     // Back to baseline: fds exactly (a little slack for the runtime), RSS near.
     let settle = Instant::now();
@@ -271,8 +292,9 @@ fn soak(
     }
 }
 
-/// One complete run of every scenario in every protocol, so the baseline
-/// includes what the server allocates once. Returns the runs it made.
+/// One complete run of every scenario in every protocol and one reader that
+/// never reads, so the baseline includes what the server allocates once.
+/// Returns the runs it made.
 fn warm_up(
     server: &Replica,
     scenarios: &[String],
@@ -295,8 +317,18 @@ fn warm_up(
                 .map_err(|e| format!("warm-up {s} {protocol}: {e}"))?;
         }
     }
-    let warm_runs = scenarios.len() * 3;
-    wait_for_records(audit_path, warm_runs, Duration::from_secs(10));
+    // One reader that never reads, too: the allocator keeps some of what
+    // its run of several MiB took, once, and the baseline should hold it.
+    let never = door::never_read(&server.addr, "warm-never", shared);
+    shared.release(Behaviour::NeverRead);
+    if never.frames.is_err() || never.closed != 1 {
+        return Err(format!(
+            "warm-up, a reader that never reads: {:?}, closed by the server: {}",
+            never.frames, never.closed
+        ));
+    }
+    let warm_runs = scenarios.len() * 3 + 1;
+    wait_for_records(audit_path, warm_runs, Duration::from_secs(20));
     thread::sleep(Duration::from_millis(300));
     Ok(warm_runs)
 }
@@ -857,8 +889,25 @@ fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
         names.push(name.clone());
         names.push(format!("cut-{name}"));
     }
-    // The reader that never reads asks for this one only.
-    let big = door::push_lines("run-big", "conv-big", 768, &"x".repeat(8192), true, 0);
+    // The reader that never reads asks for this one only: more than the
+    // kernel can buffer at once, then its end 100 s later as recorded (5 s
+    // at most, paced): the run is still going when the write timeout cuts
+    // the reader, so that (and not the end of the run's retention) is what
+    // cuts it.
+    let deltas =
+        door::big_deltas(&fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap_or_default());
+    let mut big = door::push_lines(
+        "run-big",
+        "conv-big",
+        deltas,
+        &"x".repeat(door::BIG_DELTA),
+        true,
+        0,
+    );
+    let n = big.len();
+    for line in &mut big[n - 2..] {
+        *line = line.replace("09:00:00.000Z", "09:01:40.000Z");
+    }
     let path = to.join(format!("{}.jsonl", door::BIG_SCENARIO));
     fs::write(path, big.join("\n") + "\n").map_err(|e| e.to_string())?;
     Ok(names)
@@ -941,6 +990,23 @@ fn read_audit(path: &Path) -> Result<Vec<AuditLine>, String> {
         });
     }
     Ok(out)
+}
+
+/// Waits until the audit log has a record of every conversation of
+/// `convs`, or the timeout.
+fn wait_for_conversations(path: &Path, convs: &[&str], timeout: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        let Ok(records) = read_audit(path) else {
+            return;
+        };
+        let seen: std::collections::HashSet<&str> =
+            records.iter().map(|r| r.conversation_id.as_str()).collect();
+        if convs.iter().all(|c| seen.contains(c)) {
+            return;
+        }
+        thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// Waits until the audit log has `n` lines, or the timeout.

@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -25,10 +26,27 @@ use crate::util::Rng;
 /// server's log output nor the audit log may ever hold it.
 pub(super) const MARKER: &str = "SOAK-FORGED";
 
-/// The scenario a reader that never reads asks for: 6 MiB of text deltas,
-/// more than the server's send buffer (at most `tcp_wmem`'s 4 MiB here),
-/// the reader's 4 KiB receive buffer and the subscription's 1 MiB hold.
+/// The scenario a reader that never reads asks for: text deltas of
+/// [`BIG_DELTA`] bytes, as many as [`big_deltas`] says, then a pause of 5 s
+/// before its end.
 pub(super) const BIG_SCENARIO: &str = "soak-big";
+
+/// The size of [`BIG_SCENARIO`]'s deltas: few large events (the server's
+/// memory log holds the run, and few large allocations leave less behind
+/// in its allocator than many small ones).
+pub(super) const BIG_DELTA: usize = 64 * 1024;
+
+/// How many deltas of [`BIG_DELTA`] bytes make a run the kernel cannot
+/// buffer whole: 1 MiB more than the largest send buffer (`tcp_wmem`'s
+/// third field, `tcp_wmem` the text of `/proc/sys/net/ipv4/tcp_wmem`; 4 MiB
+/// when unreadable), the reader's receive buffer being 4 KiB.
+pub(super) fn big_deltas(tcp_wmem: &str) -> usize {
+    let max = tcp_wmem
+        .split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse::<usize>().ok());
+    (max.unwrap_or(4 << 20) + (1 << 20)).div_ceil(BIG_DELTA)
+}
 
 /// Connections a burst opens beyond `--max-connections-per-ip`.
 const BURST_EXTRA: usize = 4;
@@ -101,8 +119,12 @@ pub(super) struct Shared {
     /// How many bursts there were (each uses its own source address).
     bursts: AtomicU64,
     /// A reader that never reads is under way (one at a time: each holds
-    /// a 6 MiB run in the server's memory log).
+    /// a run of several MiB in the server's memory log).
     never_busy: AtomicBool,
+    /// When the last one's run has ended and left the memory log (its
+    /// pause and the soak's `--retention`): the next starts no sooner, so
+    /// one such run at a time is in the server's memory.
+    never_next: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -114,29 +136,51 @@ impl Shared {
             burst_busy: AtomicBool::new(false),
             bursts: AtomicU64::new(0),
             never_busy: AtomicBool::new(false),
+            never_next: Mutex::new(None),
         }
     }
 
     /// `behaviour`, or [`Behaviour::BadId`] when it is one of the
-    /// one-at-a-time behaviours and one is under way (the caller then owns
-    /// the lock, given back by [`Shared::release`]).
+    /// one-at-a-time behaviours and one is under way, or (a reader that
+    /// never reads) the last one's run may still be in the server's memory;
+    /// when it is taken the caller owns the lock, given back by
+    /// [`Shared::release`].
     pub(super) fn take(&self, behaviour: Behaviour) -> Behaviour {
         let lock = match behaviour {
             Behaviour::PerIpBurst => &self.burst_busy,
             Behaviour::NeverRead => &self.never_busy,
             b => return b,
         };
-        match lock.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => behaviour,
-            Err(_) => Behaviour::BadId,
+        if lock
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Behaviour::BadId;
         }
+        let next = *self
+            .never_next
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if behaviour == Behaviour::NeverRead && next.is_some_and(|t| Instant::now() < t) {
+            lock.store(false, Ordering::Release);
+            return Behaviour::BadId;
+        }
+        behaviour
     }
 
     /// Gives back the lock [`Shared::take`] gave for `behaviour`.
     pub(super) fn release(&self, behaviour: Behaviour) {
         match behaviour {
             Behaviour::PerIpBurst => self.burst_busy.store(false, Ordering::Release),
-            Behaviour::NeverRead => self.never_busy.store(false, Ordering::Release),
+            Behaviour::NeverRead => {
+                // The run pauses 5 s after the cut, then is kept 1 s.
+                let next = Instant::now() + Duration::from_secs(7);
+                *self
+                    .never_next
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(next);
+                self.never_busy.store(false, Ordering::Release);
+            }
             _ => {}
         }
     }
@@ -1036,6 +1080,13 @@ mod tests {
         let never = &r["NeverRead"];
         assert_eq!((never.closed, never.held_bytes), (1, 4096));
         assert!(!r.contains_key("Full"), "only behaviours that ran");
+    }
+
+    #[test]
+    fn the_big_run_passes_the_send_buffer_by_a_mib() {
+        assert_eq!(big_deltas("4096\t16384\t4194304\n"), 80);
+        assert_eq!(big_deltas(""), 80);
+        assert_eq!(big_deltas("4096 16384 6291456"), 112);
     }
 
     #[test]
