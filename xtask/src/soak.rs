@@ -10,6 +10,7 @@
 //! load", which also records the figures it prints: per behaviour, what was
 //! held, dropped and refused.
 
+/// The hostile clients at the door and their accounting.
 mod door;
 
 use std::collections::HashMap;
@@ -129,8 +130,11 @@ enum Run {
 /// One request's outcome as the client saw it.
 #[derive(Debug)]
 struct Outcome {
+    /// The conversation id it sent (unique per request).
     conversation_id: String,
+    /// The scenario it asked for.
     scenario: String,
+    /// What it did.
     behaviour: Behaviour,
     /// For complete reads: frames parsed; `Err` says what was malformed
     /// (for the door's behaviours: how the answer differs from the
@@ -151,8 +155,11 @@ struct Outcome {
 /// What the clients did, in sum.
 #[derive(Default)]
 struct Counters {
+    /// Requests made (a burst is one).
     requests: AtomicU64,
+    /// Bytes of responses read.
     bytes: AtomicU64,
+    /// SSE frames parsed.
     frames: AtomicU64,
 }
 
@@ -337,6 +344,7 @@ fn warm_up(
 struct Load {
     /// Every request's outcome.
     outcomes: Vec<Outcome>,
+    /// What the clients did, in sum.
     counters: Arc<Counters>,
     /// The server's peak RSS (KiB) and open fds while it ran.
     peak_rss: u64,
@@ -398,6 +406,7 @@ fn load(
 
 /// What the audit log says about the load.
 struct Check {
+    /// What went wrong, one line each.
     problems: Vec<String>,
     /// Outcomes by behaviour and audited terminal.
     tally: HashMap<String, u64>,
@@ -772,6 +781,8 @@ fn disconnect(mut s: TcpStream, rng: &mut Rng, base: Outcome) -> Outcome {
     read_as(base, Err("disconnected".into()), &raw)
 }
 
+/// A loopback connection to `addr` (retried for about a second), with
+/// 60 s read and write timeouts.
 fn connect(addr: &str) -> Result<TcpStream, String> {
     let mut last = String::new();
     for _ in 0..50 {
@@ -867,6 +878,7 @@ fn check_sse(body: &[u8]) -> Result<usize, String> {
     Ok(frames)
 }
 
+/// The first 120 characters of `s`, for messages.
 fn truncate(s: &str) -> String {
     s.chars().take(120).collect()
 }
@@ -967,13 +979,17 @@ fn usage(server: &Replica) -> Result<(u64, u64), String> {
 
 /// One audit line, the fields the checks need.
 struct AuditLine {
+    /// The run's conversation (unique per request in the soak).
     conversation_id: String,
+    /// The terminal's type.
     terminal: String,
+    /// `run.error` code or `run.cancelled` reason.
     code: Option<String>,
     /// Events dropped after the terminal.
     dropped: u64,
 }
 
+/// The audit log's records, in order.
 fn read_audit(path: &Path) -> Result<Vec<AuditLine>, String> {
     let text = read(path)?;
     let mut out = Vec::new();

@@ -189,7 +189,9 @@ impl Shared {
 /// Connections held now and at peak, by behaviour (client side).
 #[derive(Debug, Default)]
 pub(super) struct Gauges {
+    /// Held now, indexed by the behaviour's discriminant.
     now: [AtomicU64; Behaviour::ALL.len()],
+    /// The most held at once.
     peak: [AtomicU64; Behaviour::ALL.len()],
 }
 
@@ -213,8 +215,11 @@ impl Gauges {
 
 /// Connections counted in [`Gauges`] while it lives.
 pub(super) struct Held<'a> {
+    /// Where they are counted.
     gauges: &'a Gauges,
+    /// Whose they are.
     behaviour: Behaviour,
+    /// How many.
     n: u64,
 }
 
@@ -475,13 +480,9 @@ pub(super) fn bad_id(
     });
     match answer.and_then(|a| a.refusal(400, "invalid_id", Some(field))) {
         Ok(r) => o.refused = Some(r),
-        Err(e) => o.frames = Err(format!("invalid {field} {:?}: {e}", truncate(bad))),
+        Err(e) => o.frames = Err(format!("invalid {field} {:?}: {e}", super::truncate(bad))),
     }
     o
-}
-
-fn truncate(s: &str) -> String {
-    s.chars().take(40).collect()
 }
 
 /// A JSON body over `--max-request-bytes`, declared by its Content-Length
