@@ -1,10 +1,17 @@
 //! `cargo xtask soak`: hostile load on `lce serve`, bounded in time and
 //! clients, with std threads: whole reads over `ureq`, the hostile clients
-//! (slow readers, disconnects, half requests) over raw loopback TCP. The
-//! scenarios, behaviours and checks (one audit record per run, well-formed
-//! complete responses, fds and RSS back near their baseline, see
-//! [`RSS_SLACK_KIB`]) are `docs/reliability.md`, "Hostile load", which also
-//! records the figures it prints.
+//! (slow readers, disconnects, half requests, and those at the door of
+//! [`door`]: invalid ids, large and stalled bodies, bursts of connections,
+//! readers that never read, stalled and late pushes) over raw loopback TCP.
+//! The scenarios, behaviours and checks (one audit record per run,
+//! well-formed complete responses, the answers the door promises, no
+//! invalid id in the server's log output, fds and RSS back near their
+//! baseline, see [`RSS_SLACK_KIB`]) are `docs/reliability.md`, "Hostile
+//! load", which also records the figures it prints: per behaviour, what was
+//! held, dropped and refused.
+
+/// The hostile clients at the door and their accounting.
+mod door;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -47,28 +54,112 @@ const RSS_SLACK_KIB: u64 = 48 * 1024;
 /// What a client did, for the checks against the audit log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Behaviour {
+    /// Reads the whole response (`ureq`).
     Full,
+    /// Reads it slowly, in small pieces.
     Slow,
+    /// Reads part of it (maybe nothing) and leaves.
     Disconnect,
+    /// Sends half a request and leaves.
     HalfRequest,
+    /// An invalid id: 400 `invalid_id` ([`door::bad_id`]).
+    BadId,
+    /// A body over `--max-request-bytes` by its Content-Length: 413.
+    BigBody,
+    /// A chunked body over `--max-request-bytes`: 413.
+    ChunkedBody,
+    /// A body that stops arriving: 408.
+    StalledBody,
+    /// A reader that never reads: closed by the write timeout.
+    NeverRead,
+    /// More connections from one address than it may hold.
+    PerIpBurst,
+    /// A push whose harness stops sending: a closure.
+    PushStall,
+    /// A push with events after its terminal: dropped.
+    PushLate,
+}
+
+impl Behaviour {
+    /// Every behaviour, in the order of their discriminants.
+    const ALL: [Behaviour; 12] = [
+        Behaviour::Full,
+        Behaviour::Slow,
+        Behaviour::Disconnect,
+        Behaviour::HalfRequest,
+        Behaviour::BadId,
+        Behaviour::BigBody,
+        Behaviour::ChunkedBody,
+        Behaviour::StalledBody,
+        Behaviour::NeverRead,
+        Behaviour::PerIpBurst,
+        Behaviour::PushStall,
+        Behaviour::PushLate,
+    ];
+
+    /// The mix: a behaviour for a draw in `0..1000`.
+    fn of_draw(d: usize) -> Behaviour {
+        match d {
+            0..=489 => Behaviour::Full,
+            490..=629 => Behaviour::Slow,
+            630..=859 => Behaviour::Disconnect,
+            860..=909 => Behaviour::HalfRequest,
+            910..=939 => Behaviour::BadId,
+            940..=949 => Behaviour::BigBody,
+            950..=959 => Behaviour::ChunkedBody,
+            960..=969 => Behaviour::StalledBody,
+            970..=979 => Behaviour::NeverRead,
+            980..=984 => Behaviour::PerIpBurst,
+            985..=992 => Behaviour::PushStall,
+            _ => Behaviour::PushLate,
+        }
+    }
+}
+
+/// The runs a request may have started, for the audit check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Exactly one (it was answered 200).
+    One,
+    /// None: refused, or never a whole request.
+    None,
+    /// One or none: the client left before it saw the answer.
+    Maybe,
 }
 
 /// One request's outcome as the client saw it.
 #[derive(Debug)]
 struct Outcome {
+    /// The conversation id it sent (unique per request).
     conversation_id: String,
+    /// The scenario it asked for.
     scenario: String,
+    /// What it did.
     behaviour: Behaviour,
-    /// For complete reads: frames parsed; `Err` says what was malformed.
+    /// For complete reads: frames parsed; `Err` says what was malformed
+    /// (for the door's behaviours: how the answer differs from the
+    /// promised one).
     frames: Result<usize, String>,
     /// Bytes read.
     bytes: usize,
+    /// The runs it may have started.
+    run: Run,
+    /// The refusal it was answered (`"503 overloaded"`).
+    refused: Option<String>,
+    /// Connections the server closed on it.
+    closed: u64,
+    /// Events the server dropped after the terminal (push summaries).
+    dropped: u64,
 }
 
+/// What the clients did, in sum.
 #[derive(Default)]
 struct Counters {
+    /// Requests made (a burst is one).
     requests: AtomicU64,
+    /// Bytes of responses read.
     bytes: AtomicU64,
+    /// SSE frames parsed.
     frames: AtomicU64,
 }
 
@@ -87,9 +178,9 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     let work = std::env::temp_dir().join(format!("lce-soak-{}", std::process::id()));
     let _ = fs::remove_dir_all(&work);
     let scenarios = write_scenarios(&root.join("fixtures/scenarios"), &work.join("scenarios"))?;
-    let audit_path = work.join("audit.jsonl");
-    let server = serve(&exe, &work, &speed)?;
-    let result = soak(&server, &scenarios, &audit_path, seconds, clients);
+    let shared = Arc::new(door::Shared::new(door::Limits::for_clients(clients)));
+    let server = serve(&exe, &work, &speed, &shared.limits)?;
+    let result = soak(&server, &scenarios, &work, seconds, clients, &shared);
     drop(server);
     if result.is_ok() {
         let _ = fs::remove_dir_all(&work);
@@ -102,31 +193,52 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     result
 }
 
+/// Warms the server up, loads it, and checks and prints what it did.
 fn soak(
     server: &Replica,
     scenarios: &[String],
-    audit_path: &Path,
+    work: &Path,
     seconds: u64,
     clients: u64,
+    shared: &Arc<door::Shared>,
 ) -> Result<(), String> {
-    let warm_runs = warm_up(server, scenarios, audit_path)?;
+    let audit_path = &work.join("audit.jsonl");
+    let warm_runs = warm_up(server, scenarios, audit_path, shared)?;
     let (rss0, fds0) = usage(server)?;
     println!("baseline after warm-up: RSS {rss0} KiB, {fds0} fds");
+    println!("limits: {:?}", shared.limits);
 
-    let load = load(server, scenarios, seconds, clients, (rss0, fds0))?;
+    let load = load(server, scenarios, seconds, clients, shared, (rss0, fds0))?;
 
-    // Every run that started must reach the audit log once.
-    // (Clients gone before the response may not have started a run.)
-    let expected = warm_runs
-        + load
-            .outcomes
-            .iter()
-            .filter(|o| o.behaviour != Behaviour::HalfRequest)
-            .filter(|o| !(o.behaviour == Behaviour::Disconnect && o.bytes == 0))
-            .count();
+    // Every run that started must reach the audit log once. (Clients gone
+    // before the response may not have started a run; refused requests
+    // started none.)
+    let expected = warm_runs + load.outcomes.iter().filter(|o| o.run == Run::One).count();
     wait_for_records(audit_path, expected, Duration::from_secs(20));
+    // The count may be reached by runs of clients that left early (one
+    // record or none) while a run that must have one is still going (a
+    // reader that never read has its run pause 5 s): wait for those too.
+    let must: Vec<&str> = (load.outcomes.iter())
+        .filter(|o| o.run == Run::One)
+        .map(|o| o.conversation_id.as_str())
+        .collect();
+    wait_for_conversations(audit_path, &must, Duration::from_secs(20));
     let records = read_audit(audit_path)?;
     let mut check = check_outcomes(&load.outcomes, &records);
+    let log = check_logs(work, &mut check.problems)?;
+    let cut = load
+        .outcomes
+        .iter()
+        .filter(|o| o.behaviour == Behaviour::NeverRead);
+    let cut: u64 = cut.map(|o| o.closed).sum();
+    // And the warm-up's.
+    if log.write_timeouts != cut + 1 {
+        check.problems.push(format!(
+            "{} readers that never read were cut, the server logged {} write timeouts",
+            cut + 1,
+            log.write_timeouts
+        ));
+    }
 
     // Back to baseline: fds exactly (a little slack for the runtime), RSS near.
     let settle = Instant::now();
@@ -152,12 +264,15 @@ fn soak(
         println!("  {k}: {n}");
     }
     println!(
-        "audit records: {} ({} runs expected); server peak RSS {} KiB, peak fds {}",
+        "audit records: {} ({} runs expected); server peak RSS {} KiB, peak fds {}; open runs at peak {} (the most the server logged refusing one; --max-runs {})",
         records.len(),
         expected,
         load.peak_rss,
-        load.peak_fds
+        load.peak_fds,
+        log.peak_open,
+        shared.limits.max_runs,
     );
+    door::print_report(&door::report(&load.outcomes, &shared.gauges));
     println!(
         "after the load: RSS {rss1} KiB (baseline {rss0}), fds {fds1} (baseline {fds0}), settled in {:.1} s",
         settle.elapsed().as_secs_f64()
@@ -184,9 +299,15 @@ fn soak(
     }
 }
 
-/// One complete run of every scenario in every protocol, so the baseline
-/// includes what the server allocates once. Returns the runs it made.
-fn warm_up(server: &Replica, scenarios: &[String], audit_path: &Path) -> Result<usize, String> {
+/// One complete run of every scenario in every protocol and one reader that
+/// never reads, so the baseline includes what the server allocates once.
+/// Returns the runs it made.
+fn warm_up(
+    server: &Replica,
+    scenarios: &[String],
+    audit_path: &Path,
+    shared: &door::Shared,
+) -> Result<usize, String> {
     for (i, s) in scenarios.iter().enumerate() {
         for protocol in ["custom", "agui", "agui-v1"] {
             let conv = format!("warm-{i}-{protocol}");
@@ -197,13 +318,24 @@ fn warm_up(server: &Replica, scenarios: &[String], audit_path: &Path) -> Result<
                 &conv,
                 Behaviour::Full,
                 &mut Rng::new(1),
+                shared,
             )?;
             o.frames
                 .map_err(|e| format!("warm-up {s} {protocol}: {e}"))?;
         }
     }
-    let warm_runs = scenarios.len() * 3;
-    wait_for_records(audit_path, warm_runs, Duration::from_secs(10));
+    // One reader that never reads, too: the allocator keeps some of what
+    // its run of several MiB took, once, and the baseline should hold it.
+    let never = door::never_read(&server.addr, "warm-never", shared);
+    shared.release(Behaviour::NeverRead);
+    if never.frames.is_err() || never.closed != 1 {
+        return Err(format!(
+            "warm-up, a reader that never reads: {:?}, closed by the server: {}",
+            never.frames, never.closed
+        ));
+    }
+    let warm_runs = scenarios.len() * 3 + 1;
+    wait_for_records(audit_path, warm_runs, Duration::from_secs(20));
     thread::sleep(Duration::from_millis(300));
     Ok(warm_runs)
 }
@@ -212,9 +344,11 @@ fn warm_up(server: &Replica, scenarios: &[String], audit_path: &Path) -> Result<
 struct Load {
     /// Every request's outcome.
     outcomes: Vec<Outcome>,
+    /// What the clients did, in sum.
     counters: Arc<Counters>,
     /// The server's peak RSS (KiB) and open fds while it ran.
     peak_rss: u64,
+    /// See `peak_rss`.
     peak_fds: u64,
     /// How long it ran.
     secs: f64,
@@ -227,6 +361,7 @@ fn load(
     scenarios: &[String],
     seconds: u64,
     clients: u64,
+    shared: &Arc<door::Shared>,
     baseline: (u64, u64),
 ) -> Result<Load, String> {
     let counters = Arc::new(Counters::default());
@@ -238,9 +373,10 @@ fn load(
         let addr = server.addr.clone();
         let scenarios = scenarios.to_vec();
         let counters = counters.clone();
+        let shared = shared.clone();
         let h = thread::Builder::new()
             .stack_size(256 * 1024)
-            .spawn(move || client(t, &addr, &scenarios, deadline, &counters))
+            .spawn(move || client(t, &addr, &scenarios, deadline, &counters, &shared))
             .map_err(|e| format!("cannot start client thread: {e}"))?;
         handles.push(h);
     }
@@ -270,6 +406,7 @@ fn load(
 
 /// What the audit log says about the load.
 struct Check {
+    /// What went wrong, one line each.
     problems: Vec<String>,
     /// Outcomes by behaviour and audited terminal.
     tally: HashMap<String, u64>,
@@ -318,23 +455,37 @@ fn check_outcome(o: &Outcome, recs: &[&AuditLine], check: &mut Check) {
     let problems = &mut check.problems;
     let kind = format!("{:?}", o.behaviour);
     *check.tally.entry(kind.clone()).or_default() += 1;
-    if o.behaviour == Behaviour::HalfRequest {
-        if !recs.is_empty() {
-            problems.push(format!(
-                "{}: a half request started a run",
-                o.conversation_id
-            ));
-        }
-        return;
+    let door = !matches!(
+        o.behaviour,
+        Behaviour::Full | Behaviour::Slow | Behaviour::Disconnect | Behaviour::HalfRequest
+    );
+    if let (true, Err(e)) = (door, &o.frames) {
+        problems.push(format!("{} ({kind}): {e}", o.conversation_id));
     }
-    if o.behaviour == Behaviour::Disconnect && o.bytes == 0 && recs.is_empty() {
-        // Gone before the response started: hyper drops the request
-        // when it sees the connection close first, and no run starts.
-        *check
-            .tally
-            .entry("Disconnect -> gone before the response, no run".to_owned())
-            .or_default() += 1;
-        return;
+    if let Some(r) = &o.refused {
+        *check.tally.entry(format!("{kind} -> {r}")).or_default() += 1;
+    }
+    match o.run {
+        Run::None => {
+            if !recs.is_empty() {
+                problems.push(format!(
+                    "{} ({kind}): refused or never a whole request, but {} audit records",
+                    o.conversation_id,
+                    recs.len()
+                ));
+            }
+            return;
+        }
+        Run::Maybe if recs.is_empty() => {
+            // Gone before the response started: hyper drops the request
+            // when it sees the connection close first, and no run starts.
+            *check
+                .tally
+                .entry(format!("{kind} -> gone before the response, no run"))
+                .or_default() += 1;
+            return;
+        }
+        Run::Maybe | Run::One => {}
     }
     if recs.len() != 1 {
         problems.push(format!(
@@ -355,6 +506,7 @@ fn check_outcome(o: &Outcome, recs: &[&AuditLine], check: &mut Check) {
             .unwrap_or_default()
     );
     *check.tally.entry(format!("{kind} -> {end}")).or_default() += 1;
+    let wrong = |what: &str| format!("{} ({kind}): {what} but audited {end}", o.conversation_id);
     match o.behaviour {
         Behaviour::Full | Behaviour::Slow => {
             match &o.frames {
@@ -365,22 +517,23 @@ fn check_outcome(o: &Outcome, recs: &[&AuditLine], check: &mut Check) {
                 )),
             }
             if r.code.as_deref() == Some("disconnect") {
-                problems.push(format!(
-                    "{}: read in full but audited {end}",
-                    o.conversation_id
-                ));
+                problems.push(wrong("read in full"));
             }
             if o.scenario.starts_with("cut-") && r.code.as_deref() != Some("provider_stream_closed")
             {
-                problems.push(format!("{}: cut scenario audited {end}", o.conversation_id));
+                problems.push(wrong("a cut scenario"));
             }
         }
-        Behaviour::Disconnect => {
-            // Audited as a disconnect, or (the run ended before the
-            // server noticed) as the scenario's own terminal: both are
-            // one record, which is what is checked above.
+        Behaviour::PushStall if end != "run.error/provider_stream_closed" => {
+            problems.push(wrong("a push that stalled"));
         }
-        Behaviour::HalfRequest => {}
+        Behaviour::PushLate if r.terminal != "run.finished" || r.dropped != o.dropped => {
+            problems.push(wrong(&format!("a late push ({} dropped)", o.dropped)));
+        }
+        // A disconnect is audited as the scenario's own terminal (the run
+        // goes on without its reader), a reader cut by the write timeout
+        // as its run's: one record, which is what is checked above.
+        _ => {}
     }
 }
 
@@ -391,6 +544,7 @@ fn client(
     scenarios: &[String],
     deadline: Instant,
     counters: &Counters,
+    shared: &door::Shared,
 ) -> Result<Vec<Outcome>, String> {
     let mut rng = Rng::new(0x5EED ^ (t + 1).wrapping_mul(0x1234_5678_9ABC_DEF1));
     let mut out = Vec::new();
@@ -398,15 +552,28 @@ fn client(
     while Instant::now() < deadline {
         let scenario = &scenarios[rng.below(scenarios.len())];
         let protocol = ["custom", "agui", "agui-v1", "standard"][rng.below(4)];
-        let behaviour = match rng.below(100) {
-            0..=54 => Behaviour::Full,
-            55..=69 => Behaviour::Slow,
-            70..=94 => Behaviour::Disconnect,
-            _ => Behaviour::HalfRequest,
-        };
+        let behaviour = shared.take(Behaviour::of_draw(rng.below(1000)));
         let conv = format!("soak-{t}-{n}");
         n += 1;
-        let o = request(addr, scenario, protocol, &conv, behaviour, &mut rng)?;
+        let g = &shared.gauges;
+        let o = match behaviour {
+            Behaviour::BadId => Ok(door::bad_id(addr, scenario, &conv, &mut rng, g)),
+            Behaviour::BigBody => Ok(door::big_body(addr, &conv, false, shared)),
+            Behaviour::ChunkedBody => Ok(door::big_body(addr, &conv, true, shared)),
+            Behaviour::StalledBody => Ok(door::stalled_body(addr, &conv, g)),
+            Behaviour::NeverRead => Ok(door::never_read(addr, &conv, shared)),
+            Behaviour::PerIpBurst => Ok(door::per_ip_burst(addr, &conv, shared)),
+            Behaviour::PushStall => Ok(door::push(addr, &conv, true, shared)),
+            Behaviour::PushLate => Ok(door::push(addr, &conv, false, shared)),
+            _ => request(addr, scenario, protocol, &conv, behaviour, &mut rng, shared),
+        };
+        shared.release(behaviour);
+        let o = o?;
+        if o.refused.as_deref().is_some_and(|r| r.starts_with("503")) {
+            // Retry-After asks for 5 s; a client that comes back sooner
+            // (but not at once) keeps the replica at its limit.
+            thread::sleep(Duration::from_millis(50 + rng.below(200) as u64));
+        }
         counters.requests.fetch_add(1, Ordering::Relaxed);
         if let Ok(f) = &o.frames {
             counters.frames.fetch_add(*f as u64, Ordering::Relaxed);
@@ -425,6 +592,7 @@ fn request(
     conv: &str,
     behaviour: Behaviour,
     rng: &mut Rng,
+    shared: &door::Shared,
 ) -> Result<Outcome, String> {
     let (path, body) = if protocol == "standard" {
         (
@@ -441,30 +609,20 @@ fn request(
             ),
         )
     };
-    let outcome = |frames, bytes| Outcome {
+    let base = Outcome {
         conversation_id: conv.to_owned(),
         scenario: scenario.to_owned(),
         behaviour,
-        frames,
-        bytes,
+        frames: Ok(0),
+        bytes: 0,
+        run: Run::One,
+        refused: None,
+        closed: 0,
+        dropped: 0,
     };
+    let _held = shared.gauges.hold(behaviour, 1);
     if behaviour == Behaviour::Full {
-        let answer = agent()
-            .post(format!("http://{addr}{path}"))
-            .header("Content-Type", "application/json")
-            .send(&body)
-            .map_err(|e| format!("request: {e}"));
-        let chunked = answer.as_ref().is_ok_and(|a| {
-            a.headers()
-                .get("transfer-encoding")
-                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"chunked"))
-        });
-        return Ok(match answer.and_then(read_whole) {
-            Ok(a) if a.status != 200 => outcome(Err(format!("status {}", a.status)), a.body.len()),
-            Ok(a) if !chunked => outcome(Err("not chunked".into()), a.body.len()),
-            Ok(a) => outcome(check_sse(&a.body), a.body.len()),
-            Err(e) => outcome(Err(e), 0),
-        });
+        return Ok(full(addr, path, &body, base));
     }
     let mut s = connect(addr)?;
     let head = format!(
@@ -477,29 +635,16 @@ fn request(
         let _ = s.write_all(&body.as_bytes()[..cut]);
         thread::sleep(Duration::from_millis(rng.below(50) as u64));
         let _ = s.shutdown(Shutdown::Both);
-        return Ok(outcome(Err("half request".into()), 0));
+        return Ok(Outcome {
+            frames: Err("half request".into()),
+            run: Run::None,
+            ..base
+        });
     }
     s.write_all(format!("{head}{body}").as_bytes())
         .map_err(|e| format!("send: {e}"))?;
     if behaviour == Behaviour::Disconnect {
-        // Read up to a random number of bytes (maybe none), then go away.
-        let limit = match rng.below(4) {
-            0 => 0,
-            1 => rng.below(400),
-            _ => rng.below(6000),
-        };
-        let pause = Duration::from_millis(rng.below(300) as u64);
-        let mut got = 0;
-        let mut buf = [0u8; 512];
-        while got < limit {
-            match s.read(&mut buf[..(limit - got).min(512)]) {
-                Ok(0) | Err(_) => break,
-                Ok(k) => got += k,
-            }
-        }
-        thread::sleep(pause);
-        drop(s);
-        return Ok(outcome(Err("disconnected".into()), got));
+        return Ok(disconnect(s, rng, base));
     }
     // A slow reader: small pieces, with pauses.
     let mut raw = Vec::new();
@@ -509,16 +654,135 @@ fn request(
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(k) => raw.extend_from_slice(&buf[..k]),
-            Err(e) => return Ok(outcome(Err(format!("read error: {e}")), raw.len())),
+            Err(e) => return Ok(read_as(base, Err(format!("read error: {e}")), &raw)),
         }
         thread::sleep(Duration::from_millis(15));
         if started.elapsed() > Duration::from_secs(120) {
-            return Ok(outcome(Err("response took over 120 s".into()), raw.len()));
+            return Ok(read_as(base, Err("response took over 120 s".into()), &raw));
         }
     }
-    Ok(outcome(check_response(&raw), raw.len()))
+    let frames = check_response(&raw);
+    Ok(read_as(base, frames, &raw))
 }
 
+/// A whole read over `ureq`: 200 and well-formed SSE, or 503 `overloaded`
+/// with Retry-After.
+fn full(addr: &str, path: &str, body: &str, base: Outcome) -> Outcome {
+    let answer = agent()
+        .post(format!("http://{addr}{path}"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .map_err(|e| format!("request: {e}"));
+    let header = |name: &str| {
+        answer.as_ref().ok().and_then(|a| {
+            a.headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        })
+    };
+    let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let retry_after = header("retry-after");
+    let with = |frames, bytes| Outcome {
+        frames,
+        bytes,
+        ..base
+    };
+    match answer.and_then(read_whole) {
+        Ok(a) if a.status == 503 => {
+            let refusal = door::Answer {
+                status: a.status,
+                retry_after,
+                body: a.body,
+                complete: true,
+            }
+            .refusal(503, "overloaded", None);
+            match refusal {
+                Ok(r) => Outcome {
+                    refused: Some(r),
+                    run: Run::None,
+                    ..with(Ok(0), 0)
+                },
+                Err(e) => with(Err(e), 0),
+            }
+        }
+        Ok(a) if a.status != 200 => with(Err(format!("status {}", a.status)), a.body.len()),
+        Ok(a) => {
+            if chunked {
+                with(check_sse(&a.body), a.body.len())
+            } else {
+                with(Err("not chunked".into()), a.body.len())
+            }
+        }
+        Err(e) => with(Err(e), 0),
+    }
+}
+
+/// What a client read of a response (slowly, or in part): a 503 is a
+/// refusal, which must be `overloaded` with Retry-After when read whole,
+/// and started no run; a 200 started one; too little to tell, maybe one.
+fn read_as(base: Outcome, frames: Result<usize, String>, raw: &[u8]) -> Outcome {
+    let bytes = raw.len();
+    match door::parse_answer(raw) {
+        Ok(a) if a.status == 503 => {
+            let refused = if base.behaviour == Behaviour::Disconnect && !a.complete {
+                Ok("503 (read in part)".to_owned())
+            } else {
+                a.refusal(503, "overloaded", None)
+            };
+            let (frames, refused) = match refused {
+                Ok(r) => (Ok(0), Some(r)),
+                Err(e) => (Err(e), None),
+            };
+            Outcome {
+                frames,
+                bytes,
+                run: Run::None,
+                refused,
+                ..base
+            }
+        }
+        Ok(_) => Outcome {
+            frames,
+            bytes,
+            ..base
+        },
+        Err(_) if base.behaviour == Behaviour::Disconnect => Outcome {
+            frames,
+            bytes,
+            run: Run::Maybe,
+            ..base
+        },
+        Err(_) => Outcome {
+            frames,
+            bytes,
+            ..base
+        },
+    }
+}
+
+/// Reads up to a random number of bytes (maybe none), then goes away.
+fn disconnect(mut s: TcpStream, rng: &mut Rng, base: Outcome) -> Outcome {
+    let limit = match rng.below(4) {
+        0 => 0,
+        1 => rng.below(400),
+        _ => rng.below(6000),
+    };
+    let pause = Duration::from_millis(rng.below(300) as u64);
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 512];
+    while raw.len() < limit {
+        match s.read(&mut buf[..(limit - raw.len()).min(512)]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => raw.extend_from_slice(&buf[..k]),
+        }
+    }
+    thread::sleep(pause);
+    drop(s);
+    read_as(base, Err("disconnected".into()), &raw)
+}
+
+/// A loopback connection to `addr` (retried for about a second), with
+/// 60 s read and write timeouts.
 fn connect(addr: &str) -> Result<TcpStream, String> {
     let mut last = String::new();
     for _ in 0..50 {
@@ -614,12 +878,14 @@ fn check_sse(body: &[u8]) -> Result<usize, String> {
     Ok(frames)
 }
 
+/// The first 120 characters of `s`, for messages.
 fn truncate(s: &str) -> String {
     s.chars().take(120).collect()
 }
 
 /// Copies the scenarios and writes a `cut-` copy of each (first half of its
-/// lines: no terminal). Returns the scenario names.
+/// lines: no terminal), and [`door::BIG_SCENARIO`]. Returns the scenario
+/// names but that one.
 fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
     create_dir(to)?;
     let mut names = Vec::new();
@@ -635,11 +901,33 @@ fn write_scenarios(from: &Path, to: &Path) -> Result<Vec<String>, String> {
         names.push(name.clone());
         names.push(format!("cut-{name}"));
     }
+    // The reader that never reads asks for this one only: more than the
+    // kernel can buffer at once, then its end 100 s later as recorded (5 s
+    // at most, paced): the run is still going when the write timeout cuts
+    // the reader, so that (and not the end of the run's retention) is what
+    // cuts it.
+    let deltas =
+        door::big_deltas(&fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap_or_default());
+    let mut big = door::push_lines(
+        "run-big",
+        "conv-big",
+        deltas,
+        &"x".repeat(door::BIG_DELTA),
+        true,
+        0,
+    );
+    let n = big.len();
+    for line in &mut big[n - 2..] {
+        *line = line.replace("09:00:00.000Z", "09:01:40.000Z");
+    }
+    let path = to.join(format!("{}.jsonl", door::BIG_SCENARIO));
+    fs::write(path, big.join("\n") + "\n").map_err(|e| e.to_string())?;
     Ok(names)
 }
 
-/// Starts `lce serve` on the scenarios and with the audit log of `work`.
-fn serve(exe: &Path, work: &Path, speed: &str) -> Result<Replica, String> {
+/// Starts `lce serve` on the scenarios and with the audit log of `work`,
+/// its log output (info) to `work/serve.log`.
+fn serve(exe: &Path, work: &Path, speed: &str, limits: &door::Limits) -> Result<Replica, String> {
     let mut args: Vec<OsString> = ["serve", "--addr", "127.0.0.1:0", "--speed", speed]
         .map(OsString::from)
         .to_vec();
@@ -649,7 +937,35 @@ fn serve(exe: &Path, work: &Path, speed: &str) -> Result<Replica, String> {
     // (docs/gateway.md); a short one lets RSS return near the
     // baseline after the load, which is what this checks.
     args.extend(["--retention", "1", "--takeover-after", "2"].map(OsString::from));
+    // The door's limits, low enough for the soak's clients to meet them.
+    args.extend(limits.args());
     Replica::start(exe, &args, &work.join("serve.log"))
+}
+
+/// The server's log output and the audit log against the door: no invalid
+/// id in either; prints the counts the server logged, and returns them.
+fn check_logs(work: &Path, problems: &mut Vec<String>) -> Result<door::LogCounts, String> {
+    let log = door::LogCounts::of(&read(&work.join("serve.log"))?);
+    println!(
+        "server log: {} write timeouts, {} connections closed for --max-connections-per-ip, {} runs refused overloaded, {} bodies too large, {} bodies stopped, {} pushes idle",
+        log.write_timeouts,
+        log.per_ip_closed,
+        log.overloaded,
+        log.too_large,
+        log.body_timeouts,
+        log.ingest_idle
+    );
+    if log.forged > 0 {
+        problems.push(format!(
+            "{} lines of the server's log output hold an invalid id ({})",
+            log.forged,
+            door::MARKER
+        ));
+    }
+    if read(&work.join("audit.jsonl"))?.contains(door::MARKER) {
+        problems.push("an invalid id reached the audit log".into());
+    }
+    Ok(log)
 }
 
 /// The server's RSS (KiB) and open fds.
@@ -663,11 +979,17 @@ fn usage(server: &Replica) -> Result<(u64, u64), String> {
 
 /// One audit line, the fields the checks need.
 struct AuditLine {
+    /// The run's conversation (unique per request in the soak).
     conversation_id: String,
+    /// The terminal's type.
     terminal: String,
+    /// `run.error` code or `run.cancelled` reason.
     code: Option<String>,
+    /// Events dropped after the terminal.
+    dropped: u64,
 }
 
+/// The audit log's records, in order.
 fn read_audit(path: &Path) -> Result<Vec<AuditLine>, String> {
     let text = read(path)?;
     let mut out = Vec::new();
@@ -680,9 +1002,27 @@ fn read_audit(path: &Path) -> Result<Vec<AuditLine>, String> {
                 .ok_or(format!("audit line {}: no conversation_id", i + 1))?,
             terminal: field("terminal").ok_or(format!("audit line {}: no terminal", i + 1))?,
             code: field("code"),
+            dropped: j["dropped"].as_u64().unwrap_or(0),
         });
     }
     Ok(out)
+}
+
+/// Waits until the audit log has a record of every conversation of
+/// `convs`, or the timeout.
+fn wait_for_conversations(path: &Path, convs: &[&str], timeout: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        let Ok(records) = read_audit(path) else {
+            return;
+        };
+        let seen: std::collections::HashSet<&str> =
+            records.iter().map(|r| r.conversation_id.as_str()).collect();
+        if convs.iter().all(|c| seen.contains(c)) {
+            return;
+        }
+        thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// Waits until the audit log has `n` lines, or the timeout.
