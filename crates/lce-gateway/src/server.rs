@@ -200,6 +200,7 @@ where
         tokio::spawn(serve_connection(conn, phase.subscribe(), held, peer));
     };
     drop(listener);
+    refusals.flush(per_address.max);
 
     tracing::info!(target: TARGET, signal, open = open(&slots), "stopping: no new connections, in-flight responses may finish");
     phase.send_replace(Phase::Stopping);
@@ -369,6 +370,16 @@ impl Refusals {
         {
             return;
         }
+        self.flush(max_per_ip);
+        self.last_report = Some(now);
+    }
+
+    /// Logs the refusals not yet reported (those within the last second
+    /// of a flood, when the listener closes), if any.
+    fn flush(&mut self, max_per_ip: u32) {
+        if self.unreported == 0 {
+            return;
+        }
         tracing::warn!(
             target: TARGET,
             refused = self.unreported,
@@ -376,7 +387,6 @@ impl Refusals {
             "connections closed at once: their address holds --max-connections-per-ip already"
         );
         self.unreported = 0;
-        self.last_report = Some(now);
     }
 }
 

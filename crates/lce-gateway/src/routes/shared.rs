@@ -151,7 +151,13 @@ impl Gateway {
         let body = body
             .map(move |r| {
                 r.map_err(|e| {
-                    tracing::error!(target: "lce::gateway", run_id = %run, error = %e, "the run could not be read");
+                    if matches!(e, SubscribeError::Log(lce_runlog::LogError::NotFound)) {
+                        // A reader slower than the retention: the run's
+                        // log expired under it (not a failure of the log).
+                        tracing::warn!(target: "lce::gateway", run_id = %run, "the run's log expired before this reader reached its end");
+                    } else {
+                        tracing::error!(target: "lce::gateway", run_id = %run, error = %e, "the run could not be read");
+                    }
                     std::io::Error::other("run log error")
                 })
             })
