@@ -164,14 +164,7 @@ fn serve_one(mut stream: TcpStream, script: &Script, tx: &mpsc::Sender<Received>
             // Dropped here: the body never gets its last chunk.
         }
         Script::HugeLine { scenario, n, bytes } => {
-            let lines = lines_for(scenario, &body);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
-            );
-            for line in &lines[..*n] {
-                let _ = stream.write_all(format!("{line}\n").as_bytes());
-            }
+            open_ndjson(&mut stream, &lines_for(scenario, &body)[..*n]);
             let piece = vec![b'x'; 64 * 1024];
             for _ in 0..bytes / piece.len() {
                 if stream.write_all(&piece).is_err() {
@@ -181,18 +174,22 @@ fn serve_one(mut stream: TcpStream, script: &Script, tx: &mpsc::Sender<Received>
             }
         }
         Script::Hang { scenario, n } => {
-            let lines = lines_for(scenario, &body);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
-            );
-            for line in &lines[..*n] {
-                let _ = stream.write_all(format!("{line}\n").as_bytes());
-            }
+            open_ndjson(&mut stream, &lines_for(scenario, &body)[..*n]);
             // Hold the stream open until lce lets go of it.
             let mut sink = [0u8; 1];
             let _ = stream.read(&mut sink);
         }
+    }
+}
+
+/// A 200 NDJSON answer's header and `lines`, the body left open.
+fn open_ndjson(stream: &mut TcpStream, lines: &[String]) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+    );
+    for line in lines {
+        let _ = stream.write_all(format!("{line}\n").as_bytes());
     }
 }
 

@@ -399,10 +399,7 @@ pin_project_lite::pin_project! {
     struct TimedWrites<IO> {
         #[pin]
         io: IO,
-        limit: Duration,
-        timer: Option<Pin<Box<tokio::time::Sleep>>>,
-        armed: bool,
-        timed_out: Arc<AtomicBool>,
+        clock: StallClock,
     }
 }
 
@@ -410,50 +407,58 @@ impl<IO> TimedWrites<IO> {
     fn new(io: IO, limit: Duration, timed_out: Arc<AtomicBool>) -> Self {
         TimedWrites {
             io,
-            limit,
-            timer: None,
-            armed: false,
-            timed_out,
+            clock: StallClock {
+                limit,
+                timer: None,
+                armed: false,
+                timed_out,
+            },
         }
     }
 }
 
-/// A write that returned `poll`: progress disarms the timer; `Pending`
-/// arms it (if it is not armed) and fails once it fires.
-fn timed<T>(
-    poll: Poll<io::Result<T>>,
+/// How long a connection's writes have been stalled: armed at the first
+/// `Pending` since the last progress, failing the write once `limit` has
+/// passed (and saying so in `timed_out`).
+struct StallClock {
     limit: Duration,
-    timer: &mut Option<Pin<Box<tokio::time::Sleep>>>,
-    armed: &mut bool,
-    timed_out: &AtomicBool,
-    cx: &mut Context<'_>,
-) -> Poll<io::Result<T>> {
-    if poll.is_ready() {
-        *armed = false;
-        return poll;
-    }
-    if limit.is_zero() {
-        return Poll::Pending;
-    }
-    if !*armed {
-        let deadline = tokio::time::Instant::now() + limit;
-        match timer {
-            Some(timer) => timer.as_mut().reset(deadline),
-            None => *timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    armed: bool,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl StallClock {
+    /// A write that returned `poll`: progress disarms the timer; `Pending`
+    /// arms it (if it is not armed) and fails once it fires.
+    fn timed<T>(&mut self, poll: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        if poll.is_ready() {
+            self.armed = false;
+            return poll;
         }
-        *armed = true;
+        if self.limit.is_zero() {
+            return Poll::Pending;
+        }
+        if !self.armed {
+            let deadline = tokio::time::Instant::now() + self.limit;
+            match &mut self.timer {
+                Some(timer) => timer.as_mut().reset(deadline),
+                None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+            }
+            self.armed = true;
+        }
+        let fired = self
+            .timer
+            .as_mut()
+            .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+        if !fired {
+            return Poll::Pending;
+        }
+        self.timed_out.store(true, Ordering::Release);
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "write timeout: the client accepted no byte",
+        )))
     }
-    let fired = timer
-        .as_mut()
-        .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
-    if !fired {
-        return Poll::Pending;
-    }
-    timed_out.store(true, Ordering::Release);
-    Poll::Ready(Err(io::Error::new(
-        io::ErrorKind::TimedOut,
-        "write timeout: the client accepted no byte",
-    )))
 }
 
 impl<IO: AsyncRead> AsyncRead for TimedWrites<IO> {
@@ -473,15 +478,7 @@ impl<IO: AsyncWrite> AsyncWrite for TimedWrites<IO> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
-        let poll = this.io.poll_write(cx, buf);
-        timed(
-            poll,
-            *this.limit,
-            this.timer,
-            this.armed,
-            this.timed_out,
-            cx,
-        )
+        this.clock.timed(this.io.poll_write(cx, buf), cx)
     }
 
     fn poll_write_vectored(
@@ -490,15 +487,7 @@ impl<IO: AsyncWrite> AsyncWrite for TimedWrites<IO> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
-        let poll = this.io.poll_write_vectored(cx, bufs);
-        timed(
-            poll,
-            *this.limit,
-            this.timer,
-            this.armed,
-            this.timed_out,
-            cx,
-        )
+        this.clock.timed(this.io.poll_write_vectored(cx, bufs), cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -507,28 +496,12 @@ impl<IO: AsyncWrite> AsyncWrite for TimedWrites<IO> {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.project();
-        let poll = this.io.poll_flush(cx);
-        timed(
-            poll,
-            *this.limit,
-            this.timer,
-            this.armed,
-            this.timed_out,
-            cx,
-        )
+        this.clock.timed(this.io.poll_flush(cx), cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.project();
-        let poll = this.io.poll_shutdown(cx);
-        timed(
-            poll,
-            *this.limit,
-            this.timer,
-            this.armed,
-            this.timed_out,
-            cx,
-        )
+        this.clock.timed(this.io.poll_shutdown(cx), cx)
     }
 }
 

@@ -206,3 +206,23 @@ async fn every_quoted_error_body_is_one_the_server_writes() {
     let at_least = ALL.len() + 2 + 2 + 1;
     assert!(checked >= at_least, "{checked}");
 }
+
+/// Every error has its own code, a JSON body, its status, and closes the
+/// connection only when the rest of the body is never read.
+#[test]
+fn every_error_has_a_distinct_code_and_a_json_body() {
+    use axum::http::header;
+    let codes: std::collections::HashSet<_> = ALL.iter().map(|e| e.code()).collect();
+    assert_eq!(codes.len(), ALL.len());
+    for e in ALL {
+        let response = e.into_response();
+        assert_eq!(response.status(), e.status());
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        let closes = response.headers().get(header::CONNECTION).is_some();
+        assert_eq!(
+            closes,
+            matches!(e, ApiError::BodyTimeout | ApiError::BodyTooLarge)
+        );
+        assert!(e.to_string().starts_with(e.code()));
+    }
+}

@@ -423,10 +423,13 @@ async fn a_waiting_read_returns_the_next_append() {
     assert!(!batch.sealed);
 }
 
-/// A memory log that records the size of every batch appended to it.
-struct BatchSizes {
+/// A memory log that records the size of every batch appended to it, and
+/// how many entries each read returned with the bytes of their events.
+#[derive(Default)]
+struct Recorded {
     inner: MemoryRunLog,
     sizes: std::sync::Mutex<Vec<usize>>,
+    reads: Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
 }
 
 /// Methods that go to the inner log as they are.
@@ -438,7 +441,7 @@ macro_rules! to_inner {
     };
 }
 
-impl RunLog for BatchSizes {
+impl RunLog for Recorded {
     fn append_batch(
         &self,
         run: &str,
@@ -449,10 +452,32 @@ impl RunLog for BatchSizes {
         self.sizes.lock().unwrap().push(batch.len());
         self.inner.append_batch(run, by, at, batch)
     }
+    fn read(
+        &self,
+        run_id: &str,
+        after: u64,
+        max: usize,
+        wait: Duration,
+    ) -> lce_runlog::LogFuture<lce_runlog::LogBatch> {
+        let read = self.inner.read(run_id, after, max, wait);
+        let reads = self.reads.clone();
+        Box::pin(async move {
+            let batch = read.await?;
+            let bytes = batch
+                .entries
+                .iter()
+                .map(|e| match e {
+                    LogEntry::Event(event) => event.to_json().len(),
+                    _ => 0,
+                })
+                .sum();
+            reads.lock().unwrap().push((batch.entries.len(), bytes));
+            Ok(batch)
+        })
+    }
     to_inner! {
         create(info: RunInfo, lease: Duration) -> ();
         append(run_id: &str, owner: &str, position: u64, entry: LogEntry) -> ();
-        read(run_id: &str, after: u64, max: usize, wait: Duration) -> lce_runlog::LogBatch;
         info(run_id: &str) -> Option<RunInfo>;
         renew(run_id: &str, owner: &str, lease: Duration) -> bool;
         release(run_id: &str, owner: &str) -> ();
@@ -476,10 +501,7 @@ async fn ready_events_are_appended_in_batches_of_at_most_max_batch() {
     }
     events.push(r.text_finished("m"));
     events.push(r.run_finished());
-    let counting = Arc::new(BatchSizes {
-        inner: MemoryRunLog::new(),
-        sizes: std::sync::Mutex::new(Vec::new()),
-    });
+    let counting = Arc::new(Recorded::default());
     let log: Arc<dyn RunLog> = counting.clone();
     let writer = LogWriter::create(log.clone(), info("run-batches", "conv-batches"), LEASE)
         .await
@@ -544,53 +566,6 @@ async fn memory_run_log_conforms() {
     lce_testkit::run_log::check_run_log(&log).await;
 }
 
-/// A memory log that records how many entries each read returned and the
-/// bytes of their events.
-struct ReadSizes {
-    inner: MemoryRunLog,
-    reads: Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
-}
-
-impl RunLog for ReadSizes {
-    fn read(
-        &self,
-        run_id: &str,
-        after: u64,
-        max: usize,
-        wait: Duration,
-    ) -> lce_runlog::LogFuture<lce_runlog::LogBatch> {
-        let read = self.inner.read(run_id, after, max, wait);
-        let reads = self.reads.clone();
-        Box::pin(async move {
-            let batch = read.await?;
-            let bytes = batch
-                .entries
-                .iter()
-                .map(|e| match e {
-                    LogEntry::Event(event) => event.to_json().len(),
-                    _ => 0,
-                })
-                .sum();
-            reads.lock().unwrap().push((batch.entries.len(), bytes));
-            Ok(batch)
-        })
-    }
-    to_inner! {
-        create(info: RunInfo, lease: Duration) -> ();
-        append(run_id: &str, owner: &str, position: u64, entry: LogEntry) -> ();
-        append_batch(run_id: &str, owner: &str, position: u64, entries: Vec<LogEntry>) -> ();
-        info(run_id: &str) -> Option<RunInfo>;
-        renew(run_id: &str, owner: &str, lease: Duration) -> bool;
-        release(run_id: &str, owner: &str) -> ();
-        abandon(run_id: &str, owner: &str) -> bool;
-        claim(run_id: &str, claimant: &str, lease: Duration) -> bool;
-        orphans() -> Vec<String>;
-        request_cancel(run_id: &str) -> bool;
-        cancel_requested(run_id: &str) -> bool;
-        running_run(conversation_id: &str) -> Option<String>;
-    }
-}
-
 /// What one subscriber holds is bounded in bytes, not only in entries: on
 /// a run of large entries each read asks for about `SUBSCRIBER_BYTES` of
 /// them and each chunk is at most that plus one entry's frames; on small
@@ -598,11 +573,9 @@ impl RunLog for ReadSizes {
 /// whole.
 #[tokio::test]
 async fn a_subscriber_holds_a_bounded_number_of_bytes() {
-    let reads = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log: Arc<dyn RunLog> = Arc::new(ReadSizes {
-        inner: MemoryRunLog::new(),
-        reads: reads.clone(),
-    });
+    let recorded = Arc::new(Recorded::default());
+    let reads = recorded.reads.clone();
+    let log: Arc<dyn RunLog> = recorded;
     let big = 64 * 1024;
     let mut run = lce_testkit::RunBuilder::new("run-big", "conv-big");
     let mut events = vec![run.run_started(), run.text_started("m")];
