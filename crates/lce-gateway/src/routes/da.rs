@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
+use tracing::Instrument as _;
 
 use super::shared::{JsonBody, answer, new_run_id, protocol};
 use crate::error::{ApiError, json_response, parse_body};
@@ -65,7 +66,8 @@ async fn da_run(
     let mut request = RunRequest::new(new_run_id()?, req.conversation_id, req.agent_id, input);
     request.client_context = req.client_context;
     request.forwarded = Forwarded::from_headers(headers);
-    gw.start_run(request, format).await
+    let span = request.span(if resume { "resume" } else { "start" });
+    gw.start_run(request, format).instrument(span).await
 }
 
 #[derive(serde::Deserialize)]
