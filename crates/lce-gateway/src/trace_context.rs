@@ -56,15 +56,42 @@ impl TraceContext {
             (Some(only), None) => parse_traceparent(only.as_bytes()),
             _ => None,
         };
-        let Some((trace_id, parent_id, flags)) = parent else {
-            return TraceContext::new_root();
-        };
+        match parent {
+            Some(parent) => TraceContext::child_of(parent, tracestate(headers)),
+            None => TraceContext::new_root(),
+        }
+    }
+
+    /// The trace of a request whose `traceparent` is `traceparent` (and
+    /// `tracestate` its `tracestate`), from any transport: continued when
+    /// it is valid, else new (as [`TraceContext::from_headers`]).
+    pub fn from_traceparent(traceparent: Option<&str>, tracestate: Option<&str>) -> TraceContext {
+        match traceparent.and_then(|t| parse_traceparent(t.as_bytes())) {
+            Some(parent) => {
+                let state = tracestate
+                    .filter(|s| {
+                        s.len() <= MAX_TRACESTATE_BYTES
+                            && !s.trim().is_empty()
+                            && s.bytes().all(|b| (0x20..0x7f).contains(&b))
+                    })
+                    .and_then(|s| HeaderValue::from_str(s).ok());
+                TraceContext::child_of(parent, state)
+            }
+            None => TraceContext::new_root(),
+        }
+    }
+
+    /// lce's new span in the client's trace.
+    fn child_of(
+        (trace_id, parent_id, flags): ([u8; 16], [u8; 8], u8),
+        tracestate: Option<HeaderValue>,
+    ) -> TraceContext {
         TraceContext {
             trace_id,
             span_id: random_nonzero(),
             parent_id: Some(parent_id),
             flags,
-            tracestate: tracestate(headers),
+            tracestate,
         }
     }
 
@@ -293,6 +320,17 @@ mod tests {
         cx.apply(&mut out);
         assert_eq!(out.get("traceparent").unwrap(), sent.as_str());
         assert_eq!(out.get("tracestate").unwrap(), "congo=t61rcWkgMzE");
+    }
+
+    #[test]
+    fn a_traceparent_from_another_transport_is_read_alike() {
+        let cx = TraceContext::from_traceparent(Some(VALID), Some("a=1"));
+        assert_eq!(hex(&cx.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(cx.tracestate().unwrap(), "a=1");
+        let cx = TraceContext::from_traceparent(Some("00-bad"), Some("a=1"));
+        assert_eq!((cx.parent_id(), cx.tracestate()), (None, None));
+        let cx = TraceContext::from_traceparent(Some(VALID), Some("a=\u{7f}"));
+        assert_eq!(cx.tracestate(), None);
     }
 
     #[test]
