@@ -424,10 +424,16 @@ fn spans_are_exported_on_the_schedule_while_serving() {
 }
 
 #[test]
-fn a_bad_otlp_endpoint_is_a_usage_error() {
+fn bad_values_are_usage_errors_and_help_names_the_variables() {
     let (code, _, err) = common::lce(&["serve", "--otlp-endpoint", "https://collector:4318"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--otlp-endpoint"), "{err}");
     let (code, _, err) = common::lce(&["serve", "--log-format", "xml"]);
     assert_eq!(code, 2, "{err}");
+    // Both options from the environment too, named by --help.
+    let (code, help, _) = common::lce(&["serve", "--help"]);
+    assert_eq!(code, 0);
+    for variable in ["LCE_LOG_FORMAT", "LCE_OTLP_ENDPOINT"] {
+        assert!(help.contains(&format!("[env: {variable}")), "{variable}");
+    }
 }
