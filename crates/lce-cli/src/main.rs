@@ -34,6 +34,9 @@ mod check;
 mod encode;
 mod input;
 mod invoke;
+mod logging;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod serve;
 mod signals;
 mod usage;
@@ -72,15 +75,6 @@ enum Command {
     Token(serve::TokenArgs),
 }
 
-/// Logs (payload-free summaries, audit records) go to stderr.
-fn init_logging() {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .try_init();
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -107,10 +101,11 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Encode(args) => encode::run(args).map(accepted),
         Command::Invoke(args) => invoke::run(args).map(accepted),
-        Command::Serve(args) => {
-            init_logging();
-            serve::run(args).map(accepted)
-        }
+        // Logs (payload-free summaries, audit records) go to stderr, as
+        // --log-format says, filtered by RUST_LOG (`logging`).
+        Command::Serve(args) => logging::init(args.log_format, args.otlp_endpoint.as_deref())
+            .and_then(|spans| serve::run(args, spans))
+            .map(accepted),
         Command::Token(args) => serve::print_token(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use lce::gateway::server::{ServerLimits, serve_http};
 use lce::gateway::{FileAudit, GatewayBuilder, HttpUpstream};
 
+use crate::logging::{LogFormat, SpanExport};
 use crate::signals::Signals;
 use crate::usage::UsageError;
 
@@ -129,6 +130,25 @@ pub(crate) struct Args {
         value_delimiter = ','
     )]
     cors_origins: Vec<String>,
+    /// Logs on stderr: `text` lines, or `json` (one object a line with
+    /// `timestamp`, `level`, `target`, `message` and the event's fields at
+    /// the top level). Levels and filters come from RUST_LOG (tracing's
+    /// EnvFilter syntax, e.g. `warn` or `info,lce::upstream=debug`;
+    /// `info` when unset). No log holds a payload, token or secret.
+    #[arg(
+        long,
+        env = "LCE_LOG_FORMAT",
+        value_name = "FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub(crate) log_format: LogFormat,
+    /// Export the span of each run request (ids, route; no payload) over
+    /// OTLP/HTTP protobuf to `URL/v1/traces` (`http://HOST:PORT[/PATH]`,
+    /// e.g. a collector's http://localhost:4318). Spans go every
+    /// OTEL_BSP_SCHEDULE_DELAY ms (default 5000) and at shutdown.
+    #[arg(long, env = "LCE_OTLP_ENDPOINT", value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
     #[command(flatten)]
     log: LogArgs,
     #[command(flatten)]
@@ -305,7 +325,8 @@ fn parse_speed(s: &str) -> Result<f64, String> {
 }
 
 /// Runs `lce serve`; returns when the server stops (SIGTERM or Ctrl-C).
-pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
+/// `spans`: the span export of --otlp-endpoint, started on the runtime.
+pub(crate) fn run(args: Args, spans: Option<SpanExport>) -> Result<bool, UsageError> {
     let workers = args.worker_threads.map_or_else(
         || std::thread::available_parallelism().map_or(2, usize::from),
         usize::from,
@@ -315,7 +336,18 @@ pub(crate) fn run(args: Args) -> Result<bool, UsageError> {
         .enable_all()
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(args))
+    runtime.block_on(async {
+        let export = match spans {
+            Some(spans) => Some(spans.start().await?),
+            None => None,
+        };
+        let served = serve(args).await;
+        // The spans of the last runs go out before the process ends.
+        if let Some(export) = export {
+            export.shutdown().await;
+        }
+        served
+    })
 }
 
 /// An error and its sources, one message (no payload reaches these).

@@ -43,6 +43,13 @@
 //! Nothing here logs a token, a secret, an `Authorization` value or a
 //! payload: only run ids, positions, counts and kinds.
 //!
+//! Tracing ([`trace_context`]): a client's W3C `traceparent` is continued
+//! (a new trace without one); the upstream gets lce's span as the parent
+//! ([`Forwarded`], [`RunRequest::trace_context`]), and each run's request
+//! is a `tracing` span naming those ids, which the host may export (`lce
+//! serve --otlp-endpoint` does, over OTLP; this crate depends on no
+//! OpenTelemetry crate).
+//!
 //! May depend on: the lce layers below (`lce-types`, `lce-core`,
 //! `lce-wire`, `lce-stream`, `lce-runlog`, `lce-encode-custom` for the
 //! invoke answer), `axum`, `hyper` and `hyper-util` (the routes, the
@@ -68,6 +75,7 @@ mod routes;
 pub mod server;
 mod sse;
 mod tokens;
+pub mod trace_context;
 mod upstream;
 
 pub use audit::{AUDIT_QUEUE, FileAudit, audit_json};
@@ -78,6 +86,7 @@ pub use ids::{MAX_ID_BYTES, is_valid_id};
 pub use invoke::accumulate;
 pub use metrics::{MetricsRender, PROMETHEUS_TEXT, metrics_router};
 pub use tokens::{NoRandomness, ReadTokens, random_id};
+pub use trace_context::TraceContext;
 pub use upstream::http::InvalidUpstreamUrl;
 pub use upstream::{
     EventStream, Forwarded, HttpUpstream, RunInput, RunRequest, ScenarioError, ScenarioPlayer,

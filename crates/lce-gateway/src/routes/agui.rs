@@ -10,6 +10,7 @@ use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
 use crate::ids::check_id;
 use crate::upstream::{Forwarded, RunInput, RunRequest};
+use tracing::Instrument as _;
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -58,6 +59,8 @@ async fn agui_run(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Resp
     let mut request = RunRequest::new(req.run_id, req.thread_id, agent, RunInput::Message(message));
     request.client_context = req.forwarded_props;
     request.forwarded = Forwarded::from_headers(headers);
+    let span = request.span("agui");
     gw.start_run(request, WireFormat::AguiV1, crate::gateway::Origin::Agui)
+        .instrument(span)
         .await
 }

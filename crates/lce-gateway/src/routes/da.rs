@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
+use tracing::Instrument as _;
 
 use super::shared::{JsonBody, answer, new_run_id, protocol};
 use crate::error::{ApiError, json_response, parse_body};
@@ -70,7 +71,8 @@ async fn da_run(
     } else {
         crate::gateway::Origin::Start
     };
-    gw.start_run(request, format, origin).await
+    let span = request.span(origin.route());
+    gw.start_run(request, format, origin).instrument(span).await
 }
 
 #[derive(serde::Deserialize)]

@@ -14,6 +14,7 @@ use crate::error::{ApiError, parse_body};
 use crate::gateway::Gateway;
 use crate::ids::check_id;
 use crate::upstream::{Forwarded, RunInput, RunRequest};
+use tracing::Instrument as _;
 
 #[derive(serde::Deserialize)]
 struct InvokeRequest {
@@ -55,11 +56,17 @@ async fn invoke_run(
     );
     request.client_context = req.client_context;
     request.forwarded = Forwarded::from_headers(headers);
+    // The invoke's span lasts to its answer: the whole run.
+    let span = request.span("invoke");
     let slot = gw.admit()?;
-    let events = gw.open_upstream(request).await?;
-    let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Invoke);
-    let run = gw.enforced(events, &run_id, &req.conversation_id, cancel);
-    let acc = crate::invoke::accumulate(run, true).await;
+    let acc = async {
+        let events = gw.open_upstream(request).await?;
+        let cancel = gw.register(&run_id, slot, crate::gateway::Origin::Invoke);
+        let run = gw.enforced(events, &run_id, &req.conversation_id, cancel);
+        Ok::<_, ApiError>(crate::invoke::accumulate(run, true).await)
+    }
+    .instrument(span)
+    .await?;
     gw.unregister(&run_id);
     Ok(acc.response(&InvokeIds {
         agent_id: &req.agent_id,

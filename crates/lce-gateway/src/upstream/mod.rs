@@ -5,7 +5,8 @@
 //! written in Rust that runs in-process, with no HTTP hop.
 //!
 //! The client's `Authorization` and `X-Request-Id` reach the upstream in
-//! [`Forwarded`] and are never logged. Nothing of an upstream's error body
+//! [`Forwarded`] and are never logged; so does the W3C trace context
+//! (`traceparent`, `tracestate`, `crate::trace_context`). Nothing of an upstream's error body
 //! reaches a client.
 
 pub(crate) mod http;

@@ -9,6 +9,8 @@ use futures::future::BoxFuture;
 use lce_stream::LceError;
 use lce_types::Event;
 
+use crate::trace_context::TraceContext;
+
 /// A run's events as an upstream produces them (an error item ends the run
 /// as any adapter's would: the coordinator's terminal, D8).
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, LceError>> + Send + 'static>>;
@@ -29,7 +31,8 @@ pub struct RunRequest {
     pub input: RunInput,
     /// The client's `client_context` (AG-UI: `forwardedProps`), as given.
     pub client_context: Option<serde_json::Value>,
-    /// The client's `Authorization` and `X-Request-Id`, forwarded unchanged.
+    /// The client's `Authorization` and `X-Request-Id`, forwarded unchanged,
+    /// and the trace the request continues ([`Forwarded::trace_context`]).
     pub forwarded: Forwarded,
 }
 
@@ -51,6 +54,23 @@ impl RunRequest {
             forwarded: Forwarded::default(),
         }
     }
+
+    /// The W3C trace this request belongs to (the client's `traceparent`
+    /// continued, or a new trace) and lce's span in it, for an in-process
+    /// harness to continue: its spans are children of
+    /// [`TraceContext::span_id`]. `None` for a request built without one.
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.forwarded.trace_context()
+    }
+
+    /// The `tracing` span of this request on `route`
+    /// ([`TraceContext::span`]); a disabled span without a trace context.
+    pub(crate) fn span(&self, route: &'static str) -> tracing::Span {
+        match self.trace_context() {
+            Some(cx) => cx.span(route, &self.run_id, &self.conversation_id),
+            None => tracing::Span::none(),
+        }
+    }
 }
 
 /// A start's message or a resume's data.
@@ -63,11 +83,13 @@ pub enum RunInput {
     Resume(String),
 }
 
-/// The client headers an upstream gets (never logged: `Debug` hides them).
+/// The client headers an upstream gets (never logged: `Debug` hides them),
+/// and the trace context it continues (`traceparent`, `tracestate`).
 #[derive(Clone, Default)]
 pub struct Forwarded {
     authorization: Option<HeaderValue>,
     request_id: Option<HeaderValue>,
+    trace: Option<TraceContext>,
 }
 
 impl std::fmt::Debug for Forwarded {
@@ -77,12 +99,27 @@ impl std::fmt::Debug for Forwarded {
 }
 
 impl Forwarded {
-    /// The headers to forward from a client's request.
+    /// The headers to forward from a client's request, and its trace: the
+    /// client's `traceparent` continued with a new span id of lce's, or a
+    /// new trace ([`TraceContext::from_headers`]).
     pub fn from_headers(headers: &HeaderMap) -> Forwarded {
         Forwarded {
             authorization: headers.get(header::AUTHORIZATION).cloned(),
             request_id: headers.get("x-request-id").cloned(),
+            trace: Some(TraceContext::from_headers(headers)),
         }
+    }
+
+    /// These headers with `trace` as the trace context (a caller that
+    /// builds its [`RunRequest`] itself).
+    pub fn with_trace_context(mut self, trace: TraceContext) -> Forwarded {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// The trace context the upstream continues.
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
     }
 
     /// The client's `Authorization`, for an in-process upstream that
@@ -103,6 +140,9 @@ impl Forwarded {
         }
         if let Some(v) = &self.request_id {
             headers.insert("x-request-id", v.clone());
+        }
+        if let Some(trace) = &self.trace {
+            trace.apply(headers);
         }
     }
 }
@@ -177,13 +217,29 @@ mod tests {
         );
         headers.insert("x-request-id", HeaderValue::from_static("req-1"));
         headers.insert("cookie", HeaderValue::from_static("c"));
+        headers.insert(
+            "traceparent",
+            HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        );
         let forwarded = Forwarded::from_headers(&headers);
         assert_eq!(format!("{forwarded:?}"), "Forwarded(..)");
         assert_eq!(forwarded.authorization().unwrap(), "Bearer s3cret");
         assert_eq!(forwarded.request_id().unwrap(), "req-1");
+        let trace = forwarded.trace_context().unwrap().clone();
         let mut out = HeaderMap::new();
         forwarded.apply(&mut out);
-        assert_eq!(out.len(), 2);
+        assert_eq!(out.len(), 3);
         assert!(out.get("cookie").is_none());
+        assert_eq!(
+            out.get("traceparent").unwrap(),
+            trace.traceparent().as_str()
+        );
+        assert!(
+            out.get("traceparent")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")
+        );
     }
 }
