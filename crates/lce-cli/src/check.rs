@@ -567,16 +567,4 @@ mod tests {
             vec![None, Some(b"next".to_vec())]
         );
     }
-
-    #[test]
-    fn summary_counts_in_words() {
-        assert_eq!(
-            summary_line(1, 0, 1, 1, 1),
-            "summary: 1 file, 1 run, 1 event, 1 problem"
-        );
-        assert_eq!(
-            summary_line(3, 1, 2, 0, 0),
-            "summary: 3 files (1 unreadable), 2 runs, 0 events, 0 problems"
-        );
-    }
 }

@@ -34,9 +34,6 @@ mod check;
 mod encode;
 mod input;
 mod invoke;
-mod logging;
-#[cfg(feature = "otlp")]
-mod otlp;
 mod serve;
 mod signals;
 mod usage;
@@ -102,10 +99,13 @@ fn main() -> ExitCode {
         Command::Encode(args) => encode::run(args).map(accepted),
         Command::Invoke(args) => invoke::run(args).map(accepted),
         // Logs (payload-free summaries, audit records) go to stderr, as
-        // --log-format says, filtered by RUST_LOG (`logging`).
-        Command::Serve(args) => logging::init(args.log_format, args.otlp_endpoint.as_deref())
-            .and_then(|spans| serve::run(args, spans))
-            .map(accepted),
+        // --log-format says, filtered by RUST_LOG (`lce::telemetry`).
+        Command::Serve(args) => {
+            lce::telemetry::logs::init(args.log_format, args.otlp_endpoint.as_deref())
+                .map_err(|e| UsageError(e.to_string()))
+                .and_then(|spans| serve::run(args, spans))
+        }
+        .map(accepted),
         Command::Token(args) => serve::print_token(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
@@ -114,15 +114,5 @@ fn main() -> ExitCode {
             eprintln!("lce: {msg}");
             ExitCode::from(2)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_command_line_is_consistent() {
-        super::Cli::command().debug_assert();
     }
 }

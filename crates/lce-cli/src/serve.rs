@@ -11,9 +11,12 @@ use std::time::Duration;
 use lce::gateway::server::{ServerLimits, serve_http};
 use lce::gateway::{FileAudit, GatewayBuilder, HttpUpstream};
 
-use crate::logging::{LogFormat, SpanExport};
 use crate::signals::Signals;
+
+/// The shortest token secret and ingest token taken.
+const MIN: usize = lce::gateway::MIN_SECRET_BYTES;
 use crate::usage::UsageError;
+use lce::telemetry::{LogFormat, SpanExport};
 
 /// What `lce serve --help` shows after the options.
 const AFTER_HELP: &str = "\
@@ -139,8 +142,8 @@ pub(crate) struct Args {
         long,
         env = "LCE_LOG_FORMAT",
         value_name = "FORMAT",
-        value_enum,
-        default_value_t = LogFormat::Text
+        default_value = "text",
+        value_parser = parse_log_format
     )]
     pub(crate) log_format: LogFormat,
     /// Export the span of each run request (ids, route; no payload) over
@@ -338,7 +341,7 @@ pub(crate) fn run(args: Args, spans: Option<SpanExport>) -> Result<bool, UsageEr
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let export = match spans {
-            Some(spans) => Some(spans.start().await?),
+            Some(spans) => Some(spans.start().await.map_err(|e| UsageError(e.to_string()))?),
             None => None,
         };
         let served = serve(args).await;
@@ -352,14 +355,10 @@ pub(crate) fn run(args: Args, spans: Option<SpanExport>) -> Result<bool, UsageEr
 
 /// An error and its sources, one message (no payload reaches these).
 fn chain(e: &dyn std::error::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    message
+    let all: Vec<String> = std::iter::successors(Some(e), |e| e.source())
+        .map(ToString::to_string)
+        .collect();
+    all.join(": ")
 }
 
 async fn serve(args: Args) -> Result<bool, UsageError> {
@@ -403,7 +402,7 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
         builder = builder.audit(audit.clone());
     }
     builder = with_log(builder, &args.log).await?;
-    let render = install_metrics()?;
+    let render = lce::telemetry::install_prometheus().map_err(|e| UsageError(e.to_string()))?;
     let metrics_listener = match args.metrics_addr {
         Some(addr) => Some(
             tokio::net::TcpListener::bind(addr)
@@ -468,35 +467,10 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
     Ok(true)
 }
 
-/// The buckets of `lce_log_append_seconds`, in seconds.
-const APPEND_BUCKETS: [f64; 12] = [
-    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-];
-
-/// Installs the process's Prometheus recorder (what the gateway and the run
-/// log count through the `metrics` facade) and returns what renders it;
-/// its histograms are drained every few seconds.
-fn install_metrics() -> Result<lce::gateway::MetricsRender, UsageError> {
-    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
-    let recorder = PrometheusBuilder::new()
-        .set_buckets_for_metric(
-            Matcher::Full("lce_log_append_seconds".to_owned()),
-            &APPEND_BUCKETS,
-        )
-        .map_err(|e| UsageError(format!("cannot set up the metrics: {e}")))?
-        .build_recorder();
-    let handle = recorder.handle();
-    metrics::set_global_recorder(recorder)
-        .map_err(|e| UsageError(format!("cannot set up the metrics: {e}")))?;
-    let upkeep = handle.clone();
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_secs(5));
-        loop {
-            every.tick().await;
-            upkeep.run_upkeep();
-        }
-    });
-    Ok(Arc::new(move || handle.render()))
+/// `--log-format`: `text` or `json`.
+fn parse_log_format(s: &str) -> Result<LogFormat, String> {
+    s.parse()
+        .map_err(|e: lce::telemetry::TelemetryError| e.to_string())
 }
 
 fn server_limits(args: &LimitArgs) -> ServerLimits {
@@ -534,13 +508,10 @@ async fn with_log(
         ));
     }
     if let Some(path) = &args.token_secret_file {
-        builder = builder.token_secret(read_secret(path, "token secret")?);
+        builder = builder.token_secret(read_secret(path, "token secret", MIN)?);
     }
     if let Some(path) = &args.ingest_token_file {
-        let token = String::from_utf8(read_secret(path, "ingest token")?).map_err(|_| {
-            UsageError(format!("ingest token file {} is not UTF-8", path.display()))
-        })?;
-        builder = builder.ingest_token(token);
+        builder = builder.ingest_token(read_text(path, "ingest token", MIN)?);
     }
     Ok(builder)
 }
@@ -548,45 +519,25 @@ async fn with_log(
 /// The Redis password from `file` (--log-password-file), else from the
 /// environment variable `LCE_LOG_PASSWORD`; `None` when neither gives one.
 fn password(file: Option<&Path>) -> Result<Option<String>, UsageError> {
-    if let Some(path) = file {
-        let mut bytes = std::fs::read(path).map_err(|e| {
-            UsageError(format!(
-                "cannot read log password file {}: {e}",
-                path.display()
-            ))
-        })?;
-        while bytes.last().is_some_and(u8::is_ascii_whitespace) {
-            bytes.pop();
-        }
-        return match String::from_utf8(bytes) {
-            Ok(password) if !password.is_empty() => Ok(Some(password)),
-            _ => Err(UsageError(format!(
-                "log password file {} must hold a UTF-8 password",
-                path.display()
-            ))),
-        };
+    match file {
+        Some(path) => read_text(path, "log password", 1).map(Some),
+        None => Ok(std::env::var("LCE_LOG_PASSWORD")
+            .ok()
+            .filter(|p| !p.is_empty())),
     }
-    Ok(std::env::var("LCE_LOG_PASSWORD")
-        .ok()
-        .filter(|p| !p.is_empty()))
 }
 
-/// Reads a secret or token file: its contents without trailing whitespace,
-/// at least 16 bytes.
-pub(crate) fn read_secret(path: &Path, what: &str) -> Result<Vec<u8>, UsageError> {
-    let mut bytes = std::fs::read(path)
-        .map_err(|e| UsageError(format!("cannot read {what} file {}: {e}", path.display())))?;
-    while bytes.last().is_some_and(u8::is_ascii_whitespace) {
-        bytes.pop();
-    }
-    if bytes.len() < lce::gateway::MIN_SECRET_BYTES {
-        return Err(UsageError(format!(
-            "{what} file {} must hold at least {} bytes",
-            path.display(),
-            lce::gateway::MIN_SECRET_BYTES
-        )));
-    }
-    Ok(bytes)
+/// [`read_secret`] of a file that holds text.
+fn read_text(path: &Path, what: &str, min: usize) -> Result<String, UsageError> {
+    String::from_utf8(read_secret(path, what, min)?)
+        .map_err(|_| UsageError(format!("{what} file {} is not UTF-8", path.display())))
+}
+
+/// Reads a secret, token or password file (`read_secret_file`): at least
+/// `min` bytes once trailing whitespace is removed.
+pub(crate) fn read_secret(path: &Path, what: &str, min: usize) -> Result<Vec<u8>, UsageError> {
+    lce::gateway::read_secret_file(path, min)
+        .map_err(|e| UsageError(format!("{what} file {} {e}", path.display())))
 }
 
 /// Print the read token of a run, for a platform that hands tokens out
@@ -626,7 +577,7 @@ pub(crate) struct TokenArgs {
 /// `lce token`: prints the run's read token on stdout.
 pub(crate) fn print_token(args: &TokenArgs) -> Result<(), UsageError> {
     let tokens =
-        lce::gateway::ReadTokens::new(read_secret(&args.token_secret_file, "token secret")?);
+        lce::gateway::ReadTokens::new(read_secret(&args.token_secret_file, "token secret", MIN)?);
     if !args.log.starts_with("redis://") {
         return Err(UsageError(
             "--log must be the replicas' redis://HOST:PORT[/DB]".to_owned(),
@@ -652,22 +603,4 @@ pub(crate) fn print_token(args: &TokenArgs) -> Result<(), UsageError> {
         println!("{}", tokens.token(&args.run_id, &info.nonce));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seconds_options_take_their_ranges_only() {
-        assert_eq!(positive_secs("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(positive_secs("0").is_err());
-        assert!(positive_secs("-1").is_err());
-        assert!(positive_secs("NaN").is_err());
-        assert!(positive_secs("1e300").is_err());
-        assert_eq!(limit_secs("86400"), Ok(Duration::from_secs(86_400)));
-        assert!(limit_secs("86401").is_err());
-        assert_eq!(grace_secs("0"), Ok(Duration::ZERO));
-        assert!(grace_secs("-0.5").is_err());
-    }
 }

@@ -127,6 +127,13 @@ fn usage_errors_exit_2() {
         &["serve", "--keepalive", "0"],
         // Too long for a `Duration`: a usage error, not a panic.
         &["serve", "--keepalive", "1e300"],
+        // Each seconds option takes its range only.
+        &["serve", "--takeover-after", "0"],
+        &["serve", "--takeover-after", "-1"],
+        &["serve", "--takeover-after", "NaN"],
+        &["serve", "--header-timeout", "86401"],
+        &["serve", "--shutdown-grace", "-0.5"],
+        &["serve", "--run-deadline", "-1"],
         &["serve", "--addr", "nowhere"],
         &["invoke", "a.jsonl", "b.jsonl"],
     ] {

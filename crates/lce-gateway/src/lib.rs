@@ -85,7 +85,7 @@ pub use gateway::{DEFAULT_RUN_DEADLINE, Gateway};
 pub use ids::{MAX_ID_BYTES, is_valid_id};
 pub use invoke::accumulate;
 pub use metrics::{MetricsRender, PROMETHEUS_TEXT, metrics_router};
-pub use tokens::{NoRandomness, ReadTokens, random_id};
+pub use tokens::{NoRandomness, ReadTokens, SecretFileError, random_id, read_secret_file};
 pub use trace_context::TraceContext;
 pub use upstream::http::InvalidUpstreamUrl;
 pub use upstream::{

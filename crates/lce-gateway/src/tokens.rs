@@ -77,6 +77,39 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Why a secret file could not be used ([`read_secret_file`]).
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    /// The file could not be read.
+    #[error("cannot be read: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// Fewer bytes than asked for, trailing whitespace removed.
+    #[error("must hold at least {0} bytes")]
+    TooShort(usize),
+}
+
+/// Reads a secret, token or password file as a deployment mounts one: its
+/// bytes without trailing whitespace (a final newline), at least
+/// `min_bytes` of them. The bytes are never part of an error.
+///
+/// # Errors
+///
+/// [`SecretFileError`]: unreadable, or shorter than `min_bytes`.
+pub fn read_secret_file(
+    path: &std::path::Path,
+    min_bytes: usize,
+) -> Result<Vec<u8>, SecretFileError> {
+    let mut bytes = std::fs::read(path).map_err(SecretFileError::Unreadable)?;
+    while bytes.last().is_some_and(u8::is_ascii_whitespace) {
+        bytes.pop();
+    }
+    if bytes.len() < min_bytes.max(1) {
+        return Err(SecretFileError::TooShort(min_bytes.max(1)));
+    }
+    Ok(bytes)
+}
+
 /// The OS's random source failed: no safe id can be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the OS's random source is unavailable")]

@@ -16,6 +16,7 @@
 //! | `runlog` | `lce-runlog`: a gateway's run log, its writer and subscription | `runlog` (not in `full`) |
 //! | `gateway` | `lce-gateway`: the gateway as an axum `Router` to nest | `gateway` (not in `full`) |
 //! | `redis` | `lce-redis`: the run log and thread store on Redis | `redis` (not in `full`) |
+//! | `telemetry` | `lce-telemetry`: a gateway process's logs, Prometheus recorder and (feature `otlp`) span export | `telemetry`, `otlp` (not in `full`) |
 //!
 //! May depend on: the lce crates above, nothing else.
 //!
@@ -83,6 +84,8 @@ pub use lce_runlog as runlog;
 pub use lce_sanitize as sanitize;
 #[cfg(feature = "stream")]
 pub use lce_stream as stream;
+#[cfg(feature = "telemetry")]
+pub use lce_telemetry as telemetry;
 #[cfg(feature = "validate")]
 pub use lce_validate as validate;
 #[cfg(feature = "wire")]

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use lce::gateway::trace_context::{SPAN_NAME, SPAN_TARGET, parse_traceparent};
+use lce_gateway::trace_context::{SPAN_NAME, SPAN_TARGET, parse_traceparent};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
@@ -43,7 +43,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::usage::UsageError;
+use crate::TelemetryError;
 
 /// Spans queued for export at most (OpenTelemetry's default queue size).
 const MAX_QUEUE: usize = 2048;
@@ -63,7 +63,7 @@ pub(crate) struct RunSpans {
 
 /// The export of the spans [`RunSpans`] queues, to start on the runtime.
 #[derive(Debug)]
-pub(crate) struct SpanExport {
+pub struct SpanExport {
     endpoint: String,
     queue: mpsc::Receiver<SpanData>,
     dropped: Arc<AtomicU64>,
@@ -71,13 +71,13 @@ pub(crate) struct SpanExport {
 
 /// The export task, running.
 #[derive(Debug)]
-pub(crate) struct RunningExport {
+pub struct RunningExport {
     stop: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
 /// The layer and its export for `--otlp-endpoint URL` (`http://HOST:PORT[/PATH]`).
-pub(crate) fn pipeline(url: &str) -> Result<(RunSpans, SpanExport), UsageError> {
+pub(crate) fn pipeline(url: &str) -> Result<(RunSpans, SpanExport), TelemetryError> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| bad_endpoint(url))?;
@@ -102,8 +102,8 @@ pub(crate) fn pipeline(url: &str) -> Result<(RunSpans, SpanExport), UsageError> 
     Ok((layer, export))
 }
 
-fn bad_endpoint(url: &str) -> UsageError {
-    UsageError(format!(
+fn bad_endpoint(url: &str) -> TelemetryError {
+    TelemetryError(format!(
         "--otlp-endpoint must be http://HOST:PORT[/PATH] (OTLP/HTTP, no TLS), not {url:?}"
     ))
 }
@@ -111,14 +111,14 @@ fn bad_endpoint(url: &str) -> UsageError {
 impl SpanExport {
     /// Builds the exporter and starts the export task (on the current
     /// runtime: the exporter's hyper client needs it).
-    pub(crate) async fn start(self) -> Result<RunningExport, UsageError> {
+    pub async fn start(self) -> Result<RunningExport, TelemetryError> {
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(&self.endpoint)
             .with_timeout(EXPORT_TIMEOUT)
             .build()
-            .map_err(|e| UsageError(format!("cannot export to --otlp-endpoint: {e}")))?;
+            .map_err(|e| TelemetryError(format!("cannot export to --otlp-endpoint: {e}")))?;
         let mut resource = opentelemetry_sdk::Resource::builder();
         if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
             resource = resource.with_service_name("lce");
@@ -147,7 +147,7 @@ impl SpanExport {
 
 impl RunningExport {
     /// Exports what is queued and stops (bounded by the export timeout).
-    pub(crate) async fn shutdown(self) {
+    pub async fn shutdown(self) {
         let _ = self.stop.send(());
         let _ = tokio::time::timeout(EXPORT_TIMEOUT + Duration::from_secs(1), self.task).await;
     }
@@ -228,7 +228,7 @@ struct Pending {
     fields: RunFields,
 }
 
-/// What a run request's span says ([`lce::gateway::TraceContext::span`]).
+/// What a run request's span says ([`lce_gateway::TraceContext::span`]).
 #[derive(Default)]
 struct RunFields {
     route: Option<String>,
@@ -389,7 +389,7 @@ mod tests {
         let (layer, mut export) = pipeline("http://127.0.0.1:4318/").unwrap();
         assert_eq!(export.endpoint, "http://127.0.0.1:4318/v1/traces");
         let subscriber = tracing_subscriber::registry().with(layer);
-        let cx = lce::gateway::TraceContext::from_traceparent(
+        let cx = lce_gateway::TraceContext::from_traceparent(
             Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
             Some("k=v"),
         );
@@ -409,7 +409,7 @@ mod tests {
     fn an_unsampled_span_is_not_exported() {
         let (layer, mut export) = pipeline("http://127.0.0.1:4318").unwrap();
         let subscriber = tracing_subscriber::registry().with(layer);
-        let cx = lce::gateway::TraceContext::from_traceparent(
+        let cx = lce_gateway::TraceContext::from_traceparent(
             Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"),
             None,
         );

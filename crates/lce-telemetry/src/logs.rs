@@ -1,4 +1,4 @@
-//! `lce serve`'s logs and traces: the `tracing` subscriber.
+//! The logs and traces of a gateway process: the `tracing` subscriber.
 //!
 //! Logs go to stderr as text (the default) or JSON (`--log-format json`:
 //! one object a line, `timestamp`, `level`, `target`, `message` and the
@@ -16,27 +16,27 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
-use crate::usage::UsageError;
+use crate::TelemetryError;
 
 #[cfg(feature = "otlp")]
-pub(crate) use crate::otlp::SpanExport;
+pub use crate::otlp::{RunningExport, SpanExport};
 
 /// Without the `otlp` feature there is no span export (this type has no
 /// value).
 #[cfg(not(feature = "otlp"))]
 #[derive(Debug)]
-pub(crate) enum SpanExport {}
+pub enum SpanExport {}
 
 /// Without the `otlp` feature there is no span export (this type has no
 /// value).
 #[cfg(not(feature = "otlp"))]
 #[derive(Debug)]
-pub(crate) enum RunningExport {}
+pub enum RunningExport {}
 
 #[cfg(not(feature = "otlp"))]
 impl SpanExport {
     /// Never called: there is no value.
-    pub(crate) async fn start(self) -> Result<RunningExport, UsageError> {
+    pub async fn start(self) -> Result<RunningExport, TelemetryError> {
         match self {}
     }
 }
@@ -44,14 +44,14 @@ impl SpanExport {
 #[cfg(not(feature = "otlp"))]
 impl RunningExport {
     /// Never called: there is no value.
-    pub(crate) async fn shutdown(self) {
+    pub async fn shutdown(self) {
         match self {}
     }
 }
 
 /// The format of the logs on stderr.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum LogFormat {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
     /// Human-readable lines.
     #[default]
     Text,
@@ -59,13 +59,26 @@ pub(crate) enum LogFormat {
     Json,
 }
 
+impl std::str::FromStr for LogFormat {
+    type Err = TelemetryError;
+
+    /// `text` or `json`.
+    fn from_str(s: &str) -> Result<Self, TelemetryError> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(TelemetryError("must be `text` or `json`".to_owned())),
+        }
+    }
+}
+
 /// Installs the subscriber of `lce serve`: logs in `format` filtered by
 /// `RUST_LOG`, and, with `otlp_endpoint`, the span layer whose export
 /// [`SpanExport::start`] starts once the runtime runs.
-pub(crate) fn init(
+pub fn init(
     format: LogFormat,
     otlp_endpoint: Option<&str>,
-) -> Result<Option<SpanExport>, UsageError> {
+) -> Result<Option<SpanExport>, TelemetryError> {
     // Invalid directives are reported on stderr and skipped; unset or
     // empty means `info`.
     let filter = EnvFilter::builder()
@@ -97,7 +110,7 @@ pub(crate) fn init(
 type SpanLayer = Option<Box<dyn Layer<Registry> + Send + Sync>>;
 
 #[cfg(feature = "otlp")]
-fn span_layer(endpoint: Option<&str>) -> Result<(SpanLayer, Option<SpanExport>), UsageError> {
+fn span_layer(endpoint: Option<&str>) -> Result<(SpanLayer, Option<SpanExport>), TelemetryError> {
     match endpoint {
         Some(endpoint) => {
             let (layer, export) = crate::otlp::pipeline(endpoint)?;
@@ -112,9 +125,9 @@ fn span_layer(endpoint: Option<&str>) -> Result<(SpanLayer, Option<SpanExport>),
 }
 
 #[cfg(not(feature = "otlp"))]
-fn span_layer(endpoint: Option<&str>) -> Result<(SpanLayer, Option<SpanExport>), UsageError> {
+fn span_layer(endpoint: Option<&str>) -> Result<(SpanLayer, Option<SpanExport>), TelemetryError> {
     match endpoint {
-        Some(_) => Err(UsageError(
+        Some(_) => Err(TelemetryError(
             "--otlp-endpoint needs an lce built with the `otlp` feature".to_owned(),
         )),
         None => Ok((None, None)),
