@@ -361,13 +361,8 @@ fn chain(e: &dyn std::error::Error) -> String {
     all.join(": ")
 }
 
-async fn serve(args: Args) -> Result<bool, UsageError> {
-    let audit = match &args.audit_log {
-        Some(path) => Some(Arc::new(FileAudit::open(path).map_err(|e| {
-            UsageError(format!("cannot open audit log {}: {e}", path.display()))
-        })?)),
-        None => None,
-    };
+/// The gateway `args` describe, before its log, audit and metrics.
+fn builder(args: &Args) -> Result<GatewayBuilder, UsageError> {
     let mut builder = GatewayBuilder::new()
         .speed(args.speed)
         .keepalive(args.keepalive)
@@ -398,6 +393,17 @@ async fn serve(args: Args) -> Result<bool, UsageError> {
     if let Some(agent) = &args.default_scenario {
         builder = builder.default_agent(agent);
     }
+    Ok(builder)
+}
+
+async fn serve(args: Args) -> Result<bool, UsageError> {
+    let audit = match &args.audit_log {
+        Some(path) => Some(Arc::new(FileAudit::open(path).map_err(|e| {
+            UsageError(format!("cannot open audit log {}: {e}", path.display()))
+        })?)),
+        None => None,
+    };
+    let mut builder = builder(&args)?;
     if let Some(audit) = &audit {
         builder = builder.audit(audit.clone());
     }

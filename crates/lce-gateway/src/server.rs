@@ -203,19 +203,42 @@ where
     refusals.flush(per_address.max);
 
     tracing::info!(target: TARGET, signal, open = open(&slots), "stopping: no new connections, in-flight responses may finish");
+    wind_down(
+        &phase,
+        &mut signals,
+        limits.shutdown_grace,
+        || open(&slots),
+        on_grace_expired,
+    )
+    .await;
+    Ok(())
+}
+
+/// After the signal: lets in-flight responses finish for `grace` (a second
+/// signal ends it), calls `on_grace_expired`, then gives the connections at
+/// most [`DRAIN`] to write their runs' ends.
+async fn wind_down<S>(
+    phase: &watch::Sender<Phase>,
+    signals: &mut S,
+    grace: Duration,
+    open: impl Fn() -> usize,
+    on_grace_expired: impl FnOnce(),
+) where
+    S: Stream<Item = &'static str> + Unpin,
+{
     phase.send_replace(Phase::Stopping);
     // Resolves when every connection task has ended (each holds a receiver).
     let mut all_closed = pin!(phase.closed());
     let finished = tokio::select! {
         () = &mut all_closed => true,
-        () = tokio::time::sleep(limits.shutdown_grace) => false,
-        s = next_signal(&mut signals) => {
+        () = tokio::time::sleep(grace) => false,
+        s = next_signal(signals) => {
             tracing::info!(target: TARGET, signal = s, "second signal: ending the grace period");
             false
         }
     };
     if !finished {
-        tracing::info!(target: TARGET, open = open(&slots), "grace period over: ending the runs still in flight");
+        tracing::info!(target: TARGET, open = open(), "grace period over: ending the runs still in flight");
     }
     on_grace_expired();
     if !finished {
@@ -224,11 +247,10 @@ where
         // cancellation handle shared by several runs wakes only one).
         phase.send_replace(Phase::Ending);
         if tokio::time::timeout(DRAIN, &mut all_closed).await.is_err() {
-            tracing::warn!(target: TARGET, open = open(&slots), "connections still open after the drain; closing them");
+            tracing::warn!(target: TARGET, open = open(), "connections still open after the drain; closing them");
         }
     }
     tracing::info!(target: TARGET, "stopped");
-    Ok(())
 }
 
 /// What a served connection holds until it closes: its slot among the
