@@ -6,12 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{
-    Client, ErrorKind, IntoConnectionInfo as _, RedisError, RedisResult, RetryMethod,
-    ServerErrorKind, Value,
-};
+use redis::aio::ConnectionManagerConfig;
+use redis::{ErrorKind, RedisError, RedisResult, RetryMethod, ServerErrorKind, Value};
 use tokio::time::Instant;
+
+use crate::topology::{Conn, Source, Topology};
 
 /// Why an operation did not happen (the engine's own words are dropped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +40,10 @@ const ATTEMPT_BOUND: Duration = Duration::from_secs(2);
 /// sockets) and the bound of one operation.
 ///
 /// Each connection is a `ConnectionManager`, which reconnects by itself
-/// when the engine drops it. One that stops answering while its socket
+/// when the engine drops it (to the same address: behind Sentinel, a
+/// connection that fails, or finds a replica where the primary was, is
+/// replaced by one to the primary Sentinel names now), or a Cluster
+/// connection, which follows the slot map by itself. One that stops answering while its socket
 /// stays open (seen here with about 2,000 commands in flight on one
 /// connection: the client's driver parked with requests queued and nothing
 /// written, until every operation timed out) is replaced by the first
@@ -49,70 +51,83 @@ const ATTEMPT_BOUND: Duration = Duration::from_secs(2);
 /// again, as after a dropped connection.
 #[derive(Clone)]
 pub(crate) struct Engine {
-    pub(crate) client: Client,
+    pub(crate) source: Arc<Source>,
+    pub(crate) topology: Arc<Topology>,
     conns: Arc<[Slot]>,
     next: Arc<AtomicUsize>,
     config: ConnectionManagerConfig,
     pub(crate) timeout: Duration,
+    /// How much longer than [`ATTEMPT_BOUND`] an attempt that ends with
+    /// `WAIT` may take (the replica timeout).
+    waits: Duration,
 }
 
 /// One connection of the set and how many times it was replaced.
 struct Slot {
-    current: Mutex<(u64, ConnectionManager)>,
+    current: Mutex<(u64, Conn)>,
     /// Held while a replacement connects, so one wedge is replaced once.
     replacing: tokio::sync::Mutex<()>,
 }
 
 impl Engine {
-    /// Connects to `url` (`redis://HOST:PORT[/DB]`), authenticating with
-    /// `password` when given (it replaces one the url holds); the first
-    /// connections must succeed within `timeout`.
+    /// Connects to the engine `url` names (see [`Topology`]),
+    /// authenticating with `password` when given (it replaces one the url
+    /// holds); the first connections must succeed within `timeout`.
     pub(crate) async fn connect(
         url: &str,
         password: Option<&str>,
         timeout: Duration,
+        waits: Duration,
     ) -> Result<Engine, Failure> {
-        let not_a_url = |e: RedisError| {
+        let topology = Topology::parse(url, password).map_err(|e| {
+            tracing::warn!(error = %e, "redis: the url was not accepted");
+            Failure::Failed
+        })?;
+        let source = Source::new(&topology, ATTEMPT_BOUND.min(timeout)).map_err(|e| {
             tracing::warn!(kind = ?e.kind(), "redis: the url was not accepted");
             Failure::Failed
-        };
-        let mut info = url.into_connection_info().map_err(not_a_url)?;
-        if let Some(password) = password {
-            let settings = info.redis_settings().clone().set_password(password);
-            info = info.set_redis_settings(settings);
-        }
-        let client = Client::open(info).map_err(not_a_url)?;
+        })?;
         // Reconnection after a dropped connection: the manager swaps in a
         // new connection in the background, trying 6 times with growing
         // random pauses of at most 1 s; a command issued meanwhile waits
         // for it.
         let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(ATTEMPT_BOUND.min(timeout)))
+            .set_response_timeout(Some(ATTEMPT_BOUND.min(timeout) + waits))
             .set_connection_timeout(Some(timeout))
             .set_max_delay(Duration::from_secs(1))
             .set_concurrency_limit(IN_FLIGHT_PER_CONNECTION);
         let mut conns = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
-            let conn = manager(&client, &config, timeout).await?;
+            let conn = connect(&source, &config, timeout).await?;
             conns.push(Slot {
                 current: Mutex::new((0, conn)),
                 replacing: tokio::sync::Mutex::new(()),
             });
         }
         Ok(Engine {
-            client,
+            source: Arc::new(source),
+            topology: Arc::new(topology),
             conns: conns.into(),
             next: Arc::new(AtomicUsize::new(0)),
             config,
             timeout,
+            waits,
         })
     }
 
     /// The next connection of the set: its index, generation and handle.
-    fn pick(&self) -> Option<(usize, u64, ConnectionManager)> {
+    fn pick(&self) -> Option<(usize, u64, Conn)> {
         let k = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
         let current = self.conns[k].current.lock().ok()?;
         Some((k, current.0, current.1.clone()))
+    }
+
+    /// Whether a failed attempt's connection must be replaced, not only
+    /// tried again: it found a replica or a moved slot, or (behind
+    /// Sentinel) it failed, and its own reconnection would go back to the
+    /// address where the primary was.
+    fn moved(&self, e: &RedisError) -> bool {
+        redirected(e) || matches!(*self.source, Source::Sentinel(_))
     }
 
     /// Replaces connection `k` if it is still generation `generation` (an
@@ -124,19 +139,16 @@ impl Engine {
         if slot.current.lock().map(|c| c.0).ok() != Some(generation) {
             return;
         }
-        match manager(&self.client, &self.config, self.timeout).await {
+        match connect(&self.source, &self.config, self.timeout).await {
             Ok(conn) => {
                 if let Ok(mut current) = slot.current.lock() {
                     *current = (generation + 1, conn);
                 }
-                tracing::warn!(
-                    connection = k,
-                    "redis: a connection left an attempt unanswered in time; replaced it"
-                );
+                tracing::warn!(connection = k, "redis: replaced a connection");
             }
             Err(_) => tracing::warn!(
                 connection = k,
-                "redis: a connection left an attempt unanswered in time and no new one could be made"
+                "redis: a connection was to be replaced and no new one could be made"
             ),
         }
     }
@@ -152,7 +164,7 @@ impl Engine {
         mut attempt: F,
     ) -> Result<T, Failure>
     where
-        F: FnMut(ConnectionManager, bool) -> Fut,
+        F: FnMut(Conn, bool) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let deadline = Instant::now() + self.timeout;
@@ -162,12 +174,12 @@ impl Engine {
             let Some((k, generation, conn)) = self.pick() else {
                 return Err(Failure::Failed);
             };
-            let bound = deadline.min(Instant::now() + ATTEMPT_BOUND);
+            let bound = deadline.min(Instant::now() + ATTEMPT_BOUND + self.waits);
             let outcome = tokio::time::timeout_at(bound, attempt(conn, retry)).await;
             match outcome {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) if transient(&e) && Instant::now() + pause < deadline => {
-                    if e.is_timeout() {
+                    if e.is_timeout() || self.moved(&e) {
                         self.replace(k, generation).await;
                     }
                     tracing::debug!(op, kind = ?e.kind(), "redis: trying again after a connection failure");
@@ -204,25 +216,59 @@ impl Engine {
         .await
     }
 
-    /// Runs `build(retry)`'s commands, a transaction (`redis::pipe().atomic()`),
-    /// and answers each command's reply in order. `retry` is as in
+    /// Runs `build(retry)`'s commands as one transaction (`MULTI` ...
+    /// `EXEC`), and answers each command's reply in order. `retry` is as in
     /// [`Engine::attempts`]. A command that fails inside the transaction
     /// fails the whole call (the engine ran the others: a transaction is
     /// not rolled back), so the commands are ones that do not fail on
     /// their own, and scripts are sent whole (`EVAL`): an `EVALSHA` that met
     /// `NOSCRIPT` would leave the rest of the transaction to run without
     /// it.
+    ///
+    /// With `replicas` above 0, `WAIT replicas <ms>` follows `EXEC` in the
+    /// same write on the same connection, so it covers this transaction's
+    /// writes; an attempt that fewer replicas confirm in time is tried
+    /// again (as one whose answer was lost: `retry` is true).
     pub(crate) async fn transaction<F>(
         &self,
         op: &'static str,
+        replicas: u32,
         build: F,
     ) -> Result<Vec<Value>, Failure>
     where
         F: Fn(bool) -> redis::Pipeline,
     {
+        let wait_ms = millis(self.waits);
         self.attempts(op, |mut conn, retry| {
-            let pipe = build(retry);
-            async move { pipe.query_async::<Vec<Value>>(&mut conn).await }
+            let commands = build(retry);
+            let mut pipe = redis::pipe();
+            pipe.cmd("MULTI");
+            for cmd in commands.cmd_iter() {
+                pipe.add_command(cmd.clone());
+            }
+            pipe.cmd("EXEC");
+            if replicas > 0 {
+                pipe.cmd("WAIT").arg(replicas).arg(wait_ms);
+            }
+            async move {
+                let mut replies: Vec<Value> = pipe.query_async(&mut conn).await?;
+                if replicas > 0 {
+                    let confirmed = replies.pop().as_ref().and_then(int).unwrap_or(0);
+                    if confirmed < i64::from(replicas) {
+                        return Err(RedisError::from((
+                            ErrorKind::Server(ServerErrorKind::TryAgain),
+                            "fewer replicas confirmed the write than required",
+                        )));
+                    }
+                }
+                match replies.pop() {
+                    Some(Value::Array(results)) => Ok(results),
+                    _ => Err(RedisError::from((
+                        ErrorKind::Server(ServerErrorKind::ExecAbort),
+                        "the transaction did not run",
+                    ))),
+                }
+            }
         })
         .await
     }
@@ -265,6 +311,43 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// [`Engine::eval`], and with `replicas` above 0 the script's writes
+    /// confirmed by that many replicas (`WAIT`, in one transaction with
+    /// the script sent whole), so that a failover keeps them: a run's
+    /// creation and a takeover's claim, which the entries that follow rely
+    /// on.
+    pub(crate) async fn eval_confirmed(
+        &self,
+        op: &'static str,
+        script: &Lua,
+        keys: &[&str],
+        args: &[&str],
+        retry_arg: bool,
+        replicas: u32,
+    ) -> Result<Value, Failure> {
+        if replicas == 0 {
+            return self.eval(op, script, keys, args, retry_arg).await;
+        }
+        let replies = self
+            .transaction(op, replicas, |retry| {
+                let mut pipe = redis::pipe();
+                let cmd = pipe
+                    .cmd("EVAL")
+                    .arg(script.code)
+                    .arg(keys.len())
+                    .arg(keys)
+                    .arg(args);
+                if retry_arg {
+                    cmd.arg(if retry { "1" } else { "0" });
+                }
+                pipe
+            })
+            .await?;
+        replies.into_iter().next().ok_or(Failure::Failed)
+    }
+}
+
 /// A Lua script: its code and its SHA-1 (the name `EVALSHA` calls it by).
 pub(crate) struct Lua {
     pub(crate) code: &'static str,
@@ -280,16 +363,53 @@ impl Lua {
     }
 }
 
-/// Whether an error is the connection's (worth a new attempt once the
-/// manager has reconnected) rather than the engine's answer.
+/// Whether an error is the connection's or the topology's (worth a new
+/// attempt once the manager has reconnected, Sentinel has named the new
+/// primary or the Cluster's slot map is read again) rather than the
+/// engine's answer.
 pub(crate) fn transient(e: &RedisError) -> bool {
     e.is_io_error()
         || e.is_timeout()
         || e.is_connection_dropped()
+        || redirected(e)
         || matches!(
             e.retry_method(),
             RetryMethod::Reconnect | RetryMethod::RetryImmediately | RetryMethod::WaitAndRetry
         )
+}
+
+/// Whether the error says the node is not (or no longer) where the write
+/// goes: a replica (`READONLY`, or `WAIT` refused by a replica, after a
+/// failover), a slot served elsewhere (`MOVED`, `ASK`), a transaction
+/// aborted, or a pipeline that failed for one of these.
+fn redirected(e: &RedisError) -> bool {
+    let moved = |kind: Option<ServerErrorKind>| {
+        matches!(
+            kind,
+            Some(
+                ServerErrorKind::ReadOnly
+                    | ServerErrorKind::Moved
+                    | ServerErrorKind::Ask
+                    | ServerErrorKind::ExecAbort
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+            )
+        )
+    };
+    matches!(
+        e.retry_method(),
+        RetryMethod::RefreshSlotsAndRetry | RetryMethod::MovedRedirect | RetryMethod::AskRedirect
+    ) || e.kind() == ErrorKind::Server(ServerErrorKind::ExecAbort)
+        || e.clone().into_server_errors().is_some_and(|errors| {
+            errors.iter().any(|(_, error)| {
+                moved(error.kind())
+                    || (error.code() == "ERR"
+                        && error
+                            .details()
+                            .is_some_and(|d| d.contains("with replica instances")))
+            })
+        })
 }
 
 /// A reply's bytes, when it is a string.
@@ -317,14 +437,13 @@ pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(ms).unwrap_or(u64::MAX).min(i64::MAX as u64)
 }
 
-/// A new connection manager, within `timeout`.
-async fn manager(
-    client: &Client,
+/// A new connection to the engine, within `timeout`.
+async fn connect(
+    source: &Source,
     config: &ConnectionManagerConfig,
     timeout: Duration,
-) -> Result<ConnectionManager, Failure> {
-    let connecting = ConnectionManager::new_with_config(client.clone(), config.clone());
-    match tokio::time::timeout(timeout, connecting).await {
+) -> Result<Conn, Failure> {
+    match tokio::time::timeout(timeout, source.connect(config)).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(e)) => {
             tracing::warn!(kind = ?e.kind(), "redis: could not connect");
@@ -353,7 +472,9 @@ mod tests {
     /// (`None` where no `redis-server` is installed, outside CI).
     async fn engine(timeout: Duration) -> Option<(RedisServer, Engine)> {
         let server = RedisServer::start()?;
-        let engine = Engine::connect(&server.url(), None, timeout).await.unwrap();
+        let engine = Engine::connect(&server.url(), None, timeout, Duration::ZERO)
+            .await
+            .unwrap();
         Some((server, engine))
     }
 

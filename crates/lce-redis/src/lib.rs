@@ -134,6 +134,7 @@ mod engine;
 mod log;
 mod scripts;
 mod store;
+mod topology;
 mod wakeups;
 
 pub use log::{DEFAULT_THREAD_RETENTION, RedisLogOptions, RedisRunLog};

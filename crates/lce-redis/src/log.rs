@@ -1,7 +1,7 @@
 //! [`RedisRunLog`]: the run log on Redis Streams (see the crate
 //! documentation for the keys and the scripts).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,8 +12,8 @@ use redis::Value;
 use tokio::time::Instant;
 
 use crate::engine::{Engine, Failure, int, millis, text};
-use crate::scripts::{APPEND_GUARD, Scripts, UNFENCE};
-use crate::wakeups::{Waiting, Wakeups};
+use crate::scripts::{APPEND_GUARD, CONFIRM, Scripts, UNFENCE};
+use crate::wakeups::{Waiting, Wakeups, shard_channel};
 
 /// How long a thread's revisions are kept after its last commit when no
 /// thread retention is given: 30 days.
@@ -37,6 +37,14 @@ pub struct RedisLogOptions {
     /// connection included (default 5 s); a read that waits waits its own
     /// `wait` on top of it.
     pub timeout: Duration,
+    /// How many replicas of the engine must hold an append before it
+    /// counts as acknowledged and its entries may reach a reader (`WAIT`;
+    /// default 0: the primary's acknowledgement is enough). See
+    /// [`RedisLogOptions::with_replicas`].
+    pub replicas: u32,
+    /// How long one append waits for those replicas (default 1 s) before
+    /// it is tried again, within [`RedisLogOptions::timeout`].
+    pub replica_timeout: Duration,
     /// The engine's password ([`RedisLogOptions::with_password`]), so that
     /// it need not be written in a url on a command line.
     pub(crate) password: Option<EnginePassword>,
@@ -66,6 +74,8 @@ impl Default for RedisLogOptions {
             thread_retention: DEFAULT_THREAD_RETENTION,
             prefix: "lce".to_owned(),
             timeout: Duration::from_secs(5),
+            replicas: 0,
+            replica_timeout: Duration::from_secs(1),
             password: None,
         }
     }
@@ -108,14 +118,43 @@ impl RedisLogOptions {
         self.timeout = timeout;
         self
     }
+
+    /// Counts an append as acknowledged only once `replicas` replicas of
+    /// the engine hold it (`WAIT replicas timeout`), each wait bounded by
+    /// `timeout`: what a failover to one of them keeps (guarantee 7). An
+    /// append not confirmed in time is tried again within the operation's
+    /// bound ([`RedisLogOptions::with_timeout`]), then fails
+    /// (`LogError::Unavailable`: the gateway ends the run as `log_failed`).
+    /// Readers see an entry only once it is confirmed. Every replica of
+    /// the gateway must use the same setting.
+    pub fn with_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replicas = replicas;
+        self.replica_timeout = timeout;
+        self
+    }
 }
 
 /// How long an append that found a gap waits before trying its position
 /// again, while earlier appends of its run are in flight.
 const GAP_PAUSE: Duration = Duration::from_millis(20);
 
-/// How many orphan candidates one [`RunLog::orphans`] looks at.
+/// How many orphan candidates one [`RunLog::orphans`] looks at per part
+/// of the active-run index.
 const ORPHANS_PER_CALL: usize = 1000;
+
+/// How many parts the active-run index has: a run is recorded in the part
+/// its id hashes to, so that on a Cluster no key is written by every run
+/// and the index spreads over as many slots.
+const ACTIVE_BUCKETS: u32 = 16;
+
+/// The part of the active-run index `run_id` is recorded in (FNV-1a of
+/// its bytes; the same on every replica).
+fn active_bucket(run_id: &str) -> u32 {
+    let hash = run_id.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    hash % ACTIVE_BUCKETS
+}
 
 /// `lce_runlog::RunLog` on Redis Streams, shared by every replica that
 /// connects to the same engine with the same prefix.
@@ -134,9 +173,8 @@ struct Inner {
     engine: Engine,
     scripts: Scripts,
     options: RedisLogOptions,
-    /// `<prefix>:active`.
-    active: String,
-    /// `<prefix>:appended`, where every append publishes its run id.
+    /// `<prefix>:appended`, where every append publishes its run id (one
+    /// server); on a Cluster, each run's own shard channel instead.
     appended: String,
     /// The reads that wait, woken by the notices on `appended`.
     wakeups: Arc<Wakeups>,
@@ -239,25 +277,38 @@ impl RedisRunLog {
     /// not answer within the options' timeout (neither the url nor the
     /// engine's words are kept).
     pub async fn connect(url: &str, options: RedisLogOptions) -> Result<Self, LogError> {
-        let engine = Engine::connect(url, EnginePassword::of(&options), options.timeout)
+        let waits = if options.replicas > 0 {
+            options.replica_timeout
+        } else {
+            Duration::ZERO
+        };
+        let engine = Engine::connect(url, EnginePassword::of(&options), options.timeout, waits)
             .await
             .map_err(unavailable)?;
         let scripts = Scripts::new();
         // Loaded up front: otherwise the first pipelined appends all meet
         // NOSCRIPT and are sent again one by one, in an order of their own.
-        for script in scripts.all() {
-            let mut load = redis::cmd("SCRIPT");
-            load.arg("LOAD").arg(script.code);
-            engine.query("load", &load).await.map_err(unavailable)?;
+        // Not on a Cluster, where `SCRIPT LOAD` reaches one node: there the
+        // first call of each script on a node is an `EVAL` after `NOSCRIPT`.
+        if !engine.topology.is_cluster() {
+            for script in scripts.all() {
+                let mut load = redis::cmd("SCRIPT");
+                load.arg("LOAD").arg(script.code);
+                engine.query("load", &load).await.map_err(unavailable)?;
+            }
         }
         let appended = format!("{}:appended", options.prefix);
-        let (wakeups, listener) =
-            Wakeups::start(engine.client.clone(), appended.clone(), options.timeout);
+        let (wakeups, listener) = Wakeups::start(
+            Arc::clone(&engine.source),
+            &engine.topology,
+            appended.clone(),
+            &options.prefix,
+            options.timeout,
+        );
         Ok(RedisRunLog {
             inner: Arc::new(Inner {
                 engine,
                 scripts,
-                active: format!("{}:active", options.prefix),
                 options,
                 appended,
                 wakeups,
@@ -338,13 +389,11 @@ impl Inner {
     /// renewal records it again). The set expires the retention after the
     /// last run recorded in it, so that nothing lce writes lives forever.
     async fn mark_active(&self, op: &'static str, run_id: &str, deadline_ms: i64) {
+        let active = self.active_key(active_bucket(run_id));
         let mut pipe = redis::pipe();
-        pipe.cmd("ZADD")
-            .arg(&self.active)
-            .arg(deadline_ms)
-            .arg(run_id);
+        pipe.cmd("ZADD").arg(&active).arg(deadline_ms).arg(run_id);
         pipe.cmd("PEXPIRE")
-            .arg(&self.active)
+            .arg(&active)
             .arg(millis(self.options.retention));
         let marked: Result<Vec<Value>, _> = self
             .engine
@@ -360,13 +409,39 @@ impl Inner {
 
     /// Takes `run_id` out of the active set (a hint, as above).
     async fn mark_done(&self, op: &'static str, run_ids: &[&str]) {
-        if run_ids.is_empty() {
-            return;
+        let mut buckets: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+        for run_id in run_ids {
+            buckets
+                .entry(active_bucket(run_id))
+                .or_default()
+                .push(run_id);
         }
-        let mut cmd = redis::cmd("ZREM");
-        cmd.arg(&self.active).arg(run_ids);
-        if self.engine.query(op, &cmd).await.is_err() {
-            tracing::warn!(op, "redis: the active-run index was not updated");
+        for (bucket, run_ids) in buckets {
+            let mut cmd = redis::cmd("ZREM");
+            cmd.arg(self.active_key(bucket)).arg(run_ids);
+            if self.engine.query(op, &cmd).await.is_err() {
+                tracing::warn!(op, "redis: the active-run index was not updated");
+            }
+        }
+    }
+
+    /// `<prefix>:active:{<bucket>}`: one of the [`ACTIVE_BUCKETS`] parts of
+    /// the active-run index (each in a slot of its own, so that no key is
+    /// written by every run).
+    fn active_key(&self, bucket: u32) -> String {
+        format!("{}:active:{{{bucket}}}", self.options.prefix)
+    }
+
+    /// A wake-up for the reads waiting on `run_id`, to end a transaction
+    /// with: `PUBLISH` on the handle's channel, or on a Cluster `SPUBLISH`
+    /// on the run's shard channel (its own slot).
+    fn publish(&self, pipe: &mut redis::Pipeline, run_id: &str) {
+        if self.engine.topology.is_cluster() {
+            pipe.cmd("SPUBLISH")
+                .arg(shard_channel(&self.options.prefix, run_id))
+                .arg(run_id);
+        } else {
+            pipe.cmd("PUBLISH").arg(&self.appended).arg(run_id);
         }
     }
 
@@ -375,7 +450,7 @@ impl Inner {
         let lease_ms = millis(lease);
         let reply = self
             .engine
-            .eval(
+            .eval_confirmed(
                 "create",
                 &self.scripts.create,
                 &[&keys.meta, &keys.log, &keys.lease],
@@ -385,8 +460,10 @@ impl Inner {
                     &lease_ms.to_string(),
                     &millis(self.options.retention).to_string(),
                     &info.nonce,
+                    if self.options.replicas > 0 { "1" } else { "0" },
                 ],
                 true,
+                self.options.replicas,
             )
             .await
             .map_err(unavailable)?;
@@ -431,7 +508,7 @@ impl Inner {
             let earlier_pending = in_flight.earlier_pending();
             let replies = self
                 .engine
-                .transaction("append", |retry| {
+                .transaction("append", self.options.replicas, |retry| {
                     self.append_transaction(
                         (run_id, &keys),
                         &guard_args,
@@ -455,6 +532,10 @@ impl Inner {
             let refused = |refusal| Err(LogError::Refused { position, refusal });
             return match answer {
                 Some(b"ok" | b"written") => {
+                    if self.options.replicas > 0 {
+                        let last = position + entries.len() as u64 - 1;
+                        self.confirm(run_id, &keys, last).await?;
+                    }
                     if terminal {
                         self.after_terminal(run_id, conversation_id).await;
                     }
@@ -495,7 +576,6 @@ impl Inner {
         retry: bool,
     ) -> redis::Pipeline {
         let mut pipe = redis::pipe();
-        pipe.atomic();
         let guard = pipe
             .cmd("EVAL")
             .arg(APPEND_GUARD)
@@ -524,9 +604,39 @@ impl Inner {
             .arg(&keys.log)
             .arg(&keys.fenced);
         // Wakes the reads waiting on the run, on every replica (a refused
-        // append wakes them for nothing: they look and wait again).
-        pipe.cmd("PUBLISH").arg(&self.appended).arg(run_id);
+        // append wakes them for nothing: they look and wait again). With
+        // replicas to wait for, the confirmation wakes them instead.
+        if self.options.replicas == 0 {
+            self.publish(&mut pipe, run_id);
+        }
         pipe
+    }
+
+    /// Records that the run's entries up to `last` are held by the
+    /// replicas the options require (readers see entries up to there), and
+    /// wakes its readers; the record itself is waited for too, so that a
+    /// failover keeps it.
+    async fn confirm(&self, run_id: &str, keys: &RunKeys, last: u64) -> Result<(), LogError> {
+        let last = last.to_string();
+        let replies = self
+            .engine
+            .transaction("append", self.options.replicas, |_retry| {
+                let mut pipe = redis::pipe();
+                pipe.cmd("EVAL")
+                    .arg(CONFIRM)
+                    .arg(1)
+                    .arg(&keys.meta)
+                    .arg(&last);
+                self.publish(&mut pipe, run_id);
+                pipe
+            })
+            .await
+            .map_err(unavailable)?;
+        match replies.first().and_then(int) {
+            Some(1) => Ok(()),
+            Some(_) => Err(LogError::NotFound),
+            None => Err(LogError::Unavailable),
+        }
     }
 
     /// After the terminal's append: the run is no longer active, nor its
@@ -550,10 +660,11 @@ impl Inner {
         // Lua and back (see `docs/performance.md`).
         let snapshot = |_retry: bool| {
             let mut pipe = redis::pipe();
-            pipe.atomic()
-                .cmd("HGET")
+            pipe.cmd("HMGET")
                 .arg(&keys.meta)
                 .arg("sealed")
+                .arg("confirmed")
+                .arg("last")
                 .cmd("EXISTS")
                 .arg(&keys.lease)
                 .cmd("XRANGE")
@@ -566,10 +677,13 @@ impl Inner {
         };
         let parts = self
             .engine
-            .transaction("read", &snapshot)
+            .transaction("read", 0, &snapshot)
             .await
             .map_err(unavailable)?;
-        let [sealed, owned, stored] = parts.as_slice() else {
+        let [Value::Array(state), owned, stored] = parts.as_slice() else {
+            return Err(LogError::Unavailable);
+        };
+        let [sealed, confirmed, last] = state.as_slice() else {
             return Err(LogError::Unavailable);
         };
         let stored = match (sealed, stored) {
@@ -577,14 +691,30 @@ impl Inner {
             (_, Value::Array(stored)) => stored,
             _ => return Err(LogError::Unavailable),
         };
+        // A run appended with replicas to wait for shows its entries only
+        // up to the last confirmed one, and is sealed for readers only
+        // once its terminal is confirmed.
+        let (visible, sealed) = match (confirmed, int(last)) {
+            (Value::Nil, _) => (u64::MAX, text(sealed) == Some(b"1")),
+            (confirmed, last) => {
+                let confirmed = int(confirmed)
+                    .and_then(|c| u64::try_from(c).ok())
+                    .unwrap_or(0);
+                let last = last.and_then(|l| u64::try_from(l).ok()).unwrap_or(0);
+                (confirmed, text(sealed) == Some(b"1") && confirmed >= last)
+            }
+        };
         let mut entries = Vec::with_capacity(stored.len());
         for (k, item) in stored.iter().enumerate() {
             let position = after.saturating_add(1).saturating_add(k as u64);
+            if position > visible {
+                break;
+            }
             entries.push(decode(position, item)?);
         }
         Ok(LogBatch {
             entries,
-            sealed: text(sealed) == Some(b"1"),
+            sealed,
             owned: int(owned) == Some(1),
         })
     }
@@ -824,9 +954,16 @@ impl Inner {
             Some(now) if now >= 0 => {
                 // An orphan from now on: its readers may take it over.
                 self.mark_active("release", run_id, now).await;
-                let mut publish = redis::cmd("PUBLISH");
-                publish.arg(&self.appended).arg(run_id);
-                if self.engine.query("release", &publish).await.is_err() {
+                let mut publish = redis::pipe();
+                self.publish(&mut publish, run_id);
+                let published: Result<Vec<Value>, _> = self
+                    .engine
+                    .attempts("release", |mut conn, _| {
+                        let publish = &publish;
+                        async move { publish.query_async(&mut conn).await }
+                    })
+                    .await;
+                if published.is_err() {
                     tracing::debug!(run_id, "redis: a release was not announced");
                 }
                 Ok(())
@@ -840,12 +977,13 @@ impl Inner {
         let lease_ms = millis(lease);
         let reply = self
             .engine
-            .eval(
+            .eval_confirmed(
                 "claim",
                 &self.scripts.claim,
-                &[&keys.meta, &keys.lease],
+                &[&keys.meta, &keys.lease, &keys.log],
                 &[claimant, &lease_ms.to_string()],
                 true,
+                self.options.replicas,
             )
             .await
             .map_err(unavailable)?;
@@ -865,53 +1003,64 @@ impl Inner {
         }
     }
 
-    /// The active set's runs whose deadline passed, checked against their
-    /// keys: sealed or vanished ones are dropped from the set, ones whose
-    /// lease holds again (renewed) are skipped.
+    /// The active-run index's runs whose deadline passed, checked against
+    /// their keys: sealed or vanished ones are dropped from the index, ones
+    /// whose lease holds again (renewed) are skipped. Every part of the
+    /// index is read (and `<prefix>:active`, the one-key index of earlier
+    /// versions, which no run writes any more).
     async fn orphans(&self) -> Result<Vec<String>, LogError> {
-        let reply = self
-            .engine
-            .eval(
-                "orphans",
-                &self.scripts.expired,
-                &[&self.active],
-                &[&ORPHANS_PER_CALL.to_string()],
-                false,
-            )
-            .await
-            .map_err(unavailable)?;
-        let Value::Array(items) = reply else {
-            return Err(LogError::Unavailable);
-        };
-        let candidates: Vec<String> = items
+        let mut keys: Vec<String> = (0..ACTIVE_BUCKETS).map(|b| self.active_key(b)).collect();
+        keys.push(format!("{}:active", self.options.prefix));
+        let mut candidates = Vec::new();
+        for key in &keys {
+            let reply = self
+                .engine
+                .eval(
+                    "orphans",
+                    &self.scripts.expired,
+                    &[key],
+                    &[&ORPHANS_PER_CALL.to_string()],
+                    false,
+                )
+                .await
+                .map_err(unavailable)?;
+            let Value::Array(items) = reply else {
+                return Err(LogError::Unavailable);
+            };
+            candidates.extend(
+                items
+                    .iter()
+                    .filter_map(|v| std::str::from_utf8(text(v)?).ok().map(str::to_owned)),
+            );
+        }
+        // Each candidate's keys are in its own slot: one small pipeline
+        // per run, a few at a time.
+        let pipes: Vec<redis::Pipeline> = candidates
             .iter()
-            .filter_map(|v| std::str::from_utf8(text(v)?).ok().map(str::to_owned))
-            .collect();
-        if candidates.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut pipe = redis::pipe();
-        for run_id in &candidates {
-            let keys = self.keys(run_id);
-            pipe.cmd("HGET").arg(&keys.meta).arg("sealed");
-            pipe.cmd("EXISTS").arg(&keys.lease);
-        }
-        let states: Vec<Value> = self
-            .engine
-            .attempts("orphans", |mut conn, _| {
-                let pipe = &pipe;
-                async move { pipe.query_async(&mut conn).await }
+            .map(|run_id| {
+                let keys = self.keys(run_id);
+                let mut pipe = redis::pipe();
+                pipe.cmd("HGET").arg(&keys.meta).arg("sealed");
+                pipe.cmd("EXISTS").arg(&keys.lease);
+                pipe
             })
-            .await
-            .map_err(unavailable)?;
-        if states.len() != candidates.len() * 2 {
-            return Err(LogError::Unavailable);
+            .collect();
+        let engine = &self.engine;
+        let mut states: Vec<Result<Vec<Value>, Failure>> = Vec::with_capacity(pipes.len());
+        for chunk in pipes.chunks(16) {
+            let looks = chunk.iter().map(|pipe| {
+                engine.attempts("orphans", move |mut conn, _| async move {
+                    pipe.query_async(&mut conn).await
+                })
+            });
+            states.extend(futures::future::join_all(looks).await);
         }
         let mut orphans = Vec::new();
         let mut done = Vec::new();
-        for (run_id, state) in candidates.iter().zip(states.chunks(2)) {
-            let [sealed, lease] = state else {
-                continue;
+        for (run_id, state) in candidates.iter().zip(states) {
+            let state = state.map_err(unavailable)?;
+            let [sealed, lease] = state.as_slice() else {
+                return Err(LogError::Unavailable);
             };
             match (text(sealed), int(lease)) {
                 (Some(b"0"), Some(0)) => orphans.push(run_id.clone()),
@@ -920,6 +1069,14 @@ impl Inner {
             }
         }
         self.mark_done("orphans", &done).await;
+        // Earlier versions' one-key index: emptied as its runs end.
+        let mut legacy = redis::cmd("ZREM");
+        legacy
+            .arg(format!("{}:active", self.options.prefix))
+            .arg(&done);
+        if !done.is_empty() && self.engine.query("orphans", &legacy).await.is_err() {
+            tracing::debug!("redis: the earlier active-run index was not updated");
+        }
         Ok(orphans)
     }
 }

@@ -21,12 +21,14 @@ macro_rules! now_ms {
 
 /// `create`. KEYS: meta, log, lease. ARGV: conversation id, owner, lease
 /// ms, ttl ms (the unsealed run's expiry, which each renewal pushes back),
-/// nonce, retry. Answers -1 (a log exists) or the engine's time in ms.
+/// nonce, confirmed (`1`: appends wait for replicas, and readers see
+/// entries up to the `confirmed` field only), retry. Answers -1 (a log
+/// exists) or the engine's time in ms.
 const CREATE: &str = concat!(
     now_ms!(),
     r"
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[6] == '1'
+  if ARGV[7] == '1'
     and redis.call('HGET', KEYS[1], 'owner') == ARGV[2]
     and redis.call('HGET', KEYS[1], 'nonce') == ARGV[5]
     and redis.call('HGET', KEYS[1], 'conversation_id') == ARGV[1]
@@ -37,6 +39,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'conversation_id', ARGV[1], 'owner', ARGV[2], 'sealed', '0', 'last', '0', 'nonce', ARGV[5])
+if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'confirmed', '0') end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 return now
@@ -130,6 +133,21 @@ fence(nil)
 return redis.error_reply('ERR the append guard failed')
 ";
 
+/// The record that a run's entries up to a position are held by the
+/// replicas required (`WAIT` confirmed the appends): readers see entries
+/// up to the `confirmed` field. KEYS: meta. ARGV: the position. Never
+/// moves it back (confirmations of batches in flight may come in any
+/// order). Answers 1, or 0 when the run has no such field (gone, or
+/// created without replicas to wait for).
+pub(crate) const CONFIRM: &str = r"
+local confirmed = redis.call('HGET', KEYS[1], 'confirmed')
+if not confirmed then return 0 end
+if tonumber(confirmed) < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'confirmed', ARGV[1])
+end
+return 1
+";
+
 /// The end of an append's transaction: moves the stream back where
 /// [`APPEND_GUARD`] fenced it. KEYS: log, fenced. Answers 1 (moved back)
 /// or 0.
@@ -171,9 +189,15 @@ return now
 "
 );
 
-/// `claim`. KEYS: meta, lease. ARGV: claimant, lease ms, retry. Answers -2
-/// (no log), -3 (sealed), -1 (the lease holds) or the engine's time in ms
-/// (the claimant owns the run now).
+/// `claim`. KEYS: meta, lease, log. ARGV: claimant, lease ms, retry.
+/// Answers -2 (no log), -3 (sealed), -1 (the lease holds) or the engine's
+/// time in ms (the claimant owns the run now).
+///
+/// A run appended with replicas to wait for may hold entries past its
+/// `confirmed` position: appends its owner gave up on, which no reader was
+/// ever shown. The claim drops them (and moves the stream's last id back,
+/// `XSETID`), so the claimant's closure goes right after what readers saw
+/// and no position a reader saw is ever written with other bytes.
 const CLAIM: &str = concat!(
     now_ms!(),
     r"
@@ -189,6 +213,19 @@ if holder then
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1])
+local confirmed = tonumber(redis.call('HGET', KEYS[1], 'confirmed'))
+local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+if confirmed and last and last > confirmed then
+  if confirmed == 0 then
+    redis.call('DEL', KEYS[3])
+  else
+    for p = confirmed + 1, last do
+      redis.call('XDEL', KEYS[3], string.format('%.0f', p) .. '-0')
+    end
+    redis.call('XSETID', KEYS[3], string.format('%.0f', confirmed) .. '-0')
+  end
+  redis.call('HSET', KEYS[1], 'last', string.format('%.0f', confirmed))
+end
 return now
 "
 );

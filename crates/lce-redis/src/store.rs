@@ -55,6 +55,7 @@ impl RedisStore {
             url,
             crate::log::EnginePassword::of(options),
             options.timeout,
+            std::time::Duration::ZERO,
         )
         .await
         .map_err(commit_error)?;

@@ -29,6 +29,8 @@
 //!   `redis-server` (free port, fresh directory, fsync on every write) that a
 //!   test can `kill -9` and restart; a loud skip where none is installed,
 //!   a failure in CI.
+//! - [`redis_topology`]: Sentinel-watched pairs and Clusters of
+//!   throwaway servers, for failover tests.
 //! - `fuzzing` (feature `fuzzing`): the fuzz harnesses the `fuzz/` targets
 //!   call in one line, replayed over the committed corpora by
 //!   `tests/fuzz_corpus.rs`.
@@ -62,6 +64,7 @@ pub mod fixtures;
 pub mod fuzzing;
 mod json;
 pub mod redis_server;
+pub mod redis_topology;
 pub mod rng;
 mod run;
 #[cfg(feature = "run-log")]

@@ -30,6 +30,11 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// More arguments after the defaults (a replica's `--replicaof`, a
+    /// Cluster node's `--cluster-enabled yes`, ...).
+    extra: Vec<String>,
+    /// A Sentinel: `redis-server sentinel.conf --sentinel`.
+    sentinel: Option<String>,
 }
 
 impl RedisServer {
@@ -41,8 +46,34 @@ impl RedisServer {
     /// When `redis-server` is not installed and the environment variable
     /// `CI` is set (CI installs it, so a skip there would hide the tests),
     /// or when the server does not start.
-    #[allow(clippy::panic, clippy::print_stderr)]
     pub fn start() -> Option<RedisServer> {
+        Self::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with `extra` arguments after the defaults
+    /// (kept for [`RedisServer::restart`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`RedisServer::start`].
+    pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
+        Self::launch(extra.iter().map(|s| (*s).to_owned()).collect(), None)
+    }
+
+    /// A Sentinel whose configuration file holds `config` (its `port` line
+    /// is added here); [`RedisServer::port`] is the Sentinel's port.
+    ///
+    /// # Panics
+    ///
+    /// As [`RedisServer::start`].
+    pub fn start_sentinel(config: &str) -> Option<RedisServer> {
+        Self::launch(Vec::new(), Some(config.to_owned()))
+    }
+
+    #[allow(clippy::panic, clippy::print_stderr)]
+    fn launch(extra: Vec<String>, sentinel: Option<String>) -> Option<RedisServer> {
+        static REAPED: std::sync::Once = std::sync::Once::new();
+        REAPED.call_once(reap_strays);
         let installed = Command::new("redis-server")
             .arg("--version")
             .stdout(Stdio::null())
@@ -60,6 +91,8 @@ impl RedisServer {
             child: None,
             port: 0,
             dir: fresh_dir(),
+            extra,
+            sentinel,
         };
         // A port free a moment ago may be taken by the time the server
         // binds it: try a few.
@@ -130,17 +163,61 @@ impl RedisServer {
         );
     }
 
+    /// Sends the process `signal` (`STOP` freezes it, `CONT` lets it go on).
+    pub fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Whether the process is running (not killed, not exited).
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Replaces the extra arguments used by the next
+    /// [`RedisServer::restart`] (a failed primary that comes back as a
+    /// replica of the new one).
+    pub fn set_extra(&mut self, extra: &[&str]) {
+        self.extra = extra.iter().map(|s| (*s).to_owned()).collect();
+    }
+
     /// Spawns the process and waits until it answers `+PONG`.
     fn spawn_and_wait(&mut self) -> bool {
-        let spawned = Command::new("redis-server")
-            .args(["--port", &self.port.to_string()])
-            .args(["--bind", "127.0.0.1"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .args(["--logfile", "redis.log"])
-            .args(["--appendonly", "yes", "--appendfsync", "always"])
-            .args(["--save", ""])
-            .args(["--daemonize", "no"])
+        let mut command = Command::new("redis-server");
+        if let Some(config) = &self.sentinel {
+            let path = self.dir.join("sentinel.conf");
+            let text = format!(
+                "port {}\nbind 127.0.0.1\ndir {}\nlogfile sentinel.log\npidfile {}\n{config}\n",
+                self.port,
+                self.dir.display(),
+                self.dir.join("redis.pid").display()
+            );
+            if std::fs::write(&path, text).is_err() {
+                return false;
+            }
+            command.arg(&path).arg("--sentinel");
+        } else {
+            command
+                .args(["--port", &self.port.to_string()])
+                .args(["--bind", "127.0.0.1"])
+                .arg("--dir")
+                .arg(&self.dir)
+                .args(["--logfile", "redis.log"])
+                .arg("--pidfile")
+                .arg(self.dir.join("redis.pid"))
+                .args(["--appendonly", "yes", "--appendfsync", "always"])
+                .args(["--save", ""])
+                .args(["--daemonize", "no"])
+                .args(&self.extra);
+        }
+        let spawned = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -200,6 +277,46 @@ fn ping(port: u16) -> bool {
         }
     }
     answer[..got].starts_with(b"+PONG")
+}
+
+/// Kills the servers (and removes the folders) that test processes which
+/// are gone left behind: a test that failed while a task held its
+/// servers exits without dropping them, and a stray Sentinel would
+/// reconfigure whatever later server gets its old ports. A folder names
+/// the process that made it (`lce-redis-<pid>-...`); its server's pid is
+/// in its `redis.pid`.
+fn reap_strays() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("lce-redis-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if owner == std::process::id() || Path::new("/proc").join(owner.to_string()).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        // Only a redis-server: the pid may have been reused since.
+        if let Ok(pid) = std::fs::read_to_string(dir.join("redis.pid"))
+            && let Ok(pid) = pid.trim().parse::<u32>()
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.starts_with(b"redis-server"))
+        {
+            let _ = Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// A loopback port nothing listened on a moment ago.

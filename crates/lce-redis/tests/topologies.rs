@@ -1,0 +1,227 @@
+//! The run log on Redis's high-availability and scale-out forms, on real
+//! processes: a primary with a replica watched by Sentinel
+//! (`redis+sentinel://`), and a Cluster of three primaries with a replica
+//! each (`redis+cluster://`). Runs are appended slowly while readers on
+//! another handle record every entry they are given; the primary (of the
+//! pair, or of one shard) is killed with SIGKILL and its replica promoted.
+//! Afterwards every run has exactly one terminal, and what each reader saw
+//! is exactly the start of the run's log as any handle reads it
+//! (guarantee 7, at the log's level; `--log-replicas 1`).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::time::Duration;
+
+use lce_redis::{RedisLogOptions, RedisRunLog};
+use lce_runlog::{LogEntry, RunInfo, RunLog};
+use lce_testkit::RunBuilder;
+use lce_testkit::redis_topology::{RedisCluster, SentinelPair, cli};
+use lce_testkit::run_log::fresh_run_id;
+
+const LEASE: Duration = Duration::from_secs(60);
+
+/// Entries per run before its terminal; one every [`PAUSE`].
+const ENTRIES: u64 = 120;
+const PAUSE: Duration = Duration::from_millis(25);
+
+fn options() -> RedisLogOptions {
+    // The operation's bound covers a failover (Sentinel: 1 s to notice,
+    // then the election; a Cluster: 2 node timeouts).
+    RedisLogOptions::new()
+        .with_timeout(Duration::from_secs(30))
+        .with_replicas(1, Duration::from_millis(500))
+}
+
+/// Every entry a reader is given, from the start to the seal.
+async fn read_all(log: &RedisRunLog, run_id: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let batch = match log
+            .read(run_id, seen.len() as u64, 64, Duration::from_secs(2))
+            .await
+        {
+            Ok(batch) => batch,
+            // The engine is failing over: look again.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        for entry in &batch.entries {
+            seen.push(match entry {
+                LogEntry::Event(e) => e.to_json(),
+                _ => "idle".to_owned(),
+            });
+        }
+        if batch.sealed && batch.entries.is_empty() {
+            return seen;
+        }
+    }
+}
+
+/// Readers that follow runs live while the primary dies: what they saw
+/// before the failover is what the log holds after it.
+async fn live_readers_survive<F>(url: &str, runs: usize, fail_over: F)
+where
+    F: FnOnce() + Send + 'static,
+{
+    let writer = RedisRunLog::connect(url, options()).await.expect("writer");
+    let reader = RedisRunLog::connect(url, options()).await.expect("reader");
+    let mut tasks = Vec::new();
+    for k in 0..runs {
+        let (writer, reader) = (writer.clone(), reader.clone());
+        tasks.push(tokio::spawn(async move {
+            let run_id = fresh_run_id(&format!("live-{k}"));
+            let info = RunInfo {
+                conversation_id: format!("conv-{run_id}"),
+                run_id: run_id.clone(),
+                owner: "owner-b".to_owned(),
+                nonce: "n".to_owned(),
+            };
+            writer.create(info, LEASE).await.expect("create");
+            let following = {
+                let (reader, run_id) = (reader.clone(), run_id.clone());
+                tokio::spawn(async move { read_all(&reader, &run_id).await })
+            };
+            let mut run = RunBuilder::new(run_id.as_str(), format!("conv-{run_id}"));
+            let mut entries = vec![LogEntry::Event(run.run_started())];
+            for k in 2..=ENTRIES {
+                entries.push(LogEntry::Event(run.text_delta("m", &format!("d{k}"))));
+            }
+            entries.push(LogEntry::Event(run.run_finished()));
+            for (k, entry) in entries.into_iter().enumerate() {
+                writer
+                    .append(&run_id, "owner-b", k as u64 + 1, entry)
+                    .await
+                    .unwrap_or_else(|e| panic!("append {k}: {e}"));
+                tokio::time::sleep(PAUSE).await;
+            }
+            (run_id, following.await.expect("reader task"))
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::task::spawn_blocking(fail_over)
+        .await
+        .expect("failover");
+    let check = RedisRunLog::connect(url, options()).await.expect("checker");
+    for task in tasks {
+        let (run_id, seen) = task.await.expect("run task");
+        let stored = read_all(&check, &run_id).await;
+        assert_eq!(seen, stored, "{run_id}: the live reader saw other entries");
+        assert_eq!(stored.len() as u64, ENTRIES + 1, "{run_id}: entries lost");
+        let terminals = stored
+            .iter()
+            .filter(|e| e.contains("\"run.finished\""))
+            .count();
+        assert_eq!(terminals, 1, "{run_id}: one terminal");
+        assert!(stored.last().unwrap().contains("\"run.finished\""));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_failover_loses_no_entry_a_reader_saw() {
+    let Some(pair) = SentinelPair::start() else {
+        return;
+    };
+    let url = pair.url();
+    let pair = std::sync::Arc::new(std::sync::Mutex::new(pair));
+    let failing = std::sync::Arc::clone(&pair);
+    live_readers_survive(&url, 4, move || failing.lock().unwrap().fail_over()).await;
+    // The promoted node is the primary Sentinel names, and a new handle
+    // writes there.
+    let named = pair.lock().unwrap().named_primary();
+    assert_eq!(named, Some(pair.lock().unwrap().primary.port()));
+    // And back: the failed node, a replica now, is promoted in turn.
+    let failing = std::sync::Arc::clone(&pair);
+    live_readers_survive(&url, 3, move || failing.lock().unwrap().fail_over()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_runs_spread_over_shards_and_survive_a_shard_failover() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let cluster = std::sync::Arc::new(std::sync::Mutex::new(cluster));
+    let failing = std::sync::Arc::clone(&cluster);
+    live_readers_survive(&url, 9, move || {
+        let mut cluster = failing.lock().unwrap();
+        let first = cluster.primaries()[0];
+        cluster.fail_over(first);
+    })
+    .await;
+    // Runs' keys landed on every shard: each primary holds some.
+    let cluster = cluster.lock().unwrap();
+    for k in cluster.primaries() {
+        let port = cluster.nodes[k].port();
+        let keys = cli(port, &["DBSIZE"]).unwrap();
+        assert!(
+            keys.trim().parse::<u64>().unwrap() > 0,
+            "the primary on {port} holds no key"
+        );
+    }
+}
+
+/// With a replica to wait for, an entry no replica holds is neither
+/// acknowledged nor shown to readers: the replica frozen (SIGSTOP), the
+/// append fails at its bound and a reader sees only what came before.
+/// The owner gives up (a fresh append at that position is refused: its
+/// outcome is unknown to it); the replica that takes the run over drops the
+/// entry nobody saw and ends the run right after what readers saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_no_replica_holds_is_neither_acknowledged_nor_read() {
+    let Some(pair) = SentinelPair::start() else {
+        return;
+    };
+    let options = RedisLogOptions::new()
+        .with_timeout(Duration::from_secs(2))
+        .with_replicas(1, Duration::from_millis(200));
+    let log = RedisRunLog::connect(&pair.url(), options.clone())
+        .await
+        .unwrap();
+    let reader = RedisRunLog::connect(&pair.url(), options).await.unwrap();
+    let run_id = fresh_run_id("unconfirmed");
+    let info = RunInfo {
+        conversation_id: format!("conv-{run_id}"),
+        run_id: run_id.clone(),
+        owner: "o".to_owned(),
+        nonce: "n".to_owned(),
+    };
+    let lease = Duration::from_secs(1);
+    log.create(info, lease).await.unwrap();
+    let mut run = RunBuilder::new(run_id.as_str(), format!("conv-{run_id}"));
+    let start = run.run_started();
+    log.append(&run_id, "o", 1, LogEntry::Event(start.clone()))
+        .await
+        .unwrap();
+    pair.replica.signal("STOP");
+    let held = LogEntry::Event(run.text_delta("m", "not yet held"));
+    let refused = log.append(&run_id, "o", 2, held.clone()).await;
+    let batch = reader
+        .read(&run_id, 0, 10, Duration::from_millis(300))
+        .await
+        .unwrap();
+    pair.replica.signal("CONT");
+    assert!(refused.is_err(), "acknowledged without a replica");
+    assert_eq!(batch.entries.len(), 1, "a reader saw an unconfirmed entry");
+    assert!(log.append(&run_id, "o", 2, held).await.is_err());
+    // The lease runs out; another replica claims the run and ends it.
+    tokio::time::sleep(lease + Duration::from_millis(300)).await;
+    assert!(reader.claim(&run_id, "p", lease).await.unwrap());
+    let closure = run.run_error("closure", "the run was cut short");
+    reader
+        .append(&run_id, "p", 2, LogEntry::Event(closure.clone()))
+        .await
+        .unwrap();
+    let batch = reader.read(&run_id, 0, 10, Duration::ZERO).await.unwrap();
+    assert!(batch.sealed);
+    let read: Vec<String> = batch
+        .entries
+        .iter()
+        .map(|e| match e {
+            LogEntry::Event(e) => e.to_json(),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(read, [start.to_json(), closure.to_json()]);
+}
