@@ -162,10 +162,31 @@ pub(crate) struct Args {
 #[derive(Debug, clap::Args)]
 #[command(next_help_heading = "Run log and tokens")]
 struct LogArgs {
-    /// Where runs are logged: `memory` (this process only, the default) or
-    /// `redis://HOST:PORT[/DB]` (Redis Streams, shared by replicas).
+    /// Where runs are logged: `memory` (this process only, the default),
+    /// `redis://HOST:PORT[/DB]` (Redis Streams, shared by replicas),
+    /// `redis+sentinel://HOST:PORT[,...]/MASTER[/DB]` or
+    /// `redis+cluster://HOST:PORT[,...]`.
     #[arg(long, env = "LCE_LOG", value_name = "LOG", default_value = "memory")]
     log: String,
+    /// Replicas of the Redis primary that must hold an append before its
+    /// frames reach a client (`WAIT`): 1 keeps every frame a client saw
+    /// across a failover.
+    #[arg(long, env = "LCE_LOG_REPLICAS", value_name = "N", default_value = "0")]
+    log_replicas: u32,
+    /// Milliseconds an append waits for those replicas before it is tried
+    /// again (within --log-timeout).
+    #[arg(
+        long,
+        env = "LCE_LOG_REPLICA_TIMEOUT",
+        value_name = "MS",
+        default_value = "1000"
+    )]
+    log_replica_timeout: u64,
+    /// Seconds one operation on Redis may take, retries included, before
+    /// it fails (an append: the run ends as `log_failed`). Above the
+    /// failover time of the deployment's Sentinel or Cluster.
+    #[arg(long, env = "LCE_LOG_TIMEOUT", value_name = "SECS", default_value = "5", value_parser = positive_secs)]
+    log_timeout: Duration,
     /// Seconds after which a run whose owner stopped renewing its lease
     /// (a replica that died) is ended by another replica (rule 12, D9).
     #[arg(long, env = "LCE_TAKEOVER_AFTER", value_name = "SECS", default_value = "10", value_parser = positive_secs)]
@@ -494,10 +515,13 @@ async fn with_log(
     mut builder: GatewayBuilder,
     args: &LogArgs,
 ) -> Result<GatewayBuilder, UsageError> {
-    if args.log.starts_with("redis://") {
+    if args.log.starts_with("redis") {
+        let replica_timeout = Duration::from_millis(args.log_replica_timeout.max(1));
         let mut options = lce::redis::RedisLogOptions::new()
             .with_retention(args.retention)
-            .with_thread_retention(args.thread_retention);
+            .with_thread_retention(args.thread_retention)
+            .with_timeout(args.log_timeout)
+            .with_replicas(args.log_replicas, replica_timeout);
         if let Some(password) = password(args.log_password_file.as_deref())? {
             options = options.with_password(password);
         }
@@ -510,7 +534,7 @@ async fn with_log(
         builder = builder.log(Arc::new(log)).store(Arc::new(store));
     } else if args.log != "memory" {
         return Err(UsageError(
-            "--log must be `memory` or redis://HOST:PORT[/DB]".to_owned(),
+            "--log must be `memory` or a redis url".to_owned(),
         ));
     }
     if let Some(path) = &args.token_secret_file {
@@ -568,8 +592,8 @@ pub(crate) struct TokenArgs {
     /// --token-secret-file`).
     #[arg(long, value_name = "FILE")]
     token_secret_file: PathBuf,
-    /// The run log the replicas share (`redis://HOST:PORT[/DB]`, as `lce
-    /// serve --log`): the run's nonce is read from it. A memory log lives
+    /// The run log the replicas share (a redis url, as `lce serve --log`):
+    /// the run's nonce is read from it. A memory log lives
     /// in its `lce serve` process only: its tokens come in the start
     /// answers.
     #[arg(long, value_name = "URL")]
@@ -584,9 +608,9 @@ pub(crate) struct TokenArgs {
 pub(crate) fn print_token(args: &TokenArgs) -> Result<(), UsageError> {
     let tokens =
         lce::gateway::ReadTokens::new(read_secret(&args.token_secret_file, "token secret", MIN)?);
-    if !args.log.starts_with("redis://") {
+    if !args.log.starts_with("redis") {
         return Err(UsageError(
-            "--log must be the replicas' redis://HOST:PORT[/DB]".to_owned(),
+            "--log must be the replicas' redis url".to_owned(),
         ));
     }
     let mut options = lce::redis::RedisLogOptions::new();
