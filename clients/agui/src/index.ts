@@ -3,21 +3,73 @@
 //
 // The seam: `HttpAgent.run()` turns one fetch `Response` into events with the
 // official `runHttpRequest` and `transformHttpEventStream`. This agent hands
-// them a `Response` whose body is the gateway's own SSE bytes, frame by whole
-// frame, from the POST and, after a break, from
+// the official `transformHttpEventStream` (and its SSE parser) a `Response`
+// whose body is the gateway's own SSE bytes, whole frame by whole frame, from the POST and, after a break, from
 // `GET .../api/v1/runs/{runId}/stream?protocol=agui-v1` with `Last-Event-ID`.
 // Everything after the transport (the official SSE parser, enforcement,
 // verification, the reducer, the subscribers) is the official client's.
 
-import {
-  HttpAgent,
-  enforceOutgoingInput,
-  runHttpRequest,
-  transformHttpEventStream,
-} from "@ag-ui/client";
+import { HttpAgent, enforceOutgoingInput, transformHttpEventStream } from "@ag-ui/client";
 import type { AgentSubscriber, HttpAgentConfig, RunAgentResult } from "@ag-ui/client";
 import type { BaseEvent, RunAgentInput } from "@ag-ui/core";
-import type { Observable } from "rxjs";
+import { Observable } from "rxjs";
+
+type HttpEvent = Parameters<typeof transformHttpEventStream>[0] extends Observable<infer E> ? E : never;
+
+/**
+ * `runHttpRequest` of `@ag-ui/client` (headers, then the body's chunks; a
+ * non-2xx answer errors with `HTTP <status>: <body>`), except that its
+ * teardown never rethrows the rejection of cancelling a body that already
+ * failed (1.0.0's does, as an unhandled rejection).
+ */
+function transport(open: () => Promise<Response>): Observable<HttpEvent> {
+  return new Observable<HttpEvent>((subscriber) => {
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    let closed = false;
+    void (async () => {
+      try {
+        const response = await open();
+        if (closed) {
+          await response.body?.cancel().catch(() => undefined);
+          return;
+        }
+        if (!response.ok) {
+          const text = await response.text();
+          let payload: unknown = text;
+          if ((response.headers.get("content-type") ?? "").includes("application/json")) {
+            try {
+              payload = JSON.parse(text);
+            } catch {
+              // keep the raw text
+            }
+          }
+          const error = new Error(
+            `HTTP ${response.status}: ${typeof payload === "string" ? payload : JSON.stringify(payload)}`,
+          ) as Error & { status?: number; payload?: unknown };
+          error.status = response.status;
+          error.payload = payload;
+          subscriber.error(error);
+          return;
+        }
+        if (!response.body) throw new Error("Failed to getReader() from response");
+        subscriber.next({ type: "headers", status: response.status, headers: response.headers } as HttpEvent);
+        reader = response.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          subscriber.next({ type: "data", data: value } as HttpEvent);
+        }
+        subscriber.complete();
+      } catch (error) {
+        subscriber.error(error);
+      }
+    })();
+    return () => {
+      closed = true;
+      reader?.cancel().catch(() => undefined);
+    };
+  });
+}
 
 /** The run a page keeps (e.g. in `sessionStorage`) to re-attach after a reload. */
 export interface ResumableRun {
@@ -38,6 +90,8 @@ export interface ReconnectOptions {
   attempts?: number;
   /** Wait before the first attempt of a row, doubled for each next one, at most 10 s (default 250). */
   backoffMs?: number;
+  /** An attempt that gets no answer (status and headers) within this many ms fails (default 30000). */
+  timeoutMs?: number;
 }
 
 /** `HttpAgent`'s config plus how to reconnect and which run to re-attach to. */
@@ -78,6 +132,7 @@ export class ResumeError extends Error {
 
 const DEFAULT_ATTEMPTS = 5;
 const DEFAULT_BACKOFF_MS = 250;
+const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_BACKOFF_MS = 10_000;
 const TERMINALS = new Set(["RUN_FINISHED", "RUN_ERROR"]);
 
@@ -194,6 +249,7 @@ export class ResumableHttpAgent extends HttpAgent {
     this.reconnect = {
       attempts: Math.max(0, config.reconnect?.attempts ?? DEFAULT_ATTEMPTS),
       backoffMs: Math.max(0, config.reconnect?.backoffMs ?? DEFAULT_BACKOFF_MS),
+      timeoutMs: Math.max(1, config.reconnect?.timeoutMs ?? DEFAULT_TIMEOUT_MS),
     };
     if (config.resume) this.resume = { ...config.resume };
   }
@@ -237,7 +293,7 @@ export class ResumableHttpAgent extends HttpAgent {
 
   /** `HttpAgent.run()` over the resumable body. */
   run(input: RunAgentInput): Observable<BaseEvent> {
-    const http$ = runHttpRequest(async () => {
+    const http$ = transport(async () => {
       const init = this.requestInit(enforceOutgoingInput(input));
       const response = await this.fetch(this.url, init);
       if (!response.ok || !response.body) return response;
@@ -257,7 +313,7 @@ export class ResumableHttpAgent extends HttpAgent {
   protected connect(_input: RunAgentInput): Observable<BaseEvent> {
     const target = this.resume ?? this.run_;
     const signal = this.abortController.signal;
-    const http$ = runHttpRequest(async () => {
+    const http$ = transport(async () => {
       if (!target) {
         throw new ResumeError("no_run", "connectAgent() needs `resume: { runId, token }` or an earlier run");
       }
@@ -318,16 +374,27 @@ export class ResumableHttpAgent extends HttpAgent {
   }
 
   /** `GET` the run's stream, after `lastEventId` when given. */
-  private openStream(run: ResumableRun, lastEventId: string | undefined, signal?: AbortSignal | null): Promise<Response> {
+  private async openStream(run: ResumableRun, lastEventId: string | undefined, signal?: AbortSignal | null): Promise<Response> {
     const headers: Record<string, string> = {
       ...this.headers,
       Accept: "text/event-stream",
       "X-Run-Token": run.token,
     };
     if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
-    const init: RequestInit = { method: "GET", headers };
-    if (signal) init.signal = signal;
-    return this.fetch(this.streamUrl(run.runId), init);
+    // Its own signal: the caller's abort, or no answer within timeoutMs.
+    const own = new AbortController();
+    const forward = () => own.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    signal?.addEventListener("abort", forward, { once: true });
+    const timer = setTimeout(
+      () => own.abort(new DOMException("no answer within reconnect.timeoutMs", "TimeoutError")),
+      this.reconnect.timeoutMs,
+    );
+    try {
+      return await this.fetch(this.streamUrl(run.runId), { method: "GET", headers, signal: own.signal });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** A `Response` whose body is `first`'s whole frames, then the run's stream after each break. */
@@ -409,7 +476,7 @@ export class ResumableHttpAgent extends HttpAgent {
         controller.close();
         return;
       }
-      if (signal?.aborted || isAbort(broke)) {
+      if (signal?.aborted) {
         controller.error(abortError(signal));
         return;
       }
@@ -471,7 +538,7 @@ export class ResumableHttpAgent extends HttpAgent {
         }
         last = new Error(`HTTP ${response.status}`);
       } catch (error) {
-        if (signal?.aborted || isAbort(error)) return "aborted";
+        if (signal?.aborted) return "aborted";
         last = error;
       }
     }

@@ -128,7 +128,7 @@ class BodyCounter {
 
 /**
  * A TCP proxy in front of `target` (an http://host:port URL). `plan(n)` is
- * asked for each new connection (n from 0) and answers
+ * asked for each connection that carries a request (n from 0) and answers
  *   - a number: pass the answer until its body has that many bytes, then cut both sides;
  *   - "refuse": close the connection at once, unanswered;
  *   - "blackhole": accept and never answer;
@@ -140,44 +140,48 @@ export function cuttingProxy(target, plan = () => null) {
   let count = 0;
   const open = new Set();
   const server = net.createServer((client) => {
-    const n = count++;
-    const rule = plan(n);
     open.add(client);
     client.on("close", () => open.delete(client));
     client.on("error", () => {});
-    if (rule === "refuse") {
-      client.destroy();
-      return;
-    }
-    if (rule === "blackhole") {
-      client.on("data", () => {});
-      return;
-    }
-    const upstream = net.connect(Number(port), hostname);
-    open.add(upstream);
-    upstream.on("close", () => {
-      open.delete(upstream);
-      client.destroy();
-    });
-    upstream.on("error", () => client.destroy());
-    client.on("close", () => upstream.destroy());
-    client.on("data", (d) => upstream.write(d));
-    const counter = new BodyCounter();
-    let cut = false;
-    upstream.on("data", (d) => {
-      if (cut) return;
-      if (typeof rule !== "number") {
-        client.write(d);
+    // A connection counts once it carries a request (fetch may open spare ones).
+    client.once("data", (first) => {
+      const n = count++;
+      const rule = plan(n);
+      if (rule === "refuse") {
+        client.destroy();
         return;
       }
-      const pass = counter.allow(d, rule);
-      if (pass > 0) client.write(d.subarray(0, pass));
-      if (pass < d.length || (counter.state !== "headers" && counter.body >= rule)) {
-        cut = true;
-        // Let the written bytes go out, then drop both sides.
-        client.end(() => client.destroy());
-        upstream.destroy();
+      if (rule === "blackhole") {
+        client.on("data", () => {});
+        return;
       }
+      const upstream = net.connect(Number(port), hostname);
+      open.add(upstream);
+      upstream.on("close", () => {
+        open.delete(upstream);
+        client.destroy();
+      });
+      upstream.on("error", () => client.destroy());
+      client.on("close", () => upstream.destroy());
+      upstream.write(first);
+      client.on("data", (d) => upstream.write(d));
+      const counter = new BodyCounter();
+      let cut = false;
+      upstream.on("data", (d) => {
+        if (cut) return;
+        if (typeof rule !== "number") {
+          client.write(d);
+          return;
+        }
+        const pass = counter.allow(d, rule);
+        if (pass > 0) client.write(d.subarray(0, pass));
+        if (pass < d.length || (counter.state !== "headers" && counter.body >= rule)) {
+          cut = true;
+          // Let the written bytes go out, then drop both sides.
+          client.end(() => client.destroy());
+          upstream.destroy();
+        }
+      });
     });
   });
   return new Promise((resolve) => {
