@@ -243,6 +243,8 @@ export class ResumableHttpAgent extends HttpAgent {
   public resume?: ResumableRun;
   private run_: ResumableRun | undefined;
   private gate: { prefix: number; seen: boolean } | undefined;
+  /** The ids of the current run's frames that carry an event, in order (one event each). */
+  private frameIds: (string | undefined)[] = [];
 
   constructor(config: ResumableHttpAgentConfig) {
     super(config);
@@ -270,6 +272,7 @@ export class ResumableHttpAgent extends HttpAgent {
     subscriber?: AgentSubscriber,
   ): Promise<RunAgentResult> {
     this.gate = undefined;
+    this.frameIds = [];
     return super.runAgent(parameters, subscriber);
   }
 
@@ -288,6 +291,7 @@ export class ResumableHttpAgent extends HttpAgent {
     // Set before the pipeline is built: apply() reads it then.
     const mustSee = (this.resume ?? this.run_)?.lastEventId;
     this.gate = mustSee === undefined ? undefined : { prefix: 0, seen: false };
+    this.frameIds = [];
     return super.connectAgent(parameters, subscriber);
   }
 
@@ -300,9 +304,10 @@ export class ResumableHttpAgent extends HttpAgent {
       const runId = response.headers.get("X-Run-Id");
       const token = response.headers.get("X-Run-Token");
       this.run_ = runId && token ? { runId, token } : undefined;
+      const ids = this.frameIds;
       return this.resumable(response, init.signal, {
         onFrame: (frame) => {
-          if (frame.id !== undefined && this.run_) this.run_.lastEventId = frame.id;
+          if (frame.hasData) ids.push(frame.id);
         },
       });
     });
@@ -317,13 +322,14 @@ export class ResumableHttpAgent extends HttpAgent {
       if (!target) {
         throw new ResumeError("no_run", "connectAgent() needs `resume: { runId, token }` or an earlier run");
       }
-      this.run_ = { runId: target.runId, token: target.token };
+      this.run_ = { ...target };
       const mustSee = target.lastEventId;
       const gate = this.gate;
+      const ids = this.frameIds;
       // No first answer: the pump's first attempt opens the stream from the start.
       return this.resumable(undefined, signal, {
         onFrame: (frame) => {
-          if (frame.id !== undefined && this.run_) this.run_.lastEventId = frame.id;
+          if (frame.hasData) ids.push(frame.id);
           if (gate && !gate.seen && frame.hasData) gate.prefix += 1;
           if (gate && frame.id === mustSee) gate.seen = true;
         },
@@ -333,22 +339,30 @@ export class ResumableHttpAgent extends HttpAgent {
     return transformHttpEventStream(http$, this.debugLogger);
   }
 
-  /** After a `connectAgent()` with `lastEventId`: the subscribers skip the events up to it. */
+  /**
+   * Before the subscribers see an event, `lastRun.lastEventId` becomes the
+   * id of its frame (so a page that keeps `lastRun` resumes after the last
+   * event it saw). After a `connectAgent()` with `lastEventId`, the
+   * subscribers skip the events up to that frame.
+   */
   protected apply(
     input: RunAgentInput,
     events$: Observable<BaseEvent>,
     subscribers: AgentSubscriber[],
   ) {
     const gate = this.gate;
-    if (!gate) return super.apply(input, events$, subscribers);
+    const ids = this.frameIds;
     let index = 0;
     let skipping = false;
     const counter: AgentSubscriber = {
       onEvent: () => {
-        skipping = !gate.seen || index < gate.prefix;
+        const id = ids[index];
+        if (id !== undefined && this.run_) this.run_.lastEventId = id;
+        skipping = gate !== undefined && (!gate.seen || index < gate.prefix);
         index += 1;
       },
     };
+    if (!gate) return super.apply(input, events$, [counter, ...subscribers]);
     const always = new Set(["onRunInitialized", "onRunFailed", "onRunFinalized", "onMessagesChanged", "onStateChanged"]);
     const gated = subscribers.map(
       (s) =>
@@ -403,7 +417,10 @@ export class ResumableHttpAgent extends HttpAgent {
     let cancelled = false;
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
-        void this.pump(controller, () => reader, (r) => (reader = r), () => cancelled, signal, follow);
+        this.pump(controller, () => reader, (r) => (reader = r), () => cancelled, signal, follow).catch((error) => {
+          // Only a bug lands here (e.g. enqueue after a cancel); the run fails with it.
+          if (!cancelled) controller.error(error);
+        });
       },
       cancel: async () => {
         cancelled = true;
