@@ -93,10 +93,10 @@ test("a page reloaded mid-run re-attaches and shows the whole answer", { skip: m
   assert.equal(await page.getAttribute("body", "data-mode"), "run");
   // Mid-run: some events in, the run still going.
   await page.waitForFunction(() => Number(document.body.dataset.events ?? 0) >= 6, null, { timeout: 60_000 });
-  const kept = await page.evaluate(() => JSON.parse(sessionStorage.getItem("lce-agui-run")));
-  assert.equal(kept.run.runId, "browser-run-1");
-  assert.match(kept.run.token, /^[0-9a-f]{64}$/, "the page read X-Run-Token across origins (CORS)");
-  assert.ok(kept.run.lastEventId);
+  const kept = await page.evaluate(() => JSON.parse(sessionStorage.getItem("lce-run")));
+  assert.equal(kept.runId, "browser-run-1");
+  assert.match(kept.token, /^[0-9a-f]{64}$/, "the page read X-Run-Token across origins (CORS)");
+  assert.ok(kept.lastEventId);
   assert.equal(await page.getAttribute("body", "data-done"), null, "reloaded before the run's end");
 
   await page.reload();
@@ -109,6 +109,7 @@ test("a page reloaded mid-run re-attaches and shows the whole answer", { skip: m
   await page.screenshot({ path: path.join(dir, "agui-client-reload.png"), fullPage: true });
 
   assert.equal(done, "finished");
+  assert.equal(await page.getAttribute("body", "data-kept"), "null", "the finished run is no longer kept");
   assert.deepEqual(problems, []);
   assert.equal(answer, expectedText, "the page shows the whole answer");
   const beforeReload = Number(await page.getAttribute("body", "data-before"));
