@@ -209,3 +209,39 @@ describe("ends as specified", () => {
     });
   }
 });
+
+describe("a server without --sse-ids", () => {
+  let plain;
+  before(async () => {
+    plain = await serve(["--speed", "0"], { ids: false });
+  });
+  after(async () => {
+    await plain?.stop();
+  });
+
+  test("a break after frames without ids ends with not_resumable, after no further request", async () => {
+    const proxy = await cuttingProxy(plain.url, (n) => (n === 0 ? 400 : null));
+    try {
+      const agent = new ResumableHttpAgent({ url: `${proxy.url}/api/v1/agui`, reconnect: { backoffMs: 1 } });
+      const got = await collect(agent, "runAgent", { runId: "no-ids-1", forwardedProps: { agentId: SCENARIO } });
+      assert.ok(got.error instanceof ResumeError, String(got.error));
+      assert.equal(got.error.code, "not_resumable");
+      assert.equal(proxy.connections(), 1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test("a break before the first frame still reads the run from its start", async () => {
+    const proxy = await cuttingProxy(plain.url, (n) => (n === 0 ? 0 : null));
+    try {
+      const agent = new ResumableHttpAgent({ url: `${proxy.url}/api/v1/agui`, threadId: "thread-1", reconnect: { backoffMs: 1 } });
+      const got = await collect(agent, "runAgent", { runId: "no-ids-2", forwardedProps: { agentId: SCENARIO } });
+      assert.equal(got.error, undefined, String(got.error));
+      assert.deepEqual(normalized(got.events, "no-ids-2"), expected());
+      assert.equal(proxy.connections(), 2);
+    } finally {
+      await proxy.close();
+    }
+  });
+});

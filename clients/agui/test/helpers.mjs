@@ -28,15 +28,15 @@ export function scenarios() {
     .sort();
 }
 
-/** Starts `lce serve --addr 127.0.0.1:0 --scenarios fixtures/scenarios --sse-ids ARGS`; resolves to { url, stop }. */
-export function serve(args = []) {
+/** Starts `lce serve --addr 127.0.0.1:0 --scenarios fixtures/scenarios --sse-ids ARGS` (without --sse-ids when `ids` is false); resolves to { url, stop }. */
+export function serve(args = [], { ids = true } = {}) {
   const bin = lceBin();
   if (!existsSync(bin)) {
     throw new Error(`no lce binary at ${bin}: build it with \`cargo build -p lce-cli\` or set LCE_BIN`);
   }
   const child = spawn(
     bin,
-    ["serve", "--addr", "127.0.0.1:0", "--scenarios", path.join(root, "fixtures/scenarios"), "--sse-ids", ...args],
+    ["serve", "--addr", "127.0.0.1:0", "--scenarios", path.join(root, "fixtures/scenarios"), ...(ids ? ["--sse-ids"] : []), ...args],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let stderr = "";
