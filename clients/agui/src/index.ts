@@ -297,6 +297,8 @@ export class ResumableHttpAgent extends HttpAgent {
 
   /** `HttpAgent.run()` over the resumable body. */
   run(input: RunAgentInput): Observable<BaseEvent> {
+    // A new run: until its answer names it, there is no run to resume.
+    this.run_ = undefined;
     const http$ = transport(async () => {
       const init = this.requestInit(enforceOutgoingInput(input));
       const response = await this.fetch(this.url, init);

@@ -148,6 +148,36 @@ describe("ends as specified", () => {
     }
   });
 
+  test("abortRun() during the backoff ends the run at once", { timeout: 30_000 }, async () => {
+    const proxy = await cuttingProxy(server.url, (n) => (n === 0 ? 400 : "refuse"));
+    try {
+      const agent = new ResumableHttpAgent({
+        url: `${proxy.url}/api/v1/agui`,
+        threadId: "thread-1",
+        // Far longer than the test's timeout: only the abort can end the wait.
+        reconnect: { backoffMs: 600_000 },
+      });
+      const { done } = await startAndWait(agent, "abort-2", 2);
+      // The cut (at 400 bytes, inside the 3rd frame) comes at once; then the agent waits.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(agent.isRunning, true, "the agent waits to reconnect");
+      agent.abortRun();
+      await done;
+      assert.equal(agent.isRunning, false);
+      assert.equal(proxy.connections(), 1, "no reconnect after abortRun()");
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test("connectAgent() with no run to re-attach to ends with no_run", async () => {
+    const agent = new ResumableHttpAgent({ url: `${server.url}/api/v1/agui` });
+    const got = await collect(agent, "connectAgent");
+    assert.ok(got.error instanceof ResumeError, String(got.error));
+    assert.equal(got.error.code, "no_run");
+    assert.equal(agent.lastRun, undefined);
+  });
+
   test("a run the gateway does not have (404) ends with run_not_found, after one request", async () => {
     const proxy = await cuttingProxy(server.url);
     try {
