@@ -39,6 +39,10 @@ export function serve(args = [], { ids = true } = {}) {
     ["serve", "--addr", "127.0.0.1:0", "--scenarios", path.join(root, "fixtures/scenarios"), ...(ids ? ["--sse-ids"] : []), ...args],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
+  // Never outlive the tests, even when they crash.
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  child.once("exit", () => process.off("exit", kill));
   let stderr = "";
   child.stderr.on("data", (d) => {
     stderr = (stderr + d).slice(-4000);
