@@ -31,6 +31,7 @@
 
 use pyo3::prelude::*;
 
+mod dump;
 mod encode;
 mod errors;
 mod input;
