@@ -26,7 +26,9 @@ use std::process::Command;
 
 use lce_testkit::corpus::{self, Mix, Options};
 
-use crate::util::{Rng, cores, cpu_model, create_dir, lce, run as run_command, target_dir, workspace_root};
+use crate::util::{
+    Rng, cores, cpu_model, create_dir, lce, run as run_command, target_dir, workspace_root,
+};
 
 /// What the command line asked for.
 #[derive(Debug, clap::Args)]
@@ -61,24 +63,26 @@ pub(crate) fn run(args: Args) -> Result<(), String> {
     let root = workspace_root();
     let target = target_dir(&root);
     let work = target.join("bench-python");
-    println!("bench-python: {runs} short runs, a {long}-event run, about {seconds} s per contender and group");
+    println!(
+        "bench-python: {runs} short runs, a {long}-event run, about {seconds} s per contender and group"
+    );
     println!("machine: {} cores, {}", cores(), cpu_model());
 
     let python = venv(&root, &target, !args.no_build)?;
     let lce = lce(&root, true, !args.no_build)?;
     write_corpus(&root, &work, runs, long)?;
 
-    run_command(Command::new(&python)
-        .arg(root.join("crates/lce-python/bench.py"))
-        .arg("--corpus")
-        .arg(&work)
-        .arg("--lce")
-        .arg(&lce)
-        .args(["--seconds", &seconds.to_string()]))?;
+    run_command(
+        Command::new(&python)
+            .arg(root.join("crates/lce-python/bench.py"))
+            .arg("--corpus")
+            .arg(&work)
+            .arg("--lce")
+            .arg(&lce)
+            .args(["--seconds", &seconds.to_string()]),
+    )?;
     println!();
-    println!(
-        "reproduce: cargo xtask bench-python --runs {runs} --long {long} --seconds {seconds}"
-    );
+    println!("reproduce: cargo xtask bench-python --runs {runs} --long {long} --seconds {seconds}");
     Ok(())
 }
 
@@ -100,17 +104,19 @@ fn venv(root: &Path, target: &Path, install: bool) -> Result<std::path::PathBuf,
             "maturin>=1.9.4,<2",
         ]))?;
         // The PEP 517 build of maturin is a release build.
-        run_command(Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--force-reinstall",
-                "--no-deps",
-            ])
-            .arg(root.join("crates/lce-python")))?;
+        run_command(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--force-reinstall",
+                    "--no-deps",
+                ])
+                .arg(root.join("crates/lce-python")),
+        )?;
     }
     Ok(python)
 }
@@ -141,7 +147,10 @@ fn write_corpus(root: &Path, work: &Path, runs: u64, long: u64) -> Result<(), St
         let path = short.join(format!("run-{i:03}-{}-{events}.jsonl", mix.name()));
         generate(&options, &path)?;
     }
-    generate(&Options::new(long), &long_dir.join(format!("mixed-{long}.jsonl")))?;
+    generate(
+        &Options::new(long),
+        &long_dir.join(format!("mixed-{long}.jsonl")),
+    )?;
     generate(&Options::new(2), &work.join("floor.jsonl"))?;
     let fixtures = root.join("fixtures/scenarios");
     for path in crate::util::files_with(&fixtures, "jsonl")? {

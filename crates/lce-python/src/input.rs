@@ -115,9 +115,15 @@ pub(crate) fn parse_event(
     scratch: &mut Vec<u8>,
 ) -> PyResult<(Event, Form)> {
     let parsed = if let Ok(b) = obj.cast::<PyBytes>() {
-        (parser.parse_slice(strip_line_end(b.as_bytes())), Form::Bytes)
+        (
+            parser.parse_slice(strip_line_end(b.as_bytes())),
+            Form::Bytes,
+        )
     } else if let Some(text) = obj.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
-        (parser.parse_slice(strip_line_end(text.as_bytes())), Form::Str)
+        (
+            parser.parse_slice(strip_line_end(text.as_bytes())),
+            Form::Str,
+        )
     } else {
         scratch.clear();
         let form = append_item(obj, scratch)?;
@@ -248,10 +254,7 @@ impl PyLines {
         if rest.is_empty() {
             return None;
         }
-        let len = rest
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap_or(rest.len());
+        let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
         let line = self.pos..self.pos + len;
         self.pos += len + 1;
         Some(line)

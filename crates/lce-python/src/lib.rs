@@ -21,7 +21,7 @@
 //!
 //! May depend on: the facade `lce` (every layer through it), `pyo3`,
 //! `tokio` (a current-thread runtime with timers: the coordinator's commit
-//! timeout is a tokio timer), `futures` and `bytes`. Nothing depends on it.
+//! timeout is a tokio timer), `futures`, `bytes` and `memchr`. Nothing depends on it.
 //!
 //! Built by maturin as the extension module `lce._lce` (no Cargo feature:
 //! maturin >= 1.9.4 tells PyO3 it builds an extension module), so the
