@@ -13,6 +13,8 @@
 //! big integers, lone surrogates, circular or very deep structures, objects
 //! `json.dumps` refuses) behaves exactly as before.
 
+use bytes::{BufMut, BytesMut};
+use lce::wire::{Style, write_json_string};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -23,11 +25,11 @@ const MAX_DEPTH: usize = 64;
 /// Appends `json.dumps(obj, ensure_ascii=False, separators=(",", ":"))` to
 /// `out` when `obj` is made of the builtin types only; `Ok(false)` (with
 /// `out` in any state) when it is not.
-pub(crate) fn write_event(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<bool> {
+pub(crate) fn write_event(obj: &Bound<'_, PyAny>, out: &mut BytesMut) -> PyResult<bool> {
     value(obj, out, 0)
 }
 
-fn value(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> PyResult<bool> {
+fn value(obj: &Bound<'_, PyAny>, out: &mut BytesMut, depth: usize) -> PyResult<bool> {
     if let Ok(s) = obj.cast_exact::<PyString>() {
         return Ok(string(s, out));
     }
@@ -35,11 +37,11 @@ fn value(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> PyResult<bo
         if depth >= MAX_DEPTH {
             return Ok(false);
         }
-        out.push(b'{');
+        out.put_u8(b'{');
         let mut first = true;
         for (k, v) in d.iter() {
             if !first {
-                out.push(b',');
+                out.put_u8(b',');
             }
             first = false;
             let Ok(k) = k.cast_exact::<PyString>() else {
@@ -48,12 +50,12 @@ fn value(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> PyResult<bo
             if !string(k, out) {
                 return Ok(false);
             }
-            out.push(b':');
+            out.put_u8(b':');
             if !value(&v, out, depth + 1)? {
                 return Ok(false);
             }
         }
-        out.push(b'}');
+        out.put_u8(b'}');
         return Ok(true);
     }
     if obj.is_none() {
@@ -92,63 +94,59 @@ fn value(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> PyResult<bo
 
 fn sequence<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
-    out: &mut Vec<u8>,
+    out: &mut BytesMut,
     depth: usize,
 ) -> PyResult<bool> {
     if depth >= MAX_DEPTH {
         return Ok(false);
     }
-    out.push(b'[');
+    out.put_u8(b'[');
     let mut first = true;
     for item in items {
         if !first {
-            out.push(b',');
+            out.put_u8(b',');
         }
         first = false;
         if !value(&item, out, depth + 1)? {
             return Ok(false);
         }
     }
-    out.push(b']');
+    out.put_u8(b']');
     Ok(true)
 }
 
-/// A `str` as `json.dumps(s, ensure_ascii=False)` writes it: `"` and `\`
-/// escaped, `\n \r \t \b \f` by name, the other characters below U+0020 as
-/// `\u00xx`, everything else as it is. `false` for a `str` that is not
-/// UTF-8 (lone surrogates).
-fn string(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> bool {
+/// A `str` as `json.dumps(s, ensure_ascii=False)` writes it (`lce-wire`'s
+/// writer in the Python style: `"` and `\` escaped, `\n \r \t \b \f` by
+/// name, the other characters below U+0020 as `\u00xx`, everything else as
+/// it is). `false` for a `str` that is not UTF-8 (lone surrogates).
+fn string(s: &Bound<'_, PyString>, out: &mut BytesMut) -> bool {
     let Ok(text) = s.to_str() else {
         return false;
     };
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..=0x1f => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(b >> 4)]);
-            out.push(HEX[usize::from(b & 0xf)]);
-        } else {
-            out.extend_from_slice(escape);
-        }
-        start = i + 1;
+    if needs_escape(text.as_bytes()) {
+        write_json_string(
+            out,
+            text,
+            Style::Python {
+                ensure_ascii: false,
+            },
+        );
+    } else {
+        out.reserve(text.len() + 2);
+        out.put_u8(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.put_u8(b'"');
     }
-    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
-    out.push(b'"');
     true
+}
+
+/// Whether `bytes` hold a `"`, a backslash or a byte below 0x20 (what
+/// `json.dumps(ensure_ascii=False)` escapes); 32 bytes at a time, without
+/// branches inside a block, so the compiler can vectorise it.
+fn needs_escape(bytes: &[u8]) -> bool {
+    bytes.chunks(32).any(|block| {
+        block.iter().fold(false, |hit, &b| {
+            hit | (b < 0x20) | (b == b'"') | (b == b'\\')
+        })
+    })
 }

@@ -45,7 +45,7 @@ pub(crate) struct PyEncoder {
     /// Parses the events (consecutive events share their ids).
     parser: EventParser,
     /// Where a `dict` event is written as JSON.
-    scratch: Vec<u8>,
+    scratch: BytesMut,
 }
 
 impl PyEncoder {
@@ -77,7 +77,7 @@ impl PyEncoder {
             buf: BytesMut::with_capacity(4096),
             finished: false,
             parser: EventParser::new(),
-            scratch: Vec::new(),
+            scratch: BytesMut::new(),
         })
     }
 

@@ -16,6 +16,7 @@
 //! that, into one buffer per batch; the lines are numbered and parsed by `lce-types`' `LineParser`, the
 //! core of `lce check`'s and `lce encode`'s readers.
 
+use bytes::{BufMut, BytesMut};
 use lce::types::{DEFAULT_MAX_LINE_BYTES, Event, EventParser, LineParser, ParseError};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -44,7 +45,7 @@ pub(crate) enum Form {
 
 /// Appends the bytes of one item (`str`, `bytes`, `bytearray` or `dict`) to
 /// `out`; its form.
-fn append_item(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<Form> {
+fn append_item(obj: &Bound<'_, PyAny>, out: &mut BytesMut) -> PyResult<Form> {
     if let Ok(s) = obj.cast::<PyString>() {
         append_str(s, out)?;
         return Ok(Form::Str);
@@ -77,7 +78,7 @@ fn not_an_event(obj: &Bound<'_, PyAny>) -> PyErr {
 /// Appends a `dict` as `json.dumps(obj, ensure_ascii=False,
 /// separators=(",", ":"))` writes it: written here when it is made of
 /// builtin types only ([`dump`]), else by `json.dumps` itself.
-fn append_dict(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
+fn append_dict(obj: &Bound<'_, PyAny>, out: &mut BytesMut) -> PyResult<()> {
     let start = out.len();
     if dump::write_event(obj, out)? {
         return Ok(());
@@ -94,7 +95,7 @@ fn append_dict(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
 
 /// Appends a `str` as UTF-8; lone surrogates are written as they are
 /// (`surrogatepass`), which the parser rejects as invalid UTF-8.
-fn append_str(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> PyResult<()> {
+fn append_str(s: &Bound<'_, PyString>, out: &mut BytesMut) -> PyResult<()> {
     match s.to_str() {
         Ok(s) => out.extend_from_slice(s.as_bytes()),
         Err(_) => {
@@ -112,7 +113,7 @@ fn append_str(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> PyResult<()> {
 pub(crate) fn parse_event(
     obj: &Bound<'_, PyAny>,
     parser: &mut EventParser,
-    scratch: &mut Vec<u8>,
+    scratch: &mut BytesMut,
 ) -> PyResult<(Event, Form)> {
     let parsed = if let Ok(b) = obj.cast::<PyBytes>() {
         (
@@ -138,7 +139,7 @@ pub(crate) fn parse_event(
 /// One event from a `str`/`bytes` line or a `dict`: parsed strictly, or
 /// `lce.ParseError`.
 pub(crate) fn event(obj: &Bound<'_, PyAny>) -> PyResult<(Event, Form)> {
-    parse_event(obj, &mut EventParser::new(), &mut Vec::new())
+    parse_event(obj, &mut EventParser::new(), &mut BytesMut::new())
 }
 
 /// `bytes` without one final `\n` (or `\r\n`).
@@ -162,7 +163,7 @@ pub(crate) struct PyLines {
     /// The iterable's iterator; `None` when exhausted (or never one).
     source: Option<Py<PyIterator>>,
     /// The current batch: complete lines.
-    batch: Vec<u8>,
+    batch: BytesMut,
     /// Where the next line of the batch starts.
     pos: usize,
     parser: LineParser,
@@ -174,7 +175,7 @@ impl PyLines {
     pub(crate) fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         let mut lines = PyLines {
             source: None,
-            batch: Vec::new(),
+            batch: BytesMut::new(),
             pos: 0,
             parser: LineParser::new(DEFAULT_MAX_LINE_BYTES),
             error: None,
@@ -263,9 +264,9 @@ impl PyLines {
 
 /// Ends the item written from `start` on with a `\n`, unless it ends with
 /// one already (an empty item becomes one empty line).
-fn end_line(batch: &mut Vec<u8>, start: usize) {
+fn end_line(batch: &mut BytesMut, start: usize) {
     if batch.len() == start || batch.last() != Some(&b'\n') {
-        batch.push(b'\n');
+        batch.put_u8(b'\n');
     }
 }
 

@@ -1,6 +1,7 @@
 //! `lce.RunValidator`, `lce.check` and `lce.Problem`: `lce-validate`'s
 //! `RunValidator`, event by event or over a whole run.
 
+use bytes::BytesMut;
 use lce::types::{Event, EventParser, EventType, ParseError};
 use lce::validate::{Mode, RunValidator, ValidatorOptions, Violation};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -55,7 +56,7 @@ pub(crate) struct PyRunValidator {
     /// Parses the events (consecutive events share their ids).
     parser: EventParser,
     /// Where a `dict` event is written as JSON.
-    scratch: Vec<u8>,
+    scratch: BytesMut,
     /// `push_json` calls so far: the position a parse error names.
     pushed_json: u64,
 }
@@ -84,7 +85,7 @@ impl PyRunValidator {
         Ok(PyRunValidator {
             inner: RunValidator::new(options),
             parser: EventParser::new(),
-            scratch: Vec::new(),
+            scratch: BytesMut::new(),
             pushed_json: 0,
         })
     }
