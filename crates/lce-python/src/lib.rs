@@ -11,7 +11,8 @@
 //!
 //! It holds no logic of the contract: every rule, bound, cleaning and byte
 //! on the wire comes from the library crates through the facade `lce`; this
-//! crate converts Python objects to events and lines ([`input`]), runs the
+//! crate converts Python objects to events and lines ([`input`]; [`dump`]
+//! writes a `dict` as `json.dumps` would, without calling it), runs the
 //! library's types, and maps their errors to exceptions ([`errors`]). The
 //! chain of `encode` is the one `lce encode` builds. Batches of lines run
 //! with the GIL released, and an iterable of lines is read lazily. No input
