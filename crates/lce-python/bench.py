@@ -38,7 +38,7 @@ machine counts less than with wall time. The contenders:
   CLI's per-event work with its start-up amortised away, as over one file
   of many runs (`lce encode` takes one run per file). Left out of the
   `scenarios` group, whose runs (3 to 29 events, some 20 µs of work) are
-  too short for the difference with a ~1 ms start-up to be meaningful;
+  too short for the difference with a ~3 ms start-up to be meaningful;
 - and, per event (no format), `RunValidator.push(dict)`,
   `RunValidator.push_json(bytes)` (when the package has it) and
   `json.dumps(dict)` over the group's events, each run in a fresh
