@@ -19,6 +19,7 @@ extern crate redis_blocking as redis;
 
 mod bench_gateway;
 mod bench_peers;
+mod bench_python;
 mod bless;
 mod cluster;
 mod conformance;
@@ -66,6 +67,9 @@ enum Task {
     /// The gateway's Redis run log measured: throughput against raw XADD,
     /// ingest-to-subscriber latency, Redis and replica memory.
     BenchGateway(bench_gateway::Args),
+    /// The Python package per event against `lce encode` and a CPython
+    /// DA-style encoder, on short realistic runs and a long one.
+    BenchPython(bench_python::Args),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
         Task::BenchPeers(args) => bench_peers::run(args),
         Task::Cluster(args) => cluster::run(args),
         Task::BenchGateway(args) => bench_gateway::run(args),
+        Task::BenchPython(args) => bench_python::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

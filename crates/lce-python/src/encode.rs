@@ -1,10 +1,13 @@
 //! `lce.Encoder` (an SSE encoder, event by event) and `lce.encode` /
 //! `lce.encode_run` (a whole run through the chain `lce encode` builds).
 
+use std::sync::Mutex;
+
 use bytes::BytesMut;
 use futures::StreamExt;
 use lce::prelude::*;
 use lce::stream::{Cause, EncodeOptions, FrameEncoder};
+use lce::types::EventParser;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -39,6 +42,10 @@ pub(crate) struct PyEncoder {
     inner: WireEncoder,
     buf: BytesMut,
     finished: bool,
+    /// Parses the events (consecutive events share their ids).
+    parser: EventParser,
+    /// Where a `dict` event is written as JSON.
+    scratch: BytesMut,
 }
 
 impl PyEncoder {
@@ -69,6 +76,8 @@ impl PyEncoder {
             inner: WireEncoder::new(format(to)?, agent_name),
             buf: BytesMut::with_capacity(4096),
             finished: false,
+            parser: EventParser::new(),
+            scratch: BytesMut::new(),
         })
     }
 
@@ -79,7 +88,7 @@ impl PyEncoder {
         event: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         self.check_open()?;
-        let (event, _) = input::event(event)?;
+        let (event, _) = input::parse_event(event, &mut self.parser, &mut self.scratch)?;
         let (encoder, buf) = (&mut self.inner, &mut self.buf);
         if let Err(e) = shield(|| encoder.encode_frame(&event, buf))? {
             self.buf.clear();
@@ -188,10 +197,41 @@ struct Intervened {
 /// chosen encoder. `Err` only when the coordinator's output did not encode
 /// (never, by its guarantee).
 fn run_chain(lines: &mut PyLines, options: EncodeOptions) -> Result<RunOutput, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    // A runtime from the pool, put back after the run: a call from within
+    // a run (an iterable that encodes) or from another thread finds none
+    // and builds its own; one whose run panicked is not put back.
+    let pooled = RUNTIMES.lock().ok().and_then(|mut pool| pool.pop());
+    let runtime = match pooled {
+        Some(runtime) => runtime,
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?,
+    };
+    let out = chain_on(&runtime, lines, options);
+    if let Ok(mut pool) = RUNTIMES.lock() {
+        if pool.len() < MAX_POOLED_RUNTIMES {
+            pool.push(runtime);
+        }
+    }
+    out
+}
+
+/// The current-thread runtimes `encode` runs its chains on, kept between
+/// calls (building one cost more than encoding a short run). A static is
+/// never dropped, so no runtime is dropped in a thread's exit.
+static RUNTIMES: Mutex<Vec<tokio::runtime::Runtime>> = Mutex::new(Vec::new());
+
+/// Runtimes kept in [`RUNTIMES`] at most (one per thread that encodes at
+/// the same time, up to this).
+const MAX_POOLED_RUNTIMES: usize = 8;
+
+/// [`run_chain`] on `runtime`.
+fn chain_on(
+    runtime: &tokio::runtime::Runtime,
+    lines: &mut PyLines,
+    options: EncodeOptions,
+) -> Result<RunOutput, String> {
     runtime.block_on(async move {
         let items = lines.by_ref().map(|item| item.map_err(LceError::Parse));
         // The run's ids: the first line's, when it parses (as `lce encode`).

@@ -11,7 +11,8 @@
 //!
 //! It holds no logic of the contract: every rule, bound, cleaning and byte
 //! on the wire comes from the library crates through the facade `lce`; this
-//! crate converts Python objects to events and lines ([`input`]), runs the
+//! crate converts Python objects to events and lines ([`input`]; [`dump`]
+//! writes a `dict` as `json.dumps` would, without calling it), runs the
 //! library's types, and maps their errors to exceptions ([`errors`]). The
 //! chain of `encode` is the one `lce encode` builds. Batches of lines run
 //! with the GIL released, and an iterable of lines is read lazily. No input
@@ -21,7 +22,7 @@
 //!
 //! May depend on: the facade `lce` (every layer through it), `pyo3`,
 //! `tokio` (a current-thread runtime with timers: the coordinator's commit
-//! timeout is a tokio timer), `futures` and `bytes`. Nothing depends on it.
+//! timeout is a tokio timer), `futures`, `bytes` and `memchr`. Nothing depends on it.
 //!
 //! Built by maturin as the extension module `lce._lce` (no Cargo feature:
 //! maturin >= 1.9.4 tells PyO3 it builds an extension module), so the
@@ -31,6 +32,7 @@
 
 use pyo3::prelude::*;
 
+mod dump;
 mod encode;
 mod errors;
 mod input;

@@ -144,6 +144,12 @@ class RunValidator:
     ) -> None: ...
     def push(self, event: Event) -> None:
         """Raises `Violation` (or `ParseError`, `TypeError`)."""
+    def push_json(self, line: Union[bytes, bytearray]) -> None:
+        """`push` of one JSON line given as bytes (a final newline allowed),
+        without the conversion: the fast path for an adapter that has its
+        events serialized. Raises `Violation`, `ParseError` (whose `line` is
+        the 1-based number of this `push_json` call) or `TypeError` (not
+        bytes)."""
     def finish(self) -> None:
         """Raises `Violation` (rule 12) when the run has no terminal."""
     def clear_failure(self) -> None: ...
