@@ -13,9 +13,12 @@ use lce_types::EventType;
 
 use crate::gateway::Gateway;
 
-/// How often an owner asks the log whether its run was cancelled (the
-/// cancel route may run on another replica; one on this replica reaches
-/// the run at once).
+/// How often an owner asks the log whether its run was cancelled, on a
+/// log that does not announce cancels (the cancel route may run on
+/// another replica; one on this replica reaches the run at once). A log
+/// that announces them (Redis) is waited on instead
+/// (`RunLog::cancel_notice`), and every lease renewal answers the flag
+/// too.
 const CANCEL_POLL: Duration = Duration::from_secs(1);
 
 /// How the owner's work on a run ended.
@@ -99,6 +102,8 @@ where
     let mut renew = tokio::time::interval(lease / 3);
     renew.tick().await;
     let mut cancel_poll = tokio::time::interval(CANCEL_POLL);
+    let mut cancel_notice = shared.log.cancel_notice(renewer.run_id());
+    let polls = cancel_notice.is_none();
     let mut renewing = true;
     let mut cancel_seen = false;
     loop {
@@ -125,7 +130,12 @@ where
                 };
             },
             _ = renew.tick(), if renewing => {
-                if !renewer.renew(lease).await.unwrap_or(true) {
+                let renewal = renewer.renew_and_check(lease).await;
+                if !cancel_seen && renewal.as_ref().is_ok_and(|r| r.cancel_requested) {
+                    cancel_seen = true;
+                    gateway.cancel_after_grace(renewer.run_id());
+                }
+                if !renewal.map_or(true, |r| r.held) {
                     renewing = false;
                     // Sealed by this run's own terminal (being
                     // acknowledged): drive on to it. Otherwise another
@@ -137,7 +147,21 @@ where
                 }
             }
             () = shared.release.notified(), if shared.durable => {}
-            _ = cancel_poll.tick(), if !cancel_seen => {
+            heard = async {
+                match cancel_notice.as_mut() {
+                    Some(notice) => notice.await,
+                    None => std::future::pending().await,
+                }
+            }, if !cancel_seen && !polls => {
+                if heard.is_ok() {
+                    cancel_seen = true;
+                    gateway.cancel_after_grace(renewer.run_id());
+                } else {
+                    // The renewals still answer the flag.
+                    cancel_notice = None;
+                }
+            }
+            _ = cancel_poll.tick(), if !cancel_seen && polls => {
                 if shared.log.cancel_requested(renewer.run_id()).await.unwrap_or(false) {
                     cancel_seen = true;
                     gateway.cancel_after_grace(renewer.run_id());

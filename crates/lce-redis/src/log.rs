@@ -6,14 +6,14 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lce_runlog::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+use lce_runlog::{LogBatch, LogEntry, LogError, LogFuture, Refusal, Renewal, RunInfo, RunLog};
 use lce_types::Event;
 use redis::Value;
 use tokio::time::Instant;
 
 use crate::engine::{Engine, Failure, int, millis, text};
 use crate::scripts::{APPEND_GUARD, CONFIRM, Scripts, UNFENCE};
-use crate::wakeups::{Waiting, Wakeups, shard_channel};
+use crate::wakeups::{CANCEL_NOTICE, Waiting, Wakeups, shard_channel};
 
 /// How long a thread's revisions are kept after its last commit when no
 /// thread retention is given: 30 days.
@@ -785,7 +785,9 @@ impl Inner {
         }
     }
 
-    async fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> Result<bool, LogError> {
+    /// Renews the lease: whether it is still held, and whether a cancel
+    /// was requested (the renewal script answers both).
+    async fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> Result<Renewal, LogError> {
         let keys = self.keys(run_id);
         let lease_ms = millis(lease);
         let reply = self
@@ -804,7 +806,7 @@ impl Inner {
             .await
             .map_err(unavailable)?;
         if let Value::Array(parts) = &reply
-            && let [now, conversation_id] = parts.as_slice()
+            && let [now, conversation_id, cancel] = parts.as_slice()
             && let Some(now) = int(now)
         {
             self.mark_active("renew", run_id, deadline(now, lease_ms))
@@ -814,12 +816,25 @@ impl Inner {
             {
                 self.refresh_running(conversation_id).await;
             }
-            return Ok(true);
+            return Ok(Renewal::new(true, text(cancel) == Some(b"1")));
         }
         match int(&reply) {
             Some(-2) => Err(LogError::NotFound),
-            Some(-1) => Ok(false),
+            Some(-1) => Ok(Renewal::new(false, false)),
             _ => Err(LogError::Unavailable),
+        }
+    }
+
+    /// Resolves once a cancel of the run was requested: asks the engine,
+    /// then waits for the request's announcement (or, while the run's
+    /// notices are not heard, asks again every second).
+    async fn cancel_notice(self: Arc<Self>, run_id: String) -> Result<(), LogError> {
+        let mut waiting = self.wakeups.register(&run_id);
+        loop {
+            if self.cancel_requested(&run_id).await? {
+                return Ok(());
+            }
+            waiting.wait_cancel().await;
         }
     }
 
@@ -846,8 +861,37 @@ impl Inner {
         match int(&reply) {
             Some(-1) => Err(LogError::NotFound),
             Some(0) => Ok(false),
-            Some(1) => Ok(true),
+            Some(1) => {
+                self.announce_cancel(run_id).await;
+                Ok(true)
+            }
             _ => Err(LogError::Unavailable),
+        }
+    }
+
+    /// Announces a recorded cancel request to the run's owner, wherever it
+    /// runs (`!cancel:<run id>` on the wake-up channel). A lost
+    /// announcement delays the cancel to the owner's next renewal, which
+    /// answers the flag too.
+    async fn announce_cancel(&self, run_id: &str) {
+        let notice = format!("{CANCEL_NOTICE}{run_id}");
+        let mut pipe = redis::pipe();
+        if self.engine.topology.is_cluster() {
+            pipe.cmd("SPUBLISH")
+                .arg(shard_channel(&self.options.prefix, run_id))
+                .arg(&notice);
+        } else {
+            pipe.cmd("PUBLISH").arg(&self.appended).arg(&notice);
+        }
+        let announced: Result<Vec<Value>, _> = self
+            .engine
+            .attempts("cancel", |mut conn, _| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
+            .await;
+        if announced.is_err() {
+            tracing::debug!(run_id, "redis: a cancel request was not announced");
         }
     }
 
@@ -1161,7 +1205,19 @@ impl RunLog for RedisRunLog {
     fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<bool> {
         let inner = Arc::clone(&self.inner);
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        Box::pin(async move { Ok(inner.renew(&run_id, &owner, lease).await?.held) })
+    }
+
+    fn renew_and_check(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<Renewal> {
+        let inner = Arc::clone(&self.inner);
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move { inner.renew(&run_id, &owner, lease).await })
+    }
+
+    fn cancel_notice(&self, run_id: &str) -> Option<LogFuture<()>> {
+        Some(Box::pin(
+            Arc::clone(&self.inner).cancel_notice(run_id.to_owned()),
+        ))
     }
 
     fn release(&self, run_id: &str, owner: &str) -> LogFuture<()> {

@@ -161,9 +161,10 @@ return 0
 
 /// `renew`. KEYS: meta, lease, log. ARGV: owner, lease ms, ttl ms.
 /// Answers -2 (no log), -1 (not the holder, or sealed) or `{the engine's
-/// time in ms, conversation id}` (the caller refreshes the conversation's
-/// running-run key with it). Pushes the unsealed run's expiry back to the
-/// ttl.
+/// time in ms, conversation id, cancel}` (the caller refreshes the
+/// conversation's running-run key with it; `cancel` is `1` once a cancel
+/// was requested, so the owner needs no poll of its own). Pushes the
+/// unsealed run's expiry back to the ttl.
 const RENEW: &str = concat!(
     now_ms!(),
     r"
@@ -173,7 +174,7 @@ if sealed ~= '0' or redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
-return {now, redis.call('HGET', KEYS[1], 'conversation_id')}
+return {now, redis.call('HGET', KEYS[1], 'conversation_id'), redis.call('HGET', KEYS[1], 'cancel') or '0'}
 "
 );
 

@@ -58,9 +58,16 @@ pub(crate) struct Wakeups {
 /// One run some local read waits on.
 struct Run {
     notices: watch::Sender<u64>,
+    /// Bumped by the run's cancel announcements, and whenever a notice
+    /// may have been lost (so its owner asks the engine again).
+    cancels: watch::Sender<u64>,
     readers: usize,
     heard: bool,
 }
+
+/// The payload that announces a cancel request of a run (a run id never
+/// starts with `!`).
+pub(crate) const CANCEL_NOTICE: &str = "!cancel:";
 
 /// A request to the sharded listener.
 enum Shard {
@@ -119,6 +126,7 @@ impl Wakeups {
             Ok(mut runs) => {
                 let run = runs.entry(run_id.to_owned()).or_insert_with(|| Run {
                     notices: watch::channel(0).0,
+                    cancels: watch::channel(0).0,
                     readers: 0,
                     heard: self.shard.is_none(),
                 });
@@ -128,26 +136,34 @@ impl Wakeups {
                 {
                     let _ = shard.send(Shard::Subscribe(run_id.to_owned()));
                 }
-                Some(run.notices.subscribe())
+                Some((run.notices.subscribe(), run.cancels.subscribe()))
             }
             Err(_) => None,
         };
+        let (receiver, cancels) = receiver.unzip();
         Waiting {
             wakeups: Arc::clone(self),
             run_id: run_id.to_owned(),
             receiver,
+            cancels,
         }
     }
 
-    /// Wakes the reads waiting on `run_id`.
-    fn wake(&self, run_id: &[u8]) {
-        let Ok(run_id) = std::str::from_utf8(run_id) else {
+    /// Wakes the reads waiting on the run a notice names (its id), or
+    /// the owner waiting for its cancel (`!cancel:<run id>`).
+    fn wake(&self, payload: &[u8]) {
+        let Ok(payload) = std::str::from_utf8(payload) else {
             return;
+        };
+        let (run_id, cancel) = match payload.strip_prefix(CANCEL_NOTICE) {
+            Some(run_id) => (run_id, true),
+            None => (payload, false),
         };
         if let Ok(runs) = self.runs.lock()
             && let Some(run) = runs.get(run_id)
         {
-            run.notices.send_modify(|n| *n = n.wrapping_add(1));
+            let watch = if cancel { &run.cancels } else { &run.notices };
+            watch.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
 
@@ -159,6 +175,7 @@ impl Wakeups {
         {
             run.heard = heard;
             run.notices.send_modify(|n| *n = n.wrapping_add(1));
+            run.cancels.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
 
@@ -168,6 +185,7 @@ impl Wakeups {
         if let Ok(runs) = self.runs.lock() {
             for run in runs.values() {
                 run.notices.send_modify(|n| *n = n.wrapping_add(1));
+                run.cancels.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
     }
@@ -196,6 +214,8 @@ pub(crate) struct Waiting {
     run_id: String,
     /// `None` only if the map's lock was poisoned: the wait then polls.
     receiver: Option<watch::Receiver<u64>>,
+    /// The run's cancel announcements (`None` as above).
+    cancels: Option<watch::Receiver<u64>>,
 }
 
 impl Waiting {
@@ -218,6 +238,28 @@ impl Waiting {
         }
     }
 }
+
+impl Waiting {
+    /// Waits for a cancel announcement of the run (or a sign that one may
+    /// have been lost: the subscription went down or came back), or
+    /// [`CANCEL_POLL`] while the run's notices are not heard.
+    pub(crate) async fn wait_cancel(&mut self) {
+        let heard = self.wakeups.hears(&self.run_id);
+        match &mut self.cancels {
+            Some(cancels) if heard => {
+                let _ = cancels.changed().await;
+            }
+            Some(cancels) => {
+                let _ = tokio::time::timeout(CANCEL_POLL, cancels.changed()).await;
+            }
+            None => tokio::time::sleep(CANCEL_POLL).await,
+        }
+    }
+}
+
+/// How often an owner asks the engine for its run's cancel flag while its
+/// announcements are not heard.
+const CANCEL_POLL: Duration = Duration::from_secs(1);
 
 impl Drop for Waiting {
     fn drop(&mut self) {

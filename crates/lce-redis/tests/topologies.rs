@@ -225,3 +225,54 @@ async fn an_entry_no_replica_holds_is_neither_acknowledged_nor_read() {
         .collect();
     assert_eq!(read, [start.to_json(), closure.to_json()]);
 }
+
+/// The owner learns of a cancel asked on another handle from the
+/// request's announcement (no poll): `cancel_notice` resolves right after
+/// `request_cancel`, and not before; the renewal answers the flag too.
+async fn cancel_reaches_the_owner(url: &str) {
+    let owner = RedisRunLog::connect(url, RedisLogOptions::new())
+        .await
+        .unwrap();
+    let other = RedisRunLog::connect(url, RedisLogOptions::new())
+        .await
+        .unwrap();
+    let run_id = fresh_run_id("cancel-notice");
+    let info = RunInfo {
+        conversation_id: format!("conv-{run_id}"),
+        run_id: run_id.clone(),
+        owner: "o".to_owned(),
+        nonce: "n".to_owned(),
+    };
+    owner.create(info, LEASE).await.unwrap();
+    let renewal = owner.renew_and_check(&run_id, "o", LEASE).await.unwrap();
+    assert!(renewal.held && !renewal.cancel_requested);
+    let mut notice = owner
+        .cancel_notice(&run_id)
+        .expect("redis announces cancels");
+    // Nothing asked yet: still waiting after a while.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1500), &mut notice)
+            .await
+            .is_err(),
+        "resolved without a cancel"
+    );
+    assert_eq!(other.request_cancel(&run_id).await, Ok(true));
+    tokio::time::timeout(Duration::from_secs(10), notice)
+        .await
+        .expect("the announcement never arrived")
+        .unwrap();
+    let renewal = owner.renew_and_check(&run_id, "o", LEASE).await.unwrap();
+    assert!(renewal.held && renewal.cancel_requested);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_is_announced_to_the_owner_on_one_server_and_on_a_cluster() {
+    let Some(server) = lce_testkit::redis_server::RedisServer::start() else {
+        return;
+    };
+    cancel_reaches_the_owner(&server.url()).await;
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    cancel_reaches_the_owner(&cluster.url()).await;
+}

@@ -28,7 +28,7 @@ mod logged;
 mod memory;
 mod subscription;
 
-pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
+pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, Renewal, RunInfo, RunLog};
 pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
 pub use memory::{DEFAULT_RETENTION, MemoryRunLog};
 pub use subscription::{

@@ -23,6 +23,28 @@ use lce_types::Event;
 /// The future a [`RunLog`] returns: boxed, `Send`, owning what it needs.
 pub type LogFuture<T> = Pin<Box<dyn Future<Output = Result<T, LogError>> + Send + 'static>>;
 
+/// What a lease renewal learnt ([`RunLog::renew_and_check`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Renewal {
+    /// The owner still holds the lease (as [`RunLog::renew`] answers).
+    pub held: bool,
+    /// A cancel of the run was requested (as [`RunLog::cancel_requested`]
+    /// answers).
+    pub cancel_requested: bool,
+}
+
+impl Renewal {
+    /// A renewal's answer: whether the lease is held, whether a cancel was
+    /// requested.
+    pub fn new(held: bool, cancel_requested: bool) -> Self {
+        Renewal {
+            held,
+            cancel_requested,
+        }
+    }
+}
+
 /// One entry of a run log.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
@@ -175,6 +197,31 @@ pub trait RunLog: Send + Sync + 'static {
     /// Extends `owner`'s lease by `lease`; `false` if `owner` no longer holds
     /// it (the run was sealed or claimed by another replica).
     fn renew(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<bool>;
+
+    /// [`RunLog::renew`], and whether a cancel was requested, in one step
+    /// where the log can (the Redis log's renewal script answers both).
+    /// By default, a renewal then [`RunLog::cancel_requested`].
+    fn renew_and_check(&self, run_id: &str, owner: &str, lease: Duration) -> LogFuture<Renewal> {
+        let renew = self.renew(run_id, owner, lease);
+        let cancel = self.cancel_requested(run_id);
+        Box::pin(async move {
+            let held = renew.await?;
+            let cancel_requested = cancel.await.unwrap_or(false);
+            Ok(Renewal::new(held, cancel_requested))
+        })
+    }
+
+    /// A future that resolves once a cancel of `run_id` has been requested
+    /// ([`RunLog::request_cancel`], on any replica), as soon as this handle
+    /// hears of it, for a log that announces cancels: the run's owner waits
+    /// on it instead of asking [`RunLog::cancel_requested`] every second.
+    /// `None` (the default) when the log does not announce them. The Redis
+    /// log asks the engine once at the start and again only after its
+    /// subscription came back (a notice may have been lost meanwhile).
+    fn cancel_notice(&self, run_id: &str) -> Option<LogFuture<()>> {
+        let _ = run_id;
+        None
+    }
 
     /// Gives up `owner`'s lease at once (a replica shutting down), so that
     /// another replica may claim the run.

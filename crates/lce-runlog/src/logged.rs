@@ -87,6 +87,14 @@ impl LogWriter {
         self.log.renew(&self.run_id, &self.owner, lease).await
     }
 
+    /// Extends the lease and learns whether a cancel was requested
+    /// ([`RunLog::renew_and_check`]).
+    pub async fn renew_and_check(&self, lease: Duration) -> Result<crate::Renewal, LogError> {
+        self.log
+            .renew_and_check(&self.run_id, &self.owner, lease)
+            .await
+    }
+
     /// Gives up the lease at once, so that another replica ends the run.
     pub async fn release(&self) -> Result<(), LogError> {
         self.log.release(&self.run_id, &self.owner).await
