@@ -8,8 +8,12 @@
 //! - Starts `redis-server` (`lce-testkit`'s) on a free loopback port in a
 //!   temporary folder (`appendonly yes`, `appendfsync always`, no RDB
 //!   snapshots: the setting under which the gateway's guarantees are
-//!   tested), writes a token secret and an ingest token into a folder of
-//!   the cluster, and starts the replicas on free ports with them.
+//!   tested), or with `--topology sentinel` a primary, its replica and a
+//!   Sentinel, or with `--topology cluster` a Redis Cluster of three
+//!   primaries with a replica each (`lce-testkit`'s `redis_topology`; the
+//!   replicas of lce then run with `--log-replicas 1`); writes a token
+//!   secret and an ingest token into a folder of the cluster, and starts
+//!   the replicas on free ports with them.
 //! - Prints the addresses and the commands, then runs until Ctrl-C (or,
 //!   with `--seconds N`, N seconds), and stops everything: SIGTERM to the
 //!   replicas (each releases the runs it owns), then `SHUTDOWN` to Redis,
@@ -44,6 +48,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lce_testkit::redis_server::RedisServer;
+use lce_testkit::redis_topology::{RedisCluster, SentinelPair};
 
 use crate::util::{create_dir, lce, read, workspace_root, write};
 
@@ -74,9 +79,106 @@ pub(crate) struct Args {
     /// Stop after N s, and check a pushed run reads back as its golden file.
     #[arg(long, value_name = "N")]
     seconds: Option<u64>,
+    /// The engine: one `redis-server`, a primary and a replica watched by
+    /// Sentinel (`redis+sentinel://`), or a Cluster of three primaries
+    /// with a replica each (`redis+cluster://`); with the last two the
+    /// replicas run with `--log-replicas 1`.
+    #[arg(long, value_enum, default_value_t = Topology::Single)]
+    topology: Topology,
     /// Internal: this process is the supervisor (see the module docs).
     #[arg(long, hide = true)]
     supervise: bool,
+}
+
+/// The engine `cargo xtask cluster` starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Topology {
+    /// One `redis-server`.
+    Single,
+    /// A primary, its replica and a Sentinel.
+    Sentinel,
+    /// Three primaries with a replica each.
+    Cluster,
+}
+
+/// The engine's processes.
+enum Engine {
+    Single(Redis),
+    Sentinel(SentinelPair),
+    Cluster(RedisCluster),
+}
+
+impl Engine {
+    fn start(topology: Topology) -> Result<Engine, String> {
+        let missing = "redis-server is not installed";
+        Ok(match topology {
+            Topology::Single => Engine::Single(Redis::start()?),
+            Topology::Sentinel => Engine::Sentinel(SentinelPair::start().ok_or(missing)?),
+            Topology::Cluster => Engine::Cluster(RedisCluster::start().ok_or(missing)?),
+        })
+    }
+
+    /// The `--log` url of the replicas.
+    fn url(&self) -> String {
+        match self {
+            Engine::Single(redis) => redis.server.url(),
+            Engine::Sentinel(pair) => pair.url(),
+            Engine::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    /// What it is, for the printed plan.
+    fn describe(&self) -> String {
+        let port = |s: &RedisServer| format!("127.0.0.1:{}", s.port());
+        match self {
+            Engine::Single(redis) => format!(
+                "redis-server {} (appendonly yes, appendfsync always, data in {})",
+                port(&redis.server),
+                redis.server.dir().display()
+            ),
+            Engine::Sentinel(pair) => format!(
+                "primary {}, replica {}, Sentinel {} (master name lce)",
+                port(&pair.primary),
+                port(&pair.replica),
+                port(&pair.sentinel)
+            ),
+            Engine::Cluster(cluster) => format!(
+                "Redis Cluster of {} nodes (3 primaries, a replica each): {}",
+                cluster.nodes.len(),
+                cluster.nodes.iter().map(port).collect::<Vec<_>>().join(" ")
+            ),
+        }
+    }
+
+    /// The folders whose logs a failure shows.
+    fn dirs(&self) -> Vec<PathBuf> {
+        match self {
+            Engine::Single(redis) => vec![redis.server.dir().to_owned()],
+            Engine::Sentinel(pair) => [&pair.primary, &pair.replica, &pair.sentinel]
+                .iter()
+                .map(|s| s.dir().to_owned())
+                .collect(),
+            Engine::Cluster(cluster) => cluster.nodes.iter().map(|n| n.dir().to_owned()).collect(),
+        }
+    }
+
+    /// Whether it still serves (the topologies: whether their nodes run).
+    fn answers(&mut self) -> bool {
+        match self {
+            Engine::Single(redis) => redis.answers(),
+            Engine::Sentinel(pair) => pair.primary.running() && pair.sentinel.running(),
+            Engine::Cluster(cluster) => cluster.nodes.iter_mut().all(RedisServer::running),
+        }
+    }
+
+    /// Stops it (a single server flushes its file; the topologies' nodes
+    /// are killed and their folders removed when dropped).
+    fn stop(&mut self) -> Result<(), String> {
+        match self {
+            Engine::Single(redis) => redis.stop(),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Runs the task with the arguments after `cluster`.
@@ -153,7 +255,7 @@ fn supervise_in(options: &Args, root: &Path, exe: &Path, dir: &Path) -> Result<(
     });
     let secrets = Secrets::write(dir)?;
     let mut cluster = Cluster {
-        redis: None,
+        engine: None,
         replicas: Vec::new(),
     };
     let result = run_cluster(options, root, exe, dir, &secrets, &mut cluster, &stop_rx);
@@ -162,8 +264,8 @@ fn supervise_in(options: &Args, root: &Path, exe: &Path, dir: &Path) -> Result<(
         // server is killed, its folder removed, when dropped.
         cluster.replicas.iter_mut().for_each(Replica::kill);
         print_log_tails(dir);
-        if let Some(redis) = cluster.redis.take() {
-            print_log_tails(redis.server.dir());
+        if let Some(engine) = cluster.engine.take() {
+            engine.dirs().iter().for_each(|d| print_log_tails(d));
         }
     }
     result
@@ -180,12 +282,16 @@ fn run_cluster(
     cluster: &mut Cluster,
     stop_rx: &mpsc::Receiver<()>,
 ) -> Result<(), String> {
-    let redis = Redis::start()?;
-    let url = redis.server.url();
-    cluster.redis = Some(redis);
+    let engine = Engine::start(options.topology)?;
+    let url = engine.url();
+    cluster.engine = Some(engine);
     let scenarios = root.join("fixtures/scenarios");
+    let extra: &[&str] = match options.topology {
+        Topology::Single => &[],
+        _ => &["--log-replicas", "1"],
+    };
     for i in 1..=usize::from(options.replicas) {
-        let args = replica_args(&url, &scenarios, secrets, &[]);
+        let args = replica_args(&url, &scenarios, secrets, extra);
         let replica = Replica::start(exe, &args, &dir.join(format!("replica-{i}.log")))?;
         cluster.replicas.push(replica);
     }
@@ -215,7 +321,7 @@ fn run_cluster(
     } else {
         None
     };
-    println!("stopping: SIGTERM to the replicas, then SHUTDOWN to redis-server");
+    println!("stopping: SIGTERM to the replicas, then the engine");
     let stopped = cluster.stop();
     checked?;
     if let Some(what) = died {
@@ -252,7 +358,7 @@ fn wait(
 
 /// The processes of a running cluster.
 struct Cluster {
-    redis: Option<Redis>,
+    engine: Option<Engine>,
     replicas: Vec<Replica>,
 }
 
@@ -264,8 +370,8 @@ impl Cluster {
                 return Some(format!("replica {} exited by itself ({status})", i + 1));
             }
         }
-        let redis = self.redis.as_ref()?;
-        (!redis.answers()).then(|| "redis-server stopped answering PING".to_owned())
+        let engine = self.engine.as_mut()?;
+        (!engine.answers()).then(|| "the engine stopped answering".to_owned())
     }
 
     /// SIGTERM to every replica at once, wait for them; then Redis.
@@ -281,10 +387,10 @@ impl Cluster {
                 Err(e) => problems.push(format!("replica {}: {e}", i + 1)),
             }
         }
-        if let Some(redis) = &mut self.redis {
-            if let Err(e) = redis.stop() {
-                problems.push(e);
-            }
+        if let Some(engine) = &mut self.engine
+            && let Err(e) = engine.stop()
+        {
+            problems.push(e);
         }
         if problems.is_empty() {
             Ok(())
@@ -424,20 +530,16 @@ impl Plan {
     }
 
     fn print(&self, cluster: &Cluster) {
-        let Some(redis) = &cluster.redis else {
+        let Some(engine) = &cluster.engine else {
             return;
         };
         let r = |i: usize| cluster.replicas.get(i).map_or("?", |r| r.addr.as_str());
         let dir = self.dir.display();
+        println!("\nlce cluster: {} replicas", cluster.replicas.len());
         println!(
-            "\nlce cluster: {} replicas on one redis-server",
-            cluster.replicas.len()
-        );
-        println!(
-            "  redis-server  127.0.0.1:{} (--log {}): appendonly yes, appendfsync always, data in {}",
-            redis.server.port(),
-            redis.server.url(),
-            redis.server.dir().display()
+            "  engine        {} (--log {})",
+            engine.describe(),
+            engine.url()
         );
         for (i, replica) in cluster.replicas.iter().enumerate() {
             println!(
@@ -464,7 +566,7 @@ impl Plan {
             "  curl -sN -H \"X-Run-Token: $({} token {} --log {} --token-secret-file {dir}/token-secret)\" 'http://{}/api/v1/runs/{}/stream?protocol=custom'",
             self.exe.display(),
             self.run_id,
-            redis.server.url(),
+            engine.url(),
             r(1),
             self.run_id
         );
@@ -516,10 +618,10 @@ impl Plan {
 
         // The token, exactly as the printed command gets it.
         let log = cluster
-            .redis
+            .engine
             .as_ref()
-            .map(|redis| redis.server.url())
-            .ok_or("no redis-server")?;
+            .map(Engine::url)
+            .ok_or("no engine")?;
         let token = secrets.token(&self.exe, &self.run_id, &log)?;
 
         let path = format!("/api/v1/runs/{}/stream?protocol=custom", self.run_id);
