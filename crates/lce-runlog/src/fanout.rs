@@ -52,8 +52,11 @@ pub const WINDOW_BYTES: usize = 8 * SUBSCRIBER_BYTES;
 pub struct Fanout<K> {
     log: Arc<dyn RunLog>,
     takeover: Option<Takeover>,
-    hubs: Mutex<HashMap<(Arc<str>, K, bool), Weak<Hub>>>,
+    hubs: Mutex<HashMap<Slot<K>, Weak<Hub>>>,
 }
+
+/// A shared reader's key: the run id, the encoding's key, ids or not.
+type Slot<K> = (Arc<str>, K, bool);
 
 impl<K> fmt::Debug for Fanout<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
