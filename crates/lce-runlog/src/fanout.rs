@@ -4,26 +4,29 @@
 //! A [`Fanout`] keeps one shared reader per run and encoding key (the
 //! protocol, and whether frames carry ids: whatever changes the bytes)
 //! while that run has a subscriber on this replica. The reader is a task
-//! that reads the log from its start with one encoder, and keeps what each
-//! entry encoded to (a [`Bytes`], cloned for free) in a window of at most
-//! [`WINDOW_BYTES`] of frames, the run's last entries; every subscriber of
-//! the key is a cursor into that window. Reads follow demand: the reader
-//! reads on only when a subscriber has reached the last entry it holds, so
-//! it is never further ahead than the fastest subscriber.
+//! that reads the log from its start with one encoder and keeps what each
+//! entry encoded to (a [`Bytes`], cloned for free) in a window: the
+//! entries some subscriber has yet to read and the last [`TAIL_BYTES`] of
+//! frames (for a subscriber that joins or resumes near the live end), at
+//! most [`WINDOW_BYTES`] (plus one entry). Every subscriber of the key is a
+//! cursor into that window. Reads follow demand: the reader reads on only
+//! when a subscriber has reached the last entry it holds, so it is never
+//! further ahead than the fastest subscriber.
 //!
 //! A subscriber's bytes stay a pure function of the log: the shared
 //! encoder sees every entry in order from the start, as a lone
 //! [`Subscription`] does, and a subscriber (or a resume after a frame id)
-//! starts at an entry boundary of the same encoding. A subscriber that
-//! needs an entry the window no longer holds (it joined a run longer than
-//! the window, or fell more than [`WINDOW_BYTES`] behind the fastest one)
-//! goes on alone with a [`Subscription`] of its own from where it is, which
-//! re-reads and re-encodes the log as every subscriber did before fan-out:
-//! a slow subscriber never holds the window or the other subscribers back
-//! (guarantee 6), and holds no more memory than a lone one. A failed log
-//! read or encode ends the shared reader; each of its subscribers then goes
-//! on alone from where it is, and meets the failure itself. The reader
-//! stops when its last subscriber leaves, or at the run's terminal.
+//! moves between the two at entry boundaries only. A subscriber that needs
+//! an entry the window no longer holds (it joined or resumed behind it, or
+//! fell more than [`WINDOW_BYTES`] behind the fastest one) goes on alone
+//! with a [`Subscription`] of its own from where it is, re-reading and
+//! re-encoding the log as every subscriber did before fan-out, and joins
+//! the window again once it reaches it: a slow subscriber never holds the
+//! window or the other subscribers back (guarantee 6), and holds no more
+//! memory than a lone one. A failed log read or encode ends the shared
+//! reader; each of its subscribers then goes on alone from where it is,
+//! and meets the failure itself. The reader stops when its last subscriber
+//! leaves, or at the run's terminal.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -42,10 +45,21 @@ use crate::subscription::{
     emit_frames, encode_entry, end_orphan, next_read_count,
 };
 
-/// The most bytes of frames one shared reader keeps (the run's last
-/// entries; the entry that passes it is kept whole). A subscriber that needs
-/// an older entry goes on with a reader of its own.
-pub const WINDOW_BYTES: usize = 8 * SUBSCRIBER_BYTES;
+/// The most bytes of frames one shared reader keeps (the entry that
+/// passes it is kept whole). A subscriber that needs an older entry goes
+/// on alone until it reaches the window again.
+pub const WINDOW_BYTES: usize = 4 * SUBSCRIBER_BYTES;
+
+/// The bytes of the last frames a shared reader keeps even when every
+/// subscriber has read them: a subscriber that joins, or resumes after a
+/// frame id, within them reads them from the window.
+pub const TAIL_BYTES: usize = SUBSCRIBER_BYTES / 4;
+
+/// Makes the encoder of a key: the same encoder every time.
+type MakeEncoder<E> = Arc<dyn Fn() -> E + Send + Sync>;
+
+/// A shared reader's key: the run id, the encoding's key, ids or not.
+type Slot<K> = (Arc<str>, K, bool);
 
 /// The shared readers of one replica (see the module documentation),
 /// keyed by run id, a key `K` of the encoding (a protocol), and ids.
@@ -54,9 +68,6 @@ pub struct Fanout<K> {
     takeover: Option<Takeover>,
     hubs: Mutex<HashMap<Slot<K>, Weak<Hub>>>,
 }
-
-/// A shared reader's key: the run id, the encoding's key, ids or not.
-type Slot<K> = (Arc<str>, K, bool);
 
 impl<K> fmt::Debug for Fanout<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -111,63 +122,48 @@ impl<K: Hash + Eq + Clone + Send + 'static> Fanout<K> {
     ) -> Result<FrameStream, SubscribeError>
     where
         E: FrameEncoder + Send + 'static,
-        F: Fn() -> E,
+        F: Fn() -> E + Send + Sync + 'static,
     {
+        let parts = Parts {
+            log: self.log.clone(),
+            run_id: run_id.into(),
+            ids,
+            takeover: self.takeover.clone(),
+            make: Arc::new(encoder),
+        };
+        let resume = after.map(|a| (a.position, Some(a.index)));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return self.alone(run_id, encoder(), after, ids).await;
+            return Ok(Box::pin(parts.open(resume).await?.into_stream()));
         };
         if self.log.info(run_id).await?.is_none() {
             return Err(SubscribeError::NotFound);
         }
-        let hub = self.hub(&runtime, run_id, key, ids, &encoder)?;
-        let Some(cursor) = hub.start(&self.log, run_id, after).await? else {
+        let hub = self.hub(&runtime, key, &parts)?;
+        let state = match Hub::start(hub.clone(), &self.log, run_id, after).await? {
+            Some((at, pending)) => Follow::Shared { at, pending, parts },
             // The window no longer holds where this subscriber starts.
-            return self.alone(run_id, encoder(), after, ids).await;
+            None => Follow::Alone {
+                sub: parts.open(resume).await?,
+                hub: Some(hub),
+                parts,
+            },
         };
-        let alone = Alone {
-            log: self.log.clone(),
-            run_id: run_id.into(),
-            encoder: encoder(),
-            ids,
-            takeover: self.takeover.clone(),
-        };
-        Ok(Box::pin(follow(hub, cursor, alone)))
-    }
-
-    async fn alone<E: FrameEncoder + Send + 'static>(
-        &self,
-        run_id: &str,
-        encoder: E,
-        after: Option<FrameId>,
-        ids: bool,
-    ) -> Result<FrameStream, SubscribeError> {
-        let mut sub = Subscription::open(self.log.clone(), run_id, encoder, after, ids).await?;
-        if let Some(takeover) = self.takeover.clone() {
-            sub = sub.take_over(takeover);
-        }
-        Ok(Box::pin(sub.into_stream()))
+        Ok(Box::pin(follow(state)))
     }
 
     /// The live shared reader of this run and key, or a new one.
-    fn hub<E, F>(
+    fn hub<E: FrameEncoder + Send + 'static>(
         &self,
         runtime: &tokio::runtime::Handle,
-        run_id: &str,
         key: K,
-        ids: bool,
-        encoder: &F,
-    ) -> Result<Arc<Hub>, SubscribeError>
-    where
-        E: FrameEncoder + Send + 'static,
-        F: Fn() -> E,
-    {
+        parts: &Parts<E>,
+    ) -> Result<Arc<Hub>, SubscribeError> {
         let mut hubs = self
             .hubs
             .lock()
             .map_err(|_| SubscribeError::Log(LogError::Unavailable))?;
         hubs.retain(|_, w| w.strong_count() > 0);
-        let run_id: Arc<str> = run_id.into();
-        let slot = (run_id.clone(), key, ids);
+        let slot = (parts.run_id.clone(), key, parts.ids);
         if let Some(hub) = hubs.get(&slot).and_then(Weak::upgrade) {
             if !hub.lock().failed() {
                 return Ok(hub);
@@ -183,9 +179,9 @@ impl<K: Hash + Eq + Clone + Send + 'static> Fanout<K> {
             hub: Arc::downgrade(&hub),
             signals,
             log: self.log.clone(),
-            run_id,
-            encoder: encoder(),
-            ids,
+            run_id: parts.run_id.clone(),
+            encoder: (parts.make)(),
+            ids: parts.ids,
             takeover: self.takeover.clone(),
         };
         runtime.spawn(reader.run());
@@ -208,7 +204,7 @@ enum End {
 
 /// What a shared reader has encoded: the frames of positions
 /// `first..=head`, each entry's as one [`Bytes`] (with `id:` lines when the
-/// key says so).
+/// key says so), and where its subscribers are.
 #[derive(Debug)]
 struct Window {
     frames: VecDeque<Bytes>,
@@ -216,6 +212,9 @@ struct Window {
     first: u64,
     bytes: usize,
     end: End,
+    /// Each attached subscriber's last position seen whole.
+    cursors: HashMap<u64, u64>,
+    next_cursor: u64,
 }
 
 impl Default for Window {
@@ -225,6 +224,8 @@ impl Default for Window {
             first: 1,
             bytes: 0,
             end: End::Open,
+            cursors: HashMap::new(),
+            next_cursor: 0,
         }
     }
 }
@@ -245,18 +246,24 @@ impl Window {
         self.frames.get(index)
     }
 
-    /// Adds the frames of the next entries, then drops the oldest while
-    /// more than [`WINDOW_BYTES`] are held (never the last entry).
+    /// Adds the frames of the next entries, then drops the oldest (never
+    /// the last) while more than [`WINDOW_BYTES`] are held, or while every
+    /// subscriber has read it and [`TAIL_BYTES`] stay after it.
     fn push(&mut self, frames: Vec<Bytes>) {
         for f in frames {
             self.bytes += f.len();
             self.frames.push_back(f);
         }
-        while self.bytes > WINDOW_BYTES && self.frames.len() > 1 {
-            if let Some(f) = self.frames.pop_front() {
-                self.bytes -= f.len();
-                self.first += 1;
+        let slowest = self.cursors.values().min().copied().unwrap_or(u64::MAX);
+        while self.frames.len() > 1 {
+            let front = self.frames.front().map_or(0, Bytes::len);
+            let read = self.first <= slowest && self.bytes - front >= TAIL_BYTES;
+            if !(read || self.bytes > WINDOW_BYTES) {
+                break;
             }
+            self.frames.pop_front();
+            self.bytes -= front;
+            self.first += 1;
         }
     }
 }
@@ -285,6 +292,36 @@ impl Drop for Hub {
     }
 }
 
+/// A subscriber attached to a hub: its cursor in the window (the last
+/// position it has seen whole), removed when it leaves.
+struct Attached {
+    hub: Arc<Hub>,
+    id: u64,
+}
+
+impl Attached {
+    fn new(hub: Arc<Hub>, position: u64) -> Attached {
+        let id = {
+            let mut window = hub.lock();
+            let id = window.next_cursor;
+            window.next_cursor += 1;
+            window.cursors.insert(id, position);
+            id
+        };
+        Attached { hub, id }
+    }
+
+    fn position(&self) -> u64 {
+        self.hub.lock().cursors.get(&self.id).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.hub.lock().cursors.remove(&self.id);
+    }
+}
+
 impl Hub {
     fn lock(&self) -> MutexGuard<'_, Window> {
         // A panic while the lock was held cannot leave a window half
@@ -294,23 +331,21 @@ impl Hub {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Where a subscriber starts: the position it has seen whole, and the
-    /// rest of the entry `after` names. `None`: the window no longer holds
-    /// it (or the reader failed before it), the subscriber goes alone.
+    /// Where a subscriber starts: attached at the position it has seen
+    /// whole, with the rest of the entry `after` names. `None`: the window
+    /// no longer holds it (or the reader failed before it), the subscriber
+    /// goes alone.
     async fn start(
-        self: &Arc<Self>,
+        hub: Arc<Hub>,
         log: &Arc<dyn RunLog>,
         run_id: &str,
         after: Option<FrameId>,
-    ) -> Result<Option<Cursor>, SubscribeError> {
+    ) -> Result<Option<(Attached, Option<Bytes>)>, SubscribeError> {
         let Some(after) = after else {
-            let held = self.lock().first == 1;
-            return Ok(held.then_some(Cursor {
-                position: 0,
-                pending: None,
-            }));
+            let held = hub.lock().first == 1;
+            return Ok(held.then(|| (Attached::new(hub, 0), None)));
         };
-        if after.position > self.lock().head() {
+        if after.position > hub.lock().head() {
             // Unknown to the reader yet: the log must hold it now.
             let batch = log
                 .read(run_id, after.position - 1, 1, std::time::Duration::ZERO)
@@ -319,10 +354,12 @@ impl Hub {
                 return Err(SubscribeError::UnknownId);
             }
         }
+        // Attached before it waits, so that the window keeps the entry.
+        let at = Attached::new(hub, after.position - 1);
         loop {
-            let changed = self.changed.notified();
+            let changed = at.hub.changed.notified();
             let (held, end) = {
-                let window = self.lock();
+                let window = at.hub.lock();
                 if after.position < window.first {
                     return Ok(None);
                 }
@@ -331,7 +368,7 @@ impl Hub {
             let frames = match held {
                 Some(frames) => frames,
                 None if end == End::Open => {
-                    self.signals.demand.notify_one();
+                    at.hub.signals.demand.notify_one();
                     changed.await;
                     continue;
                 }
@@ -340,10 +377,9 @@ impl Hub {
             let Some(rest) = after_frame(&frames, after.index) else {
                 return Err(SubscribeError::UnknownId);
             };
-            return Ok(Some(Cursor {
-                position: after.position,
-                pending: (!rest.is_empty()).then_some(rest),
-            }));
+            at.hub.lock().cursors.insert(at.id, after.position);
+            drop(changed);
+            return Ok(Some((at, (!rest.is_empty()).then_some(rest))));
         }
     }
 }
@@ -365,37 +401,29 @@ fn after_frame(frames: &Bytes, index: u64) -> Option<Bytes> {
     None
 }
 
-/// A subscriber's place: the last position it has seen whole, and the rest
-/// of the entry it resumed in.
-struct Cursor {
-    position: u64,
-    pending: Option<Bytes>,
-}
-
 /// What a subscriber needs to go on alone.
-struct Alone<E> {
+struct Parts<E> {
     log: Arc<dyn RunLog>,
     run_id: Arc<str>,
-    encoder: E,
     ids: bool,
     takeover: Option<Takeover>,
+    make: MakeEncoder<E>,
 }
 
-impl<E: FrameEncoder + Send + 'static> Alone<E> {
-    /// A lone subscription after the whole entry at `position`.
-    async fn open(self, position: u64) -> Result<FrameStream, SubscribeError> {
-        let after = (position > 0).then_some((position, None));
-        let opened =
-            Subscription::open_after(self.log, &self.run_id, self.encoder, after, self.ids).await;
-        let mut sub = opened.map_err(|e| match e {
-            // The log expired under a slow reader, as a lone one's read finds.
-            SubscribeError::NotFound => SubscribeError::Log(LogError::NotFound),
-            e => e,
-        })?;
-        if let Some(takeover) = self.takeover {
+impl<E: FrameEncoder + Send + 'static> Parts<E> {
+    /// A lone subscription after `after` (a position and the index of the
+    /// last frame of its entry seen, `None`: all of them).
+    async fn open(
+        &self,
+        after: Option<(u64, Option<u64>)>,
+    ) -> Result<Subscription<E>, SubscribeError> {
+        let after = after.filter(|&(position, _)| position > 0);
+        let (log, encoder) = (self.log.clone(), (self.make)());
+        let mut sub = Subscription::open_after(log, &self.run_id, encoder, after, self.ids).await?;
+        if let Some(takeover) = self.takeover.clone() {
             sub = sub.take_over(takeover);
         }
-        Ok(Box::pin(sub.into_stream()))
+        Ok(sub)
     }
 }
 
@@ -407,26 +435,27 @@ enum Step {
     Alone,
 }
 
-/// A subscriber's next step at `position` (the last position it has seen
-/// whole): the next frames the window holds, up to about
-/// [`SUBSCRIBER_BYTES`] of them, moving `position` on.
-fn next_step(hub: &Hub, position: &mut u64) -> Step {
-    let window = hub.lock();
-    if *position + 1 < window.first {
+/// An attached subscriber's next step: the next frames the window holds,
+/// up to about [`SUBSCRIBER_BYTES`] of them, its cursor moved on.
+fn next_step(at: &Attached) -> Step {
+    let mut window = at.hub.lock();
+    let mut position = window.cursors.get(&at.id).copied().unwrap_or(0);
+    if position + 1 < window.first {
         return Step::Alone;
     }
     let mut parts: Vec<Bytes> = Vec::new();
     let mut bytes = 0;
     while bytes < SUBSCRIBER_BYTES {
-        let Some(frames) = window.get(*position + 1) else {
+        let Some(frames) = window.get(position + 1) else {
             break;
         };
-        *position += 1;
+        position += 1;
         if !frames.is_empty() {
             bytes += frames.len();
             parts.push(frames.clone());
         }
     }
+    window.cursors.insert(at.id, position);
     if parts.len() > 1 {
         let mut chunk = BytesMut::with_capacity(bytes);
         for part in parts {
@@ -444,69 +473,133 @@ fn next_step(hub: &Hub, position: &mut u64) -> Step {
     }
 }
 
-/// A subscriber: from the window while it holds its next entry, then alone.
+/// A subscriber: from the window while it holds its next entry, alone
+/// (its own reads and encoder) while it does not.
 enum Follow<E> {
     Shared {
-        hub: Arc<Hub>,
-        cursor: Cursor,
-        alone: Alone<E>,
+        at: Attached,
+        pending: Option<Bytes>,
+        parts: Parts<E>,
     },
-    Alone(FrameStream),
+    Alone {
+        sub: Subscription<E>,
+        /// The shared reader to join again, if any.
+        hub: Option<Arc<Hub>>,
+        parts: Parts<E>,
+    },
     Done,
 }
 
-/// A subscriber's frames (see [`Follow`]).
-fn follow<E: FrameEncoder + Send + 'static>(
-    hub: Arc<Hub>,
-    cursor: Cursor,
-    alone: Alone<E>,
-) -> impl Stream<Item = Result<Bytes, SubscribeError>> + Send + 'static {
-    let state = Follow::Shared { hub, cursor, alone };
-    futures::stream::unfold(state, |mut state| async move {
+impl<E: FrameEncoder + Send + 'static> Follow<E> {
+    /// The next chunk and the state after it.
+    async fn next(self) -> Option<(Result<Bytes, SubscribeError>, Follow<E>)> {
+        let mut state = self;
         loop {
-            match state {
+            state = match state {
                 Follow::Done => return None,
-                Follow::Alone(mut frames) => {
-                    let item = futures::StreamExt::next(&mut frames).await?;
-                    return Some((item, Follow::Alone(frames)));
+                Follow::Alone {
+                    mut sub,
+                    hub,
+                    parts,
+                } => {
+                    let item = sub.next_chunk().await?;
+                    let state = match (&hub, sub.boundary()) {
+                        (Some(h), Some(position)) if rejoins(h, position) => Follow::Shared {
+                            at: Attached::new(h.clone(), position),
+                            pending: None,
+                            parts,
+                        },
+                        _ => Follow::Alone { sub, hub, parts },
+                    };
+                    return Some((item, state));
                 }
                 Follow::Shared {
-                    hub,
-                    mut cursor,
-                    alone,
+                    at,
+                    pending: Some(p),
+                    parts,
                 } => {
-                    if let Some(pending) = cursor.pending.take() {
-                        return Some((Ok(pending), Follow::Shared { hub, cursor, alone }));
-                    }
+                    let state = Follow::Shared {
+                        at,
+                        pending: None,
+                        parts,
+                    };
+                    return Some((Ok(p), state));
+                }
+                Follow::Shared {
+                    at,
+                    pending: None,
+                    parts,
+                } => {
                     let step = {
                         // Made before the window is looked at: a change
                         // after the look wakes it.
-                        let changed = hub.changed.notified();
-                        let step = next_step(&hub, &mut cursor.position);
+                        let changed = at.hub.changed.notified();
+                        let step = next_step(&at);
                         if matches!(step, Step::Wait) {
-                            hub.signals.demand.notify_one();
+                            at.hub.signals.demand.notify_one();
                             changed.await;
                         }
                         step
                     };
                     match step {
                         Step::Chunk(chunk) => {
-                            return Some((Ok(chunk), Follow::Shared { hub, cursor, alone }));
+                            let state = Follow::Shared {
+                                at,
+                                pending: None,
+                                parts,
+                            };
+                            return Some((Ok(chunk), state));
                         }
-                        Step::Wait => state = Follow::Shared { hub, cursor, alone },
+                        Step::Wait => Follow::Shared {
+                            at,
+                            pending: None,
+                            parts,
+                        },
                         Step::Done => return None,
-                        Step::Alone => {
-                            drop(hub);
-                            match alone.open(cursor.position).await {
-                                Ok(frames) => state = Follow::Alone(frames),
-                                Err(e) => return Some((Err(e), Follow::Done)),
-                            }
-                        }
+                        Step::Alone => match go_alone(at, &parts).await {
+                            Ok((sub, hub)) => Follow::Alone { sub, hub, parts },
+                            Err(e) => return Some((Err(e), Follow::Done)),
+                        },
                     }
                 }
-            }
+            };
         }
-    })
+    }
+}
+
+/// Detaches a subscriber the window no longer serves and opens its lone
+/// subscription from where it is; the hub to rejoin, unless it failed.
+async fn go_alone<E: FrameEncoder + Send + 'static>(
+    at: Attached,
+    parts: &Parts<E>,
+) -> Result<(Subscription<E>, Option<Arc<Hub>>), SubscribeError> {
+    let position = at.position();
+    let hub = at.hub.clone();
+    drop(at);
+    let failed = hub.lock().failed();
+    let hub = (!failed).then_some(hub);
+    match parts.open(Some((position, None))).await {
+        Ok(sub) => Ok((sub, hub)),
+        // The log expired under a slow reader, as a lone one's read finds.
+        Err(SubscribeError::NotFound) => Err(SubscribeError::Log(LogError::NotFound)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a lone subscriber at `position` (seen whole) may read from the
+/// window again: it holds the next entry, or will (the reader is behind).
+fn rejoins(hub: &Hub, position: u64) -> bool {
+    let window = hub.lock();
+    !window.failed()
+        && window.first <= position + 1
+        && (window.end == End::Open || position < window.head())
+}
+
+/// A subscriber's frames (see [`Follow`]).
+fn follow<E: FrameEncoder + Send + 'static>(
+    state: Follow<E>,
+) -> impl Stream<Item = Result<Bytes, SubscribeError>> + Send + 'static {
+    futures::stream::unfold(state, Follow::next)
 }
 
 /// A shared reader's task: reads the log when a subscriber waits at the

@@ -292,7 +292,13 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
         })
     }
 
-    async fn next_chunk(&mut self) -> Option<Result<Bytes, SubscribeError>> {
+    /// The last position whose frames were all handed on, when no part of
+    /// an entry is still to go (a shared reader may take over from there).
+    pub(crate) fn boundary(&self) -> Option<u64> {
+        (self.pending.is_none() && !self.done).then_some(self.position)
+    }
+
+    pub(crate) async fn next_chunk(&mut self) -> Option<Result<Bytes, SubscribeError>> {
         if let Some(pending) = self.pending.take() {
             return Some(Ok(pending));
         }

@@ -134,7 +134,7 @@ async fn shared(
             run_id,
             format,
             ids,
-            || WireEncoder::new(format, None),
+            move || WireEncoder::new(format, None),
             after,
         )
         .await
@@ -317,12 +317,13 @@ async fn a_slow_subscriber_does_not_hold_a_fast_one_back() {
     let baseline = Arc::strong_count(&log);
     let fanout = Fanout::<WireFormat>::new(log.clone());
     let count = Arc::new(AtomicUsize::new(0));
-    let make = || Counting {
+    let counted = count.clone();
+    let make = move || Counting {
         inner: WireEncoder::new(WireFormat::Custom, None),
-        count: count.clone(),
+        count: counted.clone(),
     };
     let want = lone(&log, "run-big", WireFormat::Custom, None, true).await;
-    let open = || fanout.open("run-big", WireFormat::Custom, true, make, None);
+    let open = || fanout.open("run-big", WireFormat::Custom, true, make.clone(), None);
     let mut slow = open().await.unwrap();
     let first = slow.next().await.unwrap().unwrap();
     let fast = open().await.unwrap();
@@ -419,4 +420,61 @@ fn outside_a_runtime_a_subscriber_reads_alone() {
             .unwrap();
     assert_eq!(fanout.readers(), 0);
     assert_eq!(futures::executor::block_on(collect(frames)), want);
+}
+
+/// A subscriber that joins a live run once its first entries have left the
+/// window reads them alone (re-encoding them), then joins the shared
+/// reader: what is appended after it joined is encoded once for both, and
+/// both get a lone subscription's bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_subscriber_catches_up_alone_then_shares() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    log.create(info("run-late", "conv-late"), LEASE)
+        .await
+        .unwrap();
+    let mut run = lce_testkit::RunBuilder::new("run-late", "conv-late");
+    let mut events = vec![run.run_started(), run.text_started("m")];
+    for i in 0..120 {
+        events.push(run.text_delta("m", &format!("{i:06}").repeat(5_000)));
+    }
+    events.push(run.text_finished("m"));
+    events.push(run.run_finished());
+    let entries: Vec<LogEntry> = events.into_iter().map(LogEntry::Event).collect();
+    let (early, late) = entries.split_at(40);
+    log.append_batch("run-late", "replica-a", 1, early.to_vec())
+        .await
+        .unwrap();
+    let fanout = Fanout::<WireFormat>::new(log.clone());
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    let make = move || Counting {
+        inner: WireEncoder::new(WireFormat::Agui, None),
+        count: counted.clone(),
+    };
+    let open = || fanout.open("run-late", WireFormat::Agui, true, make.clone(), None);
+    let mut first = open().await.unwrap();
+    // The first subscriber reads all 40 entries (about 1.1 MB, past the
+    // tail the window keeps).
+    let mut a = Vec::new();
+    while !a.windows(9).any(|w| w == b"id: 40.0\n") {
+        a.extend(first.next().await.unwrap().unwrap());
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 40);
+    let second = open().await.unwrap();
+    let b = tokio::spawn(collect(second));
+    let rest = tokio::spawn(collect(first));
+    log.append_batch("run-late", "replica-a", 41, late.to_vec())
+        .await
+        .unwrap();
+    a.extend(tokio::time::timeout(HANG, rest).await.unwrap().unwrap());
+    let b = tokio::time::timeout(HANG, b).await.unwrap().unwrap();
+    let want = lone(&log, "run-late", WireFormat::Agui, None, true).await;
+    assert_eq!(a, want);
+    assert_eq!(b, want);
+    let encodes = count.load(Ordering::SeqCst);
+    assert!(
+        encodes > entries.len() && encodes <= entries.len() + 40,
+        "{encodes} encodes for {} entries: the late one re-encoded at most the 40 before it joined",
+        entries.len()
+    );
 }

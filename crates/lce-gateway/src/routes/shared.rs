@@ -141,7 +141,7 @@ impl Gateway {
         // bytes depend on) on this replica.
         let agent = settings.agent_name.clone();
         let key = (format, agent.clone());
-        let encoder = || WireEncoder::new(format, agent.clone());
+        let encoder = move || WireEncoder::new(format, agent.clone());
         let frames = self
             .shared
             .fanout
