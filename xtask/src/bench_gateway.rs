@@ -59,7 +59,7 @@ const SINGLE_RUN_MAX_EVENTS: u64 = 25_000;
 
 /// The deltas of the fan-out measurement's run (each about 300 bytes of
 /// JSON).
-const FANOUT_EVENTS: usize = 5000;
+const FANOUT_EVENTS: usize = 20_000;
 
 /// The two loads of the memory measurement: (runs, events per run).
 const MEMORY_LOADS: [(usize, u64); 2] = [(400, 10), (20, 2000)];
@@ -680,13 +680,21 @@ impl<'a> Bench<'a> {
     /// to the last subscriber's end of stream.
     fn fanout(&self, replica: &Replica, log: &'static str, k: usize) -> Result<Fanout, String> {
         let id = format!("fanout-{}-{log}-{k}", self.tag);
-        let token = self.tokens(std::slice::from_ref(&id))?.remove(0);
         let addr = replica.addr.as_str();
-        let mut push = open_push(addr, &self.auth(), &id)?;
-        let ready = AtomicUsize::new(0);
-        let (live, sse) = thread::scope(|s| -> Result<(Phase, u64), String> {
+        let started =
+            r#"{"harness_id":"bench","adapter_version":"1.0.0","provider_run_id":"bench"}"#;
+        let mut first = event_line(&id, 0, "run.started", started);
+        first.extend(event_line(
+            &id,
+            1,
+            "text.started",
+            r#"{"message_id":"msg-1","role":"assistant"}"#,
+        ));
+        let (mut push, token) = RawPush::open(addr, &self.auth(), &first)?;
+        let (token, ready) = (token.as_str(), AtomicUsize::new(0));
+        let (live, sse, ended) = thread::scope(|s| -> Result<(Phase, u64, bool), String> {
             let readers: Vec<_> = (0..k)
-                .map(|_| s.spawn(|| read_counted(addr, &id, &token, &ready)))
+                .map(|_| s.spawn(|| read_counted(addr, &id, token, &ready)))
                 .collect();
             let waited = Instant::now();
             while ready.load(Ordering::SeqCst) < k {
@@ -707,22 +715,29 @@ impl<'a> Bench<'a> {
                 );
                 body.extend(event_line(&id, 2 + j as u64, "text.delta", &data));
             }
-            push.write(&id, &body)?;
-            push.finish(&id, 2 + FANOUT_EVENTS as u64)?;
+            let end = 2 + FANOUT_EVENTS as u64;
+            body.extend(event_line(
+                &id,
+                end,
+                "text.finished",
+                r#"{"message_id":"msg-1"}"#,
+            ));
+            body.extend(event_line(&id, end + 1, "run.finished", r#"{"outcome":"success","stop_reason":"end_turn","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"head-1"}}"#));
+            push.write(&body)?;
+            let ended = push.finish()?;
             let (sse, failed) = join_readers(readers)?;
             let phase = Phase {
                 secs: start.elapsed().as_secs_f64(),
                 lce_cpu: cpu_secs(replica.pid())? - lce0,
                 failed,
             };
-            Ok((phase, sse))
+            Ok((phase, sse, ended))
         })?;
-        let ended = ended(&push.answer()?, &id)?;
         let ready = AtomicUsize::new(0);
         let (lce0, start) = (cpu_secs(replica.pid())?, Instant::now());
         let replay = thread::scope(|s| -> Result<Phase, String> {
             let readers: Vec<_> = (0..k)
-                .map(|_| s.spawn(|| read_counted(addr, &id, &token, &ready)))
+                .map(|_| s.spawn(|| read_counted(addr, &id, token, &ready)))
                 .collect();
             let (_, failed) = join_readers(readers)?;
             Ok(Phase {
@@ -895,6 +910,84 @@ fn open_stream(addr: &str, run_id: &str, token: &str) -> Result<OpenStream, Stri
             }
             s => return Err(format!("GET {run_id}: status {s}")),
         }
+    }
+}
+
+/// A push on a connection of its own, written by hand (HTTP/1.1, chunked),
+/// so that the answer's head, with the run's `X-Run-Token`, is read while
+/// the body is still being sent.
+struct RawPush {
+    stream: std::net::TcpStream,
+}
+
+impl RawPush {
+    /// Sends the request's head and `first` (the run's first lines), and
+    /// reads the answer's head: the push and the run's read token.
+    fn open(addr: &str, auth: &str, first: &[u8]) -> Result<(RawPush, String), String> {
+        let mut stream =
+            std::net::TcpStream::connect(addr).map_err(|e| format!("push: connect: {e}"))?;
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+        let head = format!(
+            "POST /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        );
+        stream
+            .write_all(head.as_bytes())
+            .map_err(|e| format!("push: send: {e}"))?;
+        let mut push = RawPush { stream };
+        push.write(first)?;
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            let n = std::io::Read::read(&mut push.stream, &mut byte)
+                .map_err(|e| format!("push: the answer's head: {e}"))?;
+            if n == 0 {
+                return Err("push: the connection closed before the answer's head".into());
+            }
+            answer.push(byte[0]);
+        }
+        let answer = String::from_utf8_lossy(&answer);
+        let token = answer
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("x-run-token")
+                    .then(|| value.trim().to_owned())
+            })
+            .ok_or_else(|| {
+                format!(
+                    "push: no X-Run-Token in {}",
+                    answer.lines().next().unwrap_or("")
+                )
+            })?;
+        Ok((push, token))
+    }
+
+    /// Sends `data` as one chunk of the body.
+    fn write(&mut self, data: &[u8]) -> Result<(), String> {
+        let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
+        chunk.extend_from_slice(data);
+        chunk.extend_from_slice(b"\r\n");
+        self.stream
+            .write_all(&chunk)
+            .map_err(|e| format!("push: send: {e}"))
+    }
+
+    /// Ends the body and reads the rest of the answer: whether the run
+    /// ended with its own `run.finished` (`outcome: ended`).
+    fn finish(mut self) -> Result<bool, String> {
+        self.stream
+            .write_all(b"0\r\n\r\n")
+            .map_err(|e| format!("push: send: {e}"))?;
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut self.stream, &mut rest)
+            .map_err(|e| format!("push: the answer: {e}"))?;
+        let rest = String::from_utf8_lossy(&rest);
+        let ok =
+            rest.contains(r#""outcome":"ended""#) && rest.contains(r#""terminal":"run.finished""#);
+        if !ok {
+            eprintln!("bench-gateway: push: {rest}");
+        }
+        Ok(ok)
     }
 }
 

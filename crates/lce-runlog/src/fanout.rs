@@ -5,11 +5,12 @@
 //! protocol, and whether frames carry ids: whatever changes the bytes)
 //! while that run has a subscriber on this replica. The reader is a task
 //! that reads the log from its start with one encoder and keeps what each
-//! entry encoded to (a [`Bytes`], cloned for free) in a window: the
-//! entries some subscriber has yet to read and the last [`TAIL_BYTES`] of
-//! frames (for a subscriber that joins or resumes near the live end), at
-//! most [`WINDOW_BYTES`] (plus one entry). Every subscriber of the key is a
-//! cursor into that window. Reads follow demand: the reader reads on only
+//! entry encoded to (a [`Bytes`], cloned for free) in a window of at most
+//! [`WINDOW_BYTES`] (plus one entry): the run's frames so far while all
+//! the readers of the [`Fanout`] keep at most [`KEPT_BYTES`], beyond that
+//! only the entries some subscriber has yet to read and the last
+//! [`TAIL_BYTES`] (for a subscriber that joins or resumes near the live
+//! end). Every subscriber of the key is a cursor into that window. Reads follow demand: the reader reads on only
 //! when a subscriber has reached the last entry it holds, so it is never
 //! further ahead than the fastest subscriber.
 //!
@@ -31,7 +32,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use bytes::{Bytes, BytesMut};
@@ -55,6 +56,13 @@ pub const WINDOW_BYTES: usize = 4 * SUBSCRIBER_BYTES;
 /// frame id, within them reads them from the window.
 pub const TAIL_BYTES: usize = SUBSCRIBER_BYTES / 4;
 
+/// The most bytes of frames the shared readers of one [`Fanout`] keep in
+/// all before they drop what every subscriber has read (down to each
+/// one's [`TAIL_BYTES`]): below it a reader keeps its run's frames up to
+/// [`WINDOW_BYTES`], so that subscribers who join later read them from
+/// the window.
+pub const KEPT_BYTES: usize = 64 * SUBSCRIBER_BYTES;
+
 /// Makes the encoder of a key: the same encoder every time.
 type MakeEncoder<E> = Arc<dyn Fn() -> E + Send + Sync>;
 
@@ -67,6 +75,8 @@ pub struct Fanout<K> {
     log: Arc<dyn RunLog>,
     takeover: Option<Takeover>,
     hubs: Mutex<HashMap<Slot<K>, Weak<Hub>>>,
+    /// The bytes of frames all its readers keep.
+    kept: Arc<AtomicUsize>,
 }
 
 impl<K> fmt::Debug for Fanout<K> {
@@ -88,6 +98,7 @@ impl<K: Hash + Eq + Clone + Send + 'static> Fanout<K> {
             log,
             takeover: None,
             hubs: Mutex::new(HashMap::new()),
+            kept: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -171,7 +182,7 @@ impl<K: Hash + Eq + Clone + Send + 'static> Fanout<K> {
         }
         let signals = Arc::new(Signals::default());
         let hub = Arc::new(Hub {
-            window: Mutex::new(Window::default()),
+            window: Mutex::new(Window::new(self.kept.clone())),
             changed: Notify::new(),
             signals: signals.clone(),
         });
@@ -215,10 +226,12 @@ struct Window {
     /// Each attached subscriber's last position seen whole.
     cursors: HashMap<u64, u64>,
     next_cursor: u64,
+    /// The bytes all the readers of its [`Fanout`] keep.
+    kept: Arc<AtomicUsize>,
 }
 
-impl Default for Window {
-    fn default() -> Self {
+impl Window {
+    fn new(kept: Arc<AtomicUsize>) -> Self {
         Window {
             frames: VecDeque::new(),
             first: 1,
@@ -226,6 +239,7 @@ impl Default for Window {
             end: End::Open,
             cursors: HashMap::new(),
             next_cursor: 0,
+            kept,
         }
     }
 }
@@ -248,21 +262,24 @@ impl Window {
 
     /// Adds the frames of the next entries, then drops the oldest (never
     /// the last) while more than [`WINDOW_BYTES`] are held, or while every
-    /// subscriber has read it and [`TAIL_BYTES`] stay after it.
+    /// subscriber has read it, [`TAIL_BYTES`] stay after it and the readers
+    /// keep more than [`KEPT_BYTES`] in all.
     fn push(&mut self, frames: Vec<Bytes>) {
-        for f in frames {
-            self.bytes += f.len();
-            self.frames.push_back(f);
-        }
+        let added: usize = frames.iter().map(Bytes::len).sum();
+        self.bytes += added;
+        self.kept.fetch_add(added, Ordering::Relaxed);
+        self.frames.extend(frames);
         let slowest = self.cursors.values().min().copied().unwrap_or(u64::MAX);
         while self.frames.len() > 1 {
             let front = self.frames.front().map_or(0, Bytes::len);
             let read = self.first <= slowest && self.bytes - front >= TAIL_BYTES;
-            if !(read || self.bytes > WINDOW_BYTES) {
+            let crowded = self.kept.load(Ordering::Relaxed) > KEPT_BYTES;
+            if !(read && crowded || self.bytes > WINDOW_BYTES) {
                 break;
             }
             self.frames.pop_front();
             self.bytes -= front;
+            self.kept.fetch_sub(front, Ordering::Relaxed);
             self.first += 1;
         }
     }
@@ -287,6 +304,9 @@ struct Hub {
 
 impl Drop for Hub {
     fn drop(&mut self) {
+        let window = self.lock();
+        window.kept.fetch_sub(window.bytes, Ordering::Relaxed);
+        drop(window);
         self.signals.closed.store(true, Ordering::SeqCst);
         self.signals.demand.notify_one();
     }

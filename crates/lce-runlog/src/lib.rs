@@ -34,7 +34,7 @@ mod logged;
 mod memory;
 mod subscription;
 
-pub use fanout::{Fanout, FrameStream, TAIL_BYTES, WINDOW_BYTES};
+pub use fanout::{Fanout, FrameStream, KEPT_BYTES, TAIL_BYTES, WINDOW_BYTES};
 pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, RunInfo, RunLog};
 pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
 pub use memory::{DEFAULT_RETENTION, MemoryRunLog};

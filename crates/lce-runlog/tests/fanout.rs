@@ -423,9 +423,10 @@ fn outside_a_runtime_a_subscriber_reads_alone() {
 }
 
 /// A subscriber that joins a live run once its first entries have left the
-/// window reads them alone (re-encoding them), then joins the shared
-/// reader: what is appended after it joined is encoded once for both, and
-/// both get a lone subscription's bytes.
+/// window (the run is longer than [`lce_runlog::WINDOW_BYTES`]) reads them
+/// alone (re-encoding them), then joins the shared reader: what is
+/// appended after it joined is encoded once for both, and both get a lone
+/// subscription's bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_subscriber_catches_up_alone_then_shares() {
     let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
@@ -434,13 +435,16 @@ async fn a_late_subscriber_catches_up_alone_then_shares() {
         .unwrap();
     let mut run = lce_testkit::RunBuilder::new("run-late", "conv-late");
     let mut events = vec![run.run_started(), run.text_started("m")];
-    for i in 0..120 {
+    for i in 0..158 {
         events.push(run.text_delta("m", &format!("{i:06}").repeat(5_000)));
+    }
+    for _ in 0..100 {
+        events.push(run.text_delta("m", "y"));
     }
     events.push(run.text_finished("m"));
     events.push(run.run_finished());
     let entries: Vec<LogEntry> = events.into_iter().map(LogEntry::Event).collect();
-    let (early, late) = entries.split_at(40);
+    let (early, late) = entries.split_at(160);
     log.append_batch("run-late", "replica-a", 1, early.to_vec())
         .await
         .unwrap();
@@ -452,29 +456,39 @@ async fn a_late_subscriber_catches_up_alone_then_shares() {
         count: counted.clone(),
     };
     let open = || fanout.open("run-late", WireFormat::Agui, true, make.clone(), None);
-    let mut first = open().await.unwrap();
-    // The first subscriber reads all 40 entries (about 1.1 MB, past the
-    // tail the window keeps).
-    let mut a = Vec::new();
-    while !a.windows(9).any(|w| w == b"id: 40.0\n") {
-        a.extend(first.next().await.unwrap().unwrap());
+    // Reads until the frames of entry 160 (the last one so far).
+    async fn to_160(frames: &mut FrameStream, out: &mut Vec<u8>) {
+        while !out.windows(10).any(|w| w == b"id: 160.0\n") {
+            out.extend(frames.next().await.unwrap().unwrap());
+        }
     }
-    assert_eq!(count.load(Ordering::SeqCst), 40);
-    let second = open().await.unwrap();
-    let b = tokio::spawn(collect(second));
-    let rest = tokio::spawn(collect(first));
-    log.append_batch("run-late", "replica-a", 41, late.to_vec())
+    // The first subscriber reads the 160 entries (about 4.7 MB, more than
+    // the window keeps).
+    const { assert!(158 * 30_000 > lce_runlog::WINDOW_BYTES) };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut first = open().await.unwrap();
+    to_160(&mut first, &mut a).await;
+    assert_eq!(count.load(Ordering::SeqCst), 160);
+    let mut second = open().await.unwrap();
+    to_160(&mut second, &mut b).await;
+    let caught_up = count.load(Ordering::SeqCst);
+    assert!(
+        caught_up > 160 && caught_up < 320,
+        "{caught_up} encodes: the late one re-encoded some of the first 160 entries, not all"
+    );
+    let rest_a = tokio::spawn(collect(first));
+    let rest_b = tokio::spawn(collect(second));
+    log.append_batch("run-late", "replica-a", 161, late.to_vec())
         .await
         .unwrap();
-    a.extend(tokio::time::timeout(HANG, rest).await.unwrap().unwrap());
-    let b = tokio::time::timeout(HANG, b).await.unwrap().unwrap();
+    a.extend(tokio::time::timeout(HANG, rest_a).await.unwrap().unwrap());
+    b.extend(tokio::time::timeout(HANG, rest_b).await.unwrap().unwrap());
     let want = lone(&log, "run-late", WireFormat::Agui, None, true).await;
     assert_eq!(a, want);
     assert_eq!(b, want);
-    let encodes = count.load(Ordering::SeqCst);
-    assert!(
-        encodes > entries.len() && encodes <= entries.len() + 40,
-        "{encodes} encodes for {} entries: the late one re-encoded at most the 40 before it joined",
-        entries.len()
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        caught_up + late.len(),
+        "each entry appended after the late one joined is encoded once"
     );
 }
