@@ -21,8 +21,8 @@
 //!
 //! May depend on: `lce-types`, `lce-core`, `lce-wire`, `lce-stream` (the
 //! coordinator's closure terminal, the chain's items), `futures`, `tokio`
-//! (timers, `Notify`, and the spawn of a
-//! shared reader's task), `bytes`, `memchr`, `pin-project-lite`,
+//! (timers, `Notify`, and the spawn of a shared reader's task), `bytes`,
+//! `memchr`, `pin-project-lite`,
 //! `thiserror`, `tracing`, `metrics` (the facade: `lce_log_append_seconds`,
 //! `lce_log_errors_total{kind}`, `lce_takeovers_total`; a host's recorder
 //! gets them). Not on any HTTP stack or engine client: the Redis
