@@ -3,7 +3,8 @@
 //! measured once and printed as Markdown. Nothing is asserted: the figures
 //! are reported. What each phase measures (throughput against `redis-cli
 //! --pipe` and `redis-benchmark`, the same load on `--log memory`, latency
-//! from ingest to subscriber, Redis and replica memory), and how, is
+//! from ingest to subscriber, Redis and replica memory, the cost of 1 vs
+//! 100 subscribers of one run: `--subscribers`, `--fanout-only`), and how, is
 //! `docs/performance.md`, "The gateway: Redis Streams". A run the gateway
 //! does not end with its own terminal is counted and flagged in the tables,
 //! not fatal; `LCE_BENCH_KEEP=1` keeps the temporary folder (the replica's
@@ -56,6 +57,10 @@ const OPEN_PACE: Duration = Duration::from_millis(2);
 /// to 500 bytes).
 const SINGLE_RUN_MAX_EVENTS: u64 = 25_000;
 
+/// The deltas of the fan-out measurement's run (each about 300 bytes of
+/// JSON).
+const FANOUT_EVENTS: usize = 20_000;
+
 /// The two loads of the memory measurement: (runs, events per run).
 const MEMORY_LOADS: [(usize, u64); 2] = [(400, 10), (20, 2000)];
 
@@ -79,6 +84,14 @@ pub(crate) struct Args {
     /// Idle runs and subscribers of the replica memory measurement (1 to 5000).
     #[arg(long, value_name = "N", default_value = "1000", value_parser = |v: &str| count(v).map(|n| n.clamp(1, 5000) as usize))]
     idle: usize,
+    /// The subscriber counts of the fan-out measurement: one run read by
+    /// each many subscribers at once (each 1 to 1000).
+    #[arg(long, value_name = "1,100", value_delimiter = ',', default_value = "1,100",
+          value_parser = |v: &str| count(v).map(|n| n.clamp(1, 1000) as usize))]
+    subscribers: Vec<usize>,
+    /// Only the fan-out measurement (subscribers of one run).
+    #[arg(long)]
+    fanout_only: bool,
     /// Skip the throughput round under `appendfsync always`.
     #[arg(long)]
     no_always: bool,
@@ -193,6 +206,11 @@ impl<'a> Bench<'a> {
             cpu_model()
         );
 
+        let fanout = self.fanout_all(&args.subscribers)?;
+        if args.fanout_only {
+            report.push_str(&fanout_table(&fanout));
+            return Ok(report);
+        }
         let mut replica = self.replica()?;
         eprintln!("bench-gateway: Redis memory");
         let memory = self.memory(&replica, &mut conn)?;
@@ -225,6 +243,7 @@ impl<'a> Bench<'a> {
         report.push_str(&latency_table(&latencies));
         report.push_str(&memory_table(&memory));
         report.push_str(&idle_table(&idle));
+        report.push_str(&fanout_table(&fanout));
         Ok(report)
     }
 
@@ -623,6 +642,121 @@ impl<'a> Bench<'a> {
         })
     }
 
+    // ----------------------------------------------------------- fan-out
+
+    /// The fan-out measurement on a Redis-log replica and a memory-log
+    /// one, for each subscriber count.
+    fn fanout_all(&self, subscribers: &[usize]) -> Result<Vec<Fanout>, String> {
+        let mut rows = Vec::new();
+        for log in ["redis", "memory"] {
+            let url = if log == "redis" {
+                self.redis.server.url()
+            } else {
+                "memory".to_owned()
+            };
+            let args = replica_args(&url, &self.scenarios, self.secrets, &REPLICA_EXTRA);
+            let log_file = self.dir.join(format!("replica-fanout-{log}.log"));
+            let mut replica = Replica::start(self.exe, &args, &log_file)?;
+            for &k in subscribers {
+                eprintln!("bench-gateway: fan-out, {log} log, {k} subscribers");
+                let row = self.fanout(&replica, log, k);
+                if row.is_err() {
+                    let _ = replica.stop();
+                }
+                rows.push(row?);
+            }
+            replica
+                .stop()
+                .map_err(|e| format!("stopping the fan-out replica: {e}"))?;
+        }
+        Ok(rows)
+    }
+
+    /// One run of [`FANOUT_EVENTS`] deltas read by `k` subscribers: live
+    /// (the subscribers open the run's stream after its first events, then
+    /// every delta is pushed as fast as the replica takes it), then again
+    /// once it ended (a replay by `k` new subscribers). The replica's CPU
+    /// time is taken from the first delta (or the replay's first request)
+    /// to the last subscriber's end of stream.
+    fn fanout(&self, replica: &Replica, log: &'static str, k: usize) -> Result<Fanout, String> {
+        let id = format!("fanout-{}-{log}-{k}", self.tag);
+        let addr = replica.addr.as_str();
+        let started =
+            r#"{"harness_id":"bench","adapter_version":"1.0.0","provider_run_id":"bench"}"#;
+        let mut first = event_line(&id, 0, "run.started", started);
+        first.extend(event_line(
+            &id,
+            1,
+            "text.started",
+            r#"{"message_id":"msg-1","role":"assistant"}"#,
+        ));
+        let (mut push, token) = RawPush::open(addr, &self.auth(), &first)?;
+        let (token, ready) = (token.as_str(), AtomicUsize::new(0));
+        let (live, sse, ended) = thread::scope(|s| -> Result<(Phase, u64, bool), String> {
+            let readers: Vec<_> = (0..k)
+                .map(|_| s.spawn(|| read_counted(addr, &id, token, &ready)))
+                .collect();
+            let waited = Instant::now();
+            while ready.load(Ordering::SeqCst) < k {
+                if waited.elapsed() > Duration::from_secs(120) {
+                    return Err(format!(
+                        "only {} of {k} subscribers opened",
+                        ready.load(Ordering::SeqCst)
+                    ));
+                }
+                thread::sleep(Duration::from_millis(5));
+            }
+            let (lce0, start) = (cpu_secs(replica.pid())?, Instant::now());
+            let mut body = Vec::new();
+            for j in 0..FANOUT_EVENTS {
+                let data = format!(
+                    r#"{{"message_id":"msg-1","delta":"[ev{j:06}] {}"}}"#,
+                    "lorem ipsum ".repeat(20)
+                );
+                body.extend(event_line(&id, 2 + j as u64, "text.delta", &data));
+            }
+            let end = 2 + FANOUT_EVENTS as u64;
+            body.extend(event_line(
+                &id,
+                end,
+                "text.finished",
+                r#"{"message_id":"msg-1"}"#,
+            ));
+            body.extend(event_line(&id, end + 1, "run.finished", r#"{"outcome":"success","stop_reason":"end_turn","thread_state":{"durability":"committed","durable_revision":1,"head_ref":"head-1"}}"#));
+            push.write(&body)?;
+            let ended = push.finish()?;
+            let (sse, failed) = join_readers(readers)?;
+            let phase = Phase {
+                secs: start.elapsed().as_secs_f64(),
+                lce_cpu: cpu_secs(replica.pid())? - lce0,
+                failed,
+            };
+            Ok((phase, sse, ended))
+        })?;
+        let ready = AtomicUsize::new(0);
+        let (lce0, start) = (cpu_secs(replica.pid())?, Instant::now());
+        let replay = thread::scope(|s| -> Result<Phase, String> {
+            let readers: Vec<_> = (0..k)
+                .map(|_| s.spawn(|| read_counted(addr, &id, token, &ready)))
+                .collect();
+            let (_, failed) = join_readers(readers)?;
+            Ok(Phase {
+                secs: start.elapsed().as_secs_f64(),
+                lce_cpu: cpu_secs(replica.pid())? - lce0,
+                failed,
+            })
+        })?;
+        Ok(Fanout {
+            log,
+            subscribers: k,
+            entries: FANOUT_EVENTS as u64 + 4,
+            sse_per_subscriber: sse / k.max(1) as u64,
+            live,
+            replay,
+            ended,
+        })
+    }
+
     // ------------------------------------------------- idle subscribers
 
     fn idle(&self, n: usize, conn: &mut redis::Connection) -> Result<Idle, String> {
@@ -777,6 +911,117 @@ fn open_stream(addr: &str, run_id: &str, token: &str) -> Result<OpenStream, Stri
             s => return Err(format!("GET {run_id}: status {s}")),
         }
     }
+}
+
+/// A push on a connection of its own, written by hand (HTTP/1.1, chunked),
+/// so that the answer's head, with the run's `X-Run-Token`, is read while
+/// the body is still being sent.
+struct RawPush {
+    stream: std::net::TcpStream,
+}
+
+impl RawPush {
+    /// Sends the request's head and `first` (the run's first lines), and
+    /// reads the answer's head: the push and the run's read token.
+    fn open(addr: &str, auth: &str, first: &[u8]) -> Result<(RawPush, String), String> {
+        let mut stream =
+            std::net::TcpStream::connect(addr).map_err(|e| format!("push: connect: {e}"))?;
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+        let head = format!(
+            "POST /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        );
+        stream
+            .write_all(head.as_bytes())
+            .map_err(|e| format!("push: send: {e}"))?;
+        let mut push = RawPush { stream };
+        push.write(first)?;
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            let n = std::io::Read::read(&mut push.stream, &mut byte)
+                .map_err(|e| format!("push: the answer's head: {e}"))?;
+            if n == 0 {
+                return Err("push: the connection closed before the answer's head".into());
+            }
+            answer.push(byte[0]);
+        }
+        let answer = String::from_utf8_lossy(&answer);
+        let token = answer
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("x-run-token")
+                    .then(|| value.trim().to_owned())
+            })
+            .ok_or_else(|| {
+                format!(
+                    "push: no X-Run-Token in {}",
+                    answer.lines().next().unwrap_or("")
+                )
+            })?;
+        Ok((push, token))
+    }
+
+    /// Sends `data` as one chunk of the body.
+    fn write(&mut self, data: &[u8]) -> Result<(), String> {
+        let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
+        chunk.extend_from_slice(data);
+        chunk.extend_from_slice(b"\r\n");
+        self.stream
+            .write_all(&chunk)
+            .map_err(|e| format!("push: send: {e}"))
+    }
+
+    /// Ends the body and reads the rest of the answer: whether the run
+    /// ended with its own `run.finished` (`outcome: ended`).
+    fn finish(mut self) -> Result<bool, String> {
+        self.stream
+            .write_all(b"0\r\n\r\n")
+            .map_err(|e| format!("push: send: {e}"))?;
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut self.stream, &mut rest)
+            .map_err(|e| format!("push: the answer: {e}"))?;
+        let rest = String::from_utf8_lossy(&rest);
+        let ok =
+            rest.contains(r#""outcome":"ended""#) && rest.contains(r#""terminal":"run.finished""#);
+        if !ok {
+            eprintln!("bench-gateway: push: {rest}");
+        }
+        Ok(ok)
+    }
+}
+
+/// A fan-out subscriber: opens the run's stream, counts itself ready, and
+/// reads it to its end; returns the body's length.
+fn read_counted(
+    addr: &str,
+    run_id: &str,
+    token: &str,
+    ready: &AtomicUsize,
+) -> Result<usize, String> {
+    let open = open_stream(addr, run_id, token);
+    // Counted even when it failed, so the writer does not wait forever.
+    ready.fetch_add(1, Ordering::SeqCst);
+    let whole = read_whole(open?).map_err(|e| format!("GET {run_id}: {e}"))?;
+    Ok(whole.body.len())
+}
+
+/// Joins the fan-out subscribers: the bytes they read, and how many
+/// failed (reported, not fatal).
+fn join_readers(
+    readers: Vec<thread::ScopedJoinHandle<'_, Result<usize, String>>>,
+) -> Result<(u64, usize), String> {
+    let (mut bytes, mut failed) = (0u64, 0usize);
+    for r in readers {
+        match r.join().map_err(|_| "a subscriber panicked")? {
+            Ok(n) => bytes += n as u64,
+            Err(e) => {
+                eprintln!("bench-gateway: {e}");
+                failed += 1;
+            }
+        }
+    }
+    Ok((bytes, failed))
 }
 
 /// The latency subscriber: opens the run's stream, counts itself ready,
@@ -1016,6 +1261,62 @@ struct Idle {
     rss2: u64,
     redis_clients: u64,
     failed: usize,
+}
+
+/// One fan-out measurement: a run read by `subscribers` at once.
+struct Fanout {
+    log: &'static str,
+    subscribers: usize,
+    /// Log entries: the deltas, `run.started`, `text.started`,
+    /// `text.finished` and `run.finished`.
+    entries: u64,
+    sse_per_subscriber: u64,
+    live: Phase,
+    replay: Phase,
+    /// The run ended with its own terminal.
+    ended: bool,
+}
+
+/// Wall and replica CPU time of one fan-out phase.
+struct Phase {
+    secs: f64,
+    lce_cpu: f64,
+    failed: usize,
+}
+
+fn fanout_table(rows: &[Fanout]) -> String {
+    let mut s = format!(
+        "## Fan-out: one run of {FANOUT_EVENTS} deltas read by many subscribers\n\n| log | subscribers | SSE KiB each | live: seconds | lce CPU s | µs per entry | µs per entry and subscriber | replay: seconds | lce CPU s | µs per entry and subscriber |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for r in rows {
+        let per = |p: &Phase| p.lce_cpu * 1e6 / r.entries as f64;
+        let flag = |p: &Phase| {
+            if p.failed > 0 {
+                format!(" ({} failed)", p.failed)
+            } else {
+                String::new()
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {}{} | {:.0} | {:.2}{} | {:.2} | {:.1} | {:.2} | {:.2}{} | {:.2} | {:.2} |",
+            r.log,
+            r.subscribers,
+            if r.ended { "" } else { " (run not ended)" },
+            r.sse_per_subscriber as f64 / 1024.0,
+            r.live.secs,
+            flag(&r.live),
+            r.live.lce_cpu,
+            per(&r.live),
+            per(&r.live) / r.subscribers as f64,
+            r.replay.secs,
+            flag(&r.replay),
+            r.replay.lce_cpu,
+            per(&r.replay) / r.subscribers as f64,
+        );
+    }
+    s.push('\n');
+    s
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {

@@ -127,6 +127,9 @@ impl std::fmt::Debug for Gateway {
 /// What every clone of a gateway shares.
 pub(crate) struct Shared {
     pub(crate) log: Arc<dyn RunLog>,
+    /// One shared reader per run and protocol read on this replica
+    /// (guarantee 8).
+    pub(crate) fanout: lce_runlog::Fanout<(lce_core::WireFormat, Option<String>)>,
     pub(crate) store: Arc<dyn ThreadStore>,
     pub(crate) upstream: Arc<dyn Upstream>,
     pub(crate) audit: Arc<dyn AuditSink>,
@@ -166,11 +169,16 @@ impl Gateway {
         settings: Settings,
     ) -> Gateway {
         let durable = log.durable();
+        let fanout = lce_runlog::Fanout::new(log.clone()).take_over(Takeover {
+            claimant: replica.clone(),
+            lease: settings.lease,
+        });
         crate::metrics::build_info();
         let audit: Arc<dyn AuditSink> = Arc::new(crate::metrics::CountingAudit(audit));
         let gateway = Gateway {
             shared: Arc::new(Shared {
                 log,
+                fanout,
                 store,
                 upstream,
                 audit,
@@ -423,11 +431,6 @@ impl Gateway {
             .await
             .map_err(crate::error::log_error)?;
         Ok((writer, token))
-    }
-
-    /// The takeover this replica does for orphaned runs it finds.
-    pub(crate) fn takeover(&self) -> Takeover {
-        takeover(&self.shared)
     }
 
     /// The chain lce builds for a run this replica drives:

@@ -14,20 +14,27 @@
 //! - [`Subscription`]: reads a run back from the log and encodes it with
 //!   SSE ids ([`FrameId`]), from its start or after any frame, then follows
 //!   the live tail; [`end_orphan`] ends a run whose owner died (D9).
+//! - [`Fanout`]: one shared reader per run and encoding on a replica, so
+//!   that an entry is read and encoded once whatever the number of
+//!   subscribers (guarantee 8), each subscriber's bytes those of a lone
+//!   [`Subscription`].
 //!
 //! May depend on: `lce-types`, `lce-core`, `lce-wire`, `lce-stream` (the
 //! coordinator's closure terminal, the chain's items), `futures`, `tokio`
-//! (timers and `Notify` only), `bytes`, `memchr`, `pin-project-lite`,
+//! (timers, `Notify`, and the spawn of a shared reader's task), `bytes`,
+//! `memchr`, `pin-project-lite`,
 //! `thiserror`, `tracing`, `metrics` (the facade: `lce_log_append_seconds`,
 //! `lce_log_errors_total{kind}`, `lce_takeovers_total`; a host's recorder
 //! gets them). Not on any HTTP stack or engine client: the Redis
 //! log lives in `lce-redis`, serving in `lce-gateway`.
 
+mod fanout;
 mod log;
 mod logged;
 mod memory;
 mod subscription;
 
+pub use fanout::{Fanout, FrameStream, KEPT_BYTES, TAIL_BYTES, WINDOW_BYTES};
 pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, Renewal, RunInfo, RunLog};
 pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
 pub use memory::{DEFAULT_RETENTION, MemoryRunLog};

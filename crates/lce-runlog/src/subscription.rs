@@ -115,17 +115,17 @@ pub struct Takeover {
 }
 
 /// The most entries one read asks for.
-const READ_BATCH: usize = 256;
+pub(crate) const READ_BATCH: usize = 256;
 /// How many entries a subscriber's first read asks for; each read after
 /// one whose entries were small asks for up to twice as many.
-const FIRST_READ: usize = 16;
+pub(crate) const FIRST_READ: usize = 16;
 /// What one subscriber holds of a run at a time, in bytes of frames: a
 /// read asks for as many entries as the last ones suggest fit in it, and a
 /// chunk is handed on as soon as it is this large (so a subscriber holds
 /// about this much, plus one entry, whatever the size of the entries).
 pub const SUBSCRIBER_BYTES: usize = 1024 * 1024;
 /// How long one read waits for the live tail before looking at the lease.
-const READ_WAIT: Duration = Duration::from_millis(500);
+pub(crate) const READ_WAIT: Duration = Duration::from_millis(500);
 
 /// One subscriber of a run: reads the log from the start, encodes every
 /// entry in order, and yields the frames after its resume point, then the
@@ -167,7 +167,7 @@ impl<E> fmt::Debug for Subscription<E> {
 /// Splits what one entry encoded into its frames (each ends with a blank
 /// line) and appends those after `skip` to `out`, each with an `id:` line
 /// when `ids`. Returns how many frames there were.
-fn emit_frames(
+pub(crate) fn emit_frames(
     encoded: &[u8],
     position: u64,
     skip: Option<u64>,
@@ -209,8 +209,22 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
     pub async fn open(
         log: Arc<dyn RunLog>,
         run_id: &str,
-        mut encoder: E,
+        encoder: E,
         after: Option<FrameId>,
+        ids: bool,
+    ) -> Result<Self, SubscribeError> {
+        let after = after.map(|a| (a.position, Some(a.index)));
+        Self::open_after(log, run_id, encoder, after, ids).await
+    }
+
+    /// [`Subscription::open`] after `after`: a log position and the index
+    /// of the last frame of its entry already seen (`None`: all of them,
+    /// the entry may have none), or from the start.
+    pub(crate) async fn open_after(
+        log: Arc<dyn RunLog>,
+        run_id: &str,
+        mut encoder: E,
+        after: Option<(u64, Option<u64>)>,
         ids: bool,
     ) -> Result<Self, SubscribeError> {
         if log.info(run_id).await?.is_none() {
@@ -218,10 +232,10 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
         }
         let mut position = 0u64;
         let mut pending = None;
-        if let Some(after) = after {
+        if let Some((after, index)) = after {
             let mut scratch = BytesMut::new();
-            while position < after.position {
-                let want = usize::try_from(after.position - position)
+            while position < after {
+                let want = usize::try_from(after - position)
                     .unwrap_or(READ_BATCH)
                     .min(READ_BATCH);
                 let batch = log.read(run_id, position, want, Duration::ZERO).await?;
@@ -234,11 +248,10 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
                     scratch.clear();
                     encode_entry(&mut encoder, &entry, &mut scratch)
                         .map_err(SubscribeError::Encode)?;
-                    if position == after.position {
+                    if let (true, Some(index)) = (position == after, index) {
                         let mut out = BytesMut::new();
-                        let frames =
-                            emit_frames(&scratch, position, Some(after.index), ids, &mut out);
-                        if after.index >= frames {
+                        let frames = emit_frames(&scratch, position, Some(index), ids, &mut out);
+                        if index >= frames {
                             return Err(SubscribeError::UnknownId);
                         }
                         pending = (!out.is_empty()).then(|| out.freeze());
@@ -279,7 +292,13 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
         })
     }
 
-    async fn next_chunk(&mut self) -> Option<Result<Bytes, SubscribeError>> {
+    /// The last position whose frames were all handed on, when no part of
+    /// an entry is still to go (a shared reader may take over from there).
+    pub(crate) fn boundary(&self) -> Option<u64> {
+        (self.pending.is_none() && !self.done).then_some(self.position)
+    }
+
+    pub(crate) async fn next_chunk(&mut self) -> Option<Result<Bytes, SubscribeError>> {
         if let Some(pending) = self.pending.take() {
             return Some(Ok(pending));
         }
@@ -349,12 +368,12 @@ impl<E: FrameEncoder + Send + 'static> Subscription<E> {
 /// `len` entries encoded to `bytes` of frames: as many as fit in
 /// [`SUBSCRIBER_BYTES`] at their mean size, at most twice `asked` and
 /// [`READ_BATCH`], at least 1.
-fn next_read_count(asked: usize, bytes: usize, len: usize) -> usize {
+pub(crate) fn next_read_count(asked: usize, bytes: usize, len: usize) -> usize {
     let mean = (bytes / len.max(1)).max(1);
     (SUBSCRIBER_BYTES / mean).clamp(1, asked.saturating_mul(2).min(READ_BATCH))
 }
 
-fn encode_entry<E: FrameEncoder>(
+pub(crate) fn encode_entry<E: FrameEncoder>(
     encoder: &mut E,
     entry: &LogEntry,
     dst: &mut BytesMut,

@@ -6,7 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::response::{IntoResponse as _, Response};
 use futures::StreamExt as _;
 use lce_core::WireFormat;
-use lce_runlog::{FrameId, LogWriter, SubscribeError, Subscription};
+use lce_runlog::{FrameId, LogWriter, SubscribeError};
 use lce_stream::{CancelHandle, WireEncoder};
 use lce_types::CancelReason;
 
@@ -137,16 +137,22 @@ impl Gateway {
         cancel: Option<CancelHandle>,
     ) -> Result<Response, SubscribeError> {
         let settings = &self.shared.settings;
-        let encoder = WireEncoder::new(format, settings.agent_name.clone());
-        let subscription = Subscription::open(self.shared.log.clone(), run_id, encoder, after, ids)
-            .await?
-            .take_over(self.takeover());
+        // One shared reader per run, protocol and agent name (what the
+        // bytes depend on) on this replica.
+        let agent = settings.agent_name.clone();
+        let key = (format, agent.clone());
+        let encoder = move || WireEncoder::new(format, agent.clone());
+        let frames = self
+            .shared
+            .fanout
+            .open(run_id, key, ids, encoder, after)
+            .await?;
         let mut guard = CancelOnDrop(cancel.filter(|_| settings.cancel_on_disconnect));
         let subscriber = SubscriberOpen::new();
         // A zero interval means none (it would send comments without end).
         let keepalive = (format == WireFormat::AguiV1 && !settings.keepalive.is_zero())
             .then_some(settings.keepalive);
-        let body = KeepAlive::new(subscription.into_stream(), keepalive);
+        let body = KeepAlive::new(frames, keepalive);
         let run = run_id.to_owned();
         let body = body
             .map(move |r| {
