@@ -404,26 +404,23 @@ pub async fn end_orphan(
     {
         return Ok(false);
     }
-    let mut events = Vec::new();
-    let mut position = 0u64;
-    loop {
-        let batch = log
-            .read(run_id, position, READ_BATCH, Duration::ZERO)
-            .await?;
-        if batch.entries.is_empty() {
-            break;
-        }
-        position += batch.entries.len() as u64;
-        events.extend(batch.entries.into_iter().filter_map(|e| match e {
-            LogEntry::Event(event) => Some(event),
-            _ => None,
-        }));
-    }
     let Some(info) = log.info(run_id).await? else {
         return Err(LogError::NotFound);
     };
     let options = CoordinatorOptions::new(info.run_id, info.conversation_id);
-    let Some(terminal) = closure_terminal(options, events).await else {
+    // The logged events stream through the chain a batch at a time: a
+    // takeover holds one batch and the coordinator's state, not the run.
+    let read = Arc::new(std::sync::Mutex::new(LogRead::default()));
+    let events = logged_events(Arc::clone(log), run_id.to_owned(), Arc::clone(&read));
+    let terminal = closure_terminal(options, events).await;
+    let (position, failed) = match read.lock() {
+        Ok(mut read) => (read.position, read.failed.take()),
+        Err(_) => return Err(LogError::Unavailable),
+    };
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let Some(terminal) = terminal else {
         return Ok(false);
     };
     // The terminal goes right after the last entry.
@@ -435,14 +432,60 @@ pub async fn end_orphan(
     Ok(true)
 }
 
+/// How far [`logged_events`] read, and the read that failed, if one did.
+#[derive(Default)]
+struct LogRead {
+    position: u64,
+    failed: Option<LogError>,
+}
+
+/// A run's logged events, read from the log a batch at a time; the stream
+/// ends at the last entry or at a failed read, which `read` records with
+/// how far it got.
+fn logged_events(
+    log: Arc<dyn RunLog>,
+    run_id: String,
+    read: Arc<std::sync::Mutex<LogRead>>,
+) -> impl Stream<Item = Event> + Send {
+    futures::stream::unfold(Some((log, run_id, read)), |state| async move {
+        let (log, run_id, read) = state?;
+        let after = read.lock().map(|r| r.position).ok()?;
+        match log.read(&run_id, after, READ_BATCH, Duration::ZERO).await {
+            Ok(batch) if batch.entries.is_empty() => None,
+            Ok(batch) => {
+                if let Ok(mut r) = read.lock() {
+                    r.position += batch.entries.len() as u64;
+                }
+                let events: Vec<Event> = batch
+                    .entries
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        LogEntry::Event(event) => Some(event),
+                        _ => None,
+                    })
+                    .collect();
+                Some((futures::stream::iter(events), Some((log, run_id, read))))
+            }
+            Err(e) => {
+                if let Ok(mut r) = read.lock() {
+                    r.failed = Some(e);
+                }
+                None
+            }
+        }
+    })
+    .flatten()
+}
+
 /// The coordinator's terminal for `events` cut short: the logged events run
 /// through the same chain again (they pass unchanged) and the closure (rule
 /// 12) gives the terminal. `None` when the events already end with one.
-async fn closure_terminal(options: CoordinatorOptions, events: Vec<Event>) -> Option<Event> {
+async fn closure_terminal(
+    options: CoordinatorOptions,
+    events: impl Stream<Item = Event> + Send,
+) -> Option<Event> {
     let coordinator = Coordinator::new(options);
-    let mut chain = std::pin::pin!(
-        source(futures::stream::iter(events.into_iter().map(Ok))).enforced(coordinator)
-    );
+    let mut chain = std::pin::pin!(source(events.map(Ok)).enforced(coordinator));
     let mut last = None;
     while let Some(item) = chain.next().await {
         if let Ok(event) = item {

@@ -635,3 +635,71 @@ async fn a_subscriber_holds_a_bounded_number_of_bytes() {
         "small entries are read a full batch at a time: {reads:?}"
     );
 }
+
+/// A takeover reads the run a batch at a time (not whole): a run of many
+/// batches whose tool call started in the first one and never finished
+/// ends right after its last entry, with the closure terminal that knows
+/// of the tool call (`side_effect_status` from the whole run).
+#[tokio::test]
+async fn a_long_orphan_is_ended_from_its_whole_log() {
+    let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
+    let mut run = lce_testkit::RunBuilder::new("run-long-orphan", "conv-long");
+    let mut events = vec![
+        run.run_started(),
+        run.tool_started("call-1", "search", "{}"),
+        run.text_started("m1"),
+    ];
+    for k in 0..700 {
+        events.push(run.text_delta("m1", &format!("delta {k} ")));
+    }
+    let writer = LogWriter::create(log.clone(), info("run-long-orphan", "conv-long"), LEASE)
+        .await
+        .unwrap();
+    for (i, e) in events.iter().enumerate() {
+        log.append(
+            "run-long-orphan",
+            "replica-a",
+            i as u64 + 1,
+            LogEntry::Event(e.clone()),
+        )
+        .await
+        .unwrap();
+    }
+    writer.release().await.unwrap();
+    let takeover = Takeover {
+        claimant: "replica-b".to_owned(),
+        lease: LEASE,
+    };
+    assert!(
+        end_orphan(&log, "run-long-orphan", &takeover)
+            .await
+            .unwrap()
+    );
+    let mut entries = Vec::new();
+    loop {
+        let batch = log
+            .read("run-long-orphan", entries.len() as u64, 500, Duration::ZERO)
+            .await
+            .unwrap();
+        if batch.entries.is_empty() {
+            assert!(batch.sealed);
+            break;
+        }
+        entries.extend(batch.entries);
+    }
+    assert_eq!(entries.len(), events.len() + 1, "the closure right after");
+    let Some(LogEntry::Event(terminal)) = entries.last() else {
+        panic!("no terminal")
+    };
+    let lce_types::Payload::RunError(error) = &terminal.payload else {
+        panic!("{terminal:?}")
+    };
+    assert_eq!(error.code, "provider_stream_closed");
+    // The tool call started in the first batch: its side effects may have
+    // happened (D9), which only a reader of the whole run knows.
+    let json = terminal.to_json();
+    assert!(
+        json.contains("\"side_effect_status\":\"possible\""),
+        "{json}"
+    );
+}
