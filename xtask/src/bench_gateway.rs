@@ -31,6 +31,7 @@ use crate::cluster::{
 };
 use crate::corpus::count;
 use crate::util::{cores, cpu_model, create_dir, lce, thousands, workspace_root, write};
+use lce_testkit::redis_topology::{RedisCluster, SentinelPair};
 
 /// The replica's options beyond the cluster's: room for thousands of
 /// connections (all from 127.0.0.1), and idle push bodies that may wait.
@@ -92,6 +93,13 @@ pub(crate) struct Args {
     /// Only the fan-out measurement (subscribers of one run).
     #[arg(long)]
     fanout_only: bool,
+    /// Only the topologies' measurement: one run, then `--runs` runs of
+    /// `--events` events at once, on a Redis Cluster of 1 and of 3 shards
+    /// (`--log redis+cluster://`) and on a primary with a replica behind
+    /// Sentinel with `--log-replicas` 0 and 1 (the cost of `WAIT`), with
+    /// each node's CPU time.
+    #[arg(long)]
+    cluster: bool,
     /// Skip the throughput round under `appendfsync always`.
     #[arg(long)]
     no_always: bool,
@@ -184,10 +192,23 @@ impl<'a> Bench<'a> {
         format!("Bearer {}", self.secrets.ingest_token)
     }
 
-    /// The read token of each run id.
+    /// The read token of each run id (runs just opened: their log may
+    /// take a moment to exist, and the token needs its nonce).
     fn tokens(&self, ids: &[String]) -> Result<Vec<String>, String> {
+        let url = self.redis.server.url();
         ids.iter()
-            .map(|id| self.secrets.token(self.exe, id, &self.redis.server.url()))
+            .map(|id| {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                loop {
+                    match self.secrets.token(self.exe, id, &url) {
+                        Ok(token) => return Ok(token),
+                        Err(_) if Instant::now() < deadline => {
+                            thread::sleep(Duration::from_millis(50));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            })
             .collect()
     }
 
@@ -206,6 +227,25 @@ impl<'a> Bench<'a> {
             cpu_model()
         );
 
+        if args.cluster {
+            let mut rows = Vec::new();
+            for engine in [
+                Topology::Shards(1),
+                Topology::Shards(3),
+                Topology::Pair(0),
+                Topology::Pair(1),
+            ] {
+                eprintln!("bench-gateway: {}", engine.name());
+                for (runs, events) in [
+                    (1, args.events * args.runs as u64),
+                    (args.runs, args.events),
+                ] {
+                    rows.push(self.topology_load(engine, runs, events)?);
+                }
+            }
+            report.push_str(&topology_table(&rows));
+            return Ok(report);
+        }
         let fanout = self.fanout_all(&args.subscribers)?;
         if args.fanout_only {
             report.push_str(&fanout_table(&fanout));
@@ -378,7 +418,6 @@ impl<'a> Bench<'a> {
     /// subscriber (a thread each); timed from the first push to the last
     /// subscriber's end of stream.
     fn load(&self, replica: &Replica, bodies: &[(String, Vec<u8>)]) -> Result<Measured, String> {
-        let tokens = self.tokens(&bodies.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>())?;
         let bytes: u64 = bodies.iter().map(|(_, b)| b.len() as u64).sum();
         let entries: u64 = bodies
             .iter()
@@ -388,25 +427,35 @@ impl<'a> Bench<'a> {
         let lce0 = cpu_secs(replica.pid())?;
         let start = Instant::now();
         let (end, sse, failed) = thread::scope(|s| -> Result<(Instant, u64, usize), String> {
+            // Each push's answer head brings its run's read token (a token
+            // covers the run's nonce, so it exists only once the run
+            // does); its subscriber starts then, while the body goes on.
             let mut pushers = Vec::new();
-            let mut readers = Vec::new();
-            for ((run_id, body), token) in bodies.iter().zip(&tokens) {
+            for (run_id, body) in bodies {
                 let (addr, auth) = (&replica.addr, &auth);
-                pushers.push(s.spawn(move || ended(&push(addr, auth, body)?, run_id)));
-                readers.push(s.spawn(move || -> (Instant, Result<usize, String>) {
-                    let n = read_stream(addr, run_id, token);
-                    (Instant::now(), n)
+                pushers.push(s.spawn(move || -> Result<_, String> {
+                    let split = body
+                        .iter()
+                        .position(|&c| c == b'\n')
+                        .map_or(body.len(), |k| k + 1);
+                    let (mut push, token) = RawPush::open(addr, auth, &body[..split])?;
+                    let reader = s.spawn(move || -> (Instant, Result<usize, String>) {
+                        let n = read_stream(addr, run_id, &token);
+                        (Instant::now(), n)
+                    });
+                    push.write(&body[split..])?;
+                    let ok = push.finish()?;
+                    let read = reader.join().map_err(|_| "a subscriber panicked")?;
+                    Ok((ok, read))
                 }));
             }
             let mut oks = Vec::new();
-            for p in pushers {
-                oks.push(p.join().map_err(|_| "a pusher panicked")??);
-            }
             let mut end = start;
             let mut sse = 0;
             let mut broken = 0;
-            for r in readers {
-                let (at, n) = r.join().map_err(|_| "a subscriber panicked")?;
+            for p in pushers {
+                let (ok, (at, n)) = p.join().map_err(|_| "a pusher panicked")??;
+                oks.push(ok);
                 end = end.max(at);
                 match n {
                     Ok(n) => sse += n as u64,
@@ -539,6 +588,63 @@ impl<'a> Bench<'a> {
         })
     }
 
+    // ----------------------------------------------------------- Cluster
+
+    /// The throughput load (`runs` runs of `events` events at once) on one
+    /// replica whose log is `engine`, with each node's CPU time.
+    fn topology_load(&self, engine: Topology, runs: usize, events: u64) -> Result<Sharded, String> {
+        let missing = "redis-server is not installed";
+        let (url, servers, _keep): (String, Vec<u32>, Box<dyn std::any::Any>) = match engine {
+            Topology::Shards(n) => {
+                let cluster = RedisCluster::start_shards(n).ok_or(missing)?;
+                let pids = cluster.nodes.iter().filter_map(|n| n.pid()).collect();
+                (cluster.url(), pids, Box::new(cluster))
+            }
+            Topology::Pair(_) => {
+                let pair = SentinelPair::start().ok_or(missing)?;
+                let pids = [&pair.primary, &pair.replica]
+                    .iter()
+                    .filter_map(|n| n.pid())
+                    .collect();
+                (pair.url(), pids, Box::new(pair))
+            }
+        };
+        let replicas = match engine {
+            Topology::Pair(n) => n.to_string(),
+            Topology::Shards(_) => "0".to_owned(),
+        };
+        let mut extra = REPLICA_EXTRA.to_vec();
+        extra.extend(["--log-replicas", &replicas]);
+        let args = replica_args(&url, &self.scenarios, self.secrets, &extra);
+        let log = self
+            .dir
+            .join(format!("replica-{}-{runs}.log", engine.name()));
+        let mut replica = Replica::start(self.exe, &args, &log)?;
+        let label = format!("t{}{runs}", engine.name().len());
+        let bodies: Vec<(String, Vec<u8>)> = (0..runs)
+            .map(|i| self.corpus_run(&label, i, events))
+            .collect::<Result<_, _>>()?;
+        let cpu0: Vec<f64> = servers
+            .iter()
+            .map(|p| cpu_secs(*p))
+            .collect::<Result<_, _>>()?;
+        let measured = self.load(&replica, &bodies);
+        let cpu1: Vec<f64> = servers
+            .iter()
+            .map(|p| cpu_secs(*p))
+            .collect::<Result<_, _>>()?;
+        replica
+            .stop()
+            .map_err(|e| format!("stopping the replica on {}: {e}", engine.name()))?;
+        Ok(Sharded {
+            engine,
+            runs,
+            events,
+            measured: measured?,
+            node_cpu: cpu1.iter().zip(&cpu0).map(|(b, a)| b - a).collect(),
+        })
+    }
+
     // ----------------------------------------------------------- latency
 
     fn latency(&self, replica: &Replica, c: usize) -> Result<Latency, String> {
@@ -550,7 +656,6 @@ impl<'a> Bench<'a> {
         let ids: Vec<String> = (0..c)
             .map(|i| format!("lat-{}-{c}-{i}", self.tag))
             .collect();
-        let tokens = self.tokens(&ids)?;
         let auth = self.auth();
 
         // Open every run: run.started and text.started, then wait.
@@ -559,6 +664,8 @@ impl<'a> Bench<'a> {
             pushes.push(open_push(&replica.addr, &auth, id)?);
             thread::sleep(OPEN_PACE);
         }
+        // A read token covers the run's nonce: asked once the runs exist.
+        let tokens = self.tokens(&ids)?;
         // One subscriber thread per run.
         let ready = Arc::new(AtomicUsize::new(0));
         let mut subscribers = Vec::with_capacity(c);
@@ -777,12 +884,13 @@ impl<'a> Bench<'a> {
         let clients0 = info_number(conn, "clients", "connected_clients")?;
 
         let ids: Vec<String> = (0..n).map(|i| format!("idle-{}-{i}", self.tag)).collect();
-        let tokens = self.tokens(&ids)?;
         let mut pushes = Vec::with_capacity(n);
         for id in &ids {
             pushes.push(open_push(&replica.addr, &auth, id)?);
             thread::sleep(OPEN_PACE);
         }
+        // A read token covers the run's nonce: asked once the runs exist.
+        let tokens = self.tokens(&ids)?;
         thread::sleep(Duration::from_secs(1));
         let rss1 = rss_kib(replica.pid())?;
         let mut subscribers = Vec::with_capacity(n);
@@ -1325,6 +1433,65 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// An engine of the topologies' measurement.
+#[derive(Clone, Copy)]
+enum Topology {
+    /// A Redis Cluster of this many primaries, no replicas.
+    Shards(usize),
+    /// A primary, its replica and Sentinel, with this `--log-replicas`.
+    Pair(u32),
+}
+
+impl Topology {
+    fn name(self) -> String {
+        match self {
+            Topology::Shards(n) => format!("Cluster, {n} shard{}", if n == 1 { "" } else { "s" }),
+            Topology::Pair(n) => format!("Sentinel pair, --log-replicas {n}"),
+        }
+    }
+}
+
+/// One row of the topologies' measurement.
+struct Sharded {
+    engine: Topology,
+    runs: usize,
+    events: u64,
+    measured: Measured,
+    /// Each node's CPU seconds over the load (shards; or primary, replica).
+    node_cpu: Vec<f64>,
+}
+
+fn topology_table(rows: &[Sharded]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "\n## Topologies: one replica of lce, runs pushed and read at once\n"
+    );
+    let _ = writeln!(
+        t,
+        "| engine | runs × events | entries/s | lce CPU µs/entry | Redis CPU µs/entry (all nodes) | CPU s per node | failed |\n|---|---|---|---|---|---|---|"
+    );
+    for r in rows {
+        let m = &r.measured;
+        let entries = m.entries.max(1) as f64;
+        let total: f64 = r.node_cpu.iter().sum();
+        let per_node: Vec<String> = r.node_cpu.iter().map(|c| format!("{c:.2}")).collect();
+        let _ = writeln!(
+            t,
+            "| {} | {} × {} | {} | {:.2} | {:.2} | {} | {} |",
+            r.engine.name(),
+            r.runs,
+            r.events,
+            thousands(m.rate()),
+            m.lce_cpu.unwrap_or(0.0) * 1e6 / entries,
+            total * 1e6 / entries,
+            per_node.join(" / "),
+            m.failed
+        );
+    }
+    t
 }
 
 fn throughput_table(rows: &[Throughput], memory_log: &Measured, memory_runs: usize) -> String {

@@ -19,11 +19,12 @@
 //! | key | type | what |
 //! |---|---|---|
 //! | `lce:{R}:log` | stream | the entries; entry id `<position>-0`, one field: `event` (canonical JSON) or `idle` |
-//! | `lce:{R}:meta` | hash | `conversation_id`, `owner`, `sealed` (`0`/`1`), `last` (the last position), `cancel` (`1` once a cancel was requested) |
+//! | `lce:{R}:meta` | hash | `conversation_id`, `owner`, `sealed` (`0`/`1`), `last` (the last position), `cancel` (`1` once a cancel was requested), `confirmed` (with [`RedisLogOptions::with_replicas`]: the last position replicas hold, which readers see up to) |
 //! | `lce:{R}:lease` | string | the owner's id, expiring (`PX`) when the lease does |
 //! | `lce:{R}:fenced` | stream | the log, moved aside for the instant of a refused append's transaction; never there between operations |
-//! | `lce:appended` | pub/sub channel | every append publishes its run id here, to wake the reads waiting on the run |
-//! | `lce:active` | sorted set | unsealed runs, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_runlog::RunLog::orphans)); expires the retention after the last run recorded in it |
+//! | `lce:appended` | pub/sub channel | one server: every append publishes its run id here, to wake the reads waiting on the run; a cancel request publishes `!cancel:<run id>` |
+//! | `lce:{R}:appended` | shard channel | a Cluster: the same, `SPUBLISH`ed in the run's slot |
+//! | `lce:active:{0}` ... `lce:active:{15}` | sorted sets | unsealed runs, each in the part its id hashes to, scored by their lease deadline in ms (a hint for [`RunLog::orphans`](lce_runlog::RunLog::orphans)); each expires the retention after the last run recorded in it |
 //! | `lce:{conv:C}:running` | string | the id of the run last created for the conversation, while it is unsealed ([`RunLog::running_run`](lce_runlog::RunLog::running_run)); expires after the retention, refreshed by each renewal |
 //! | `lce:{thread:C}:rev` | string | the conversation's last revision (`INCR`); expires [`RedisLogOptions::thread_retention`] (30 days) after the last commit |
 //! | `lce:{thread:C}:last` | hash | the last commit (`commit`, `rev`), so a commit retried after a lost answer counts once; expires with `rev` |
@@ -33,7 +34,8 @@
 //!
 //! The braces are Redis Cluster hash tags: a run's keys (a conversation's
 //! keys) share one slot, as a script that touches several keys needs.
-//! `lce:active` is only ever touched outside the scripts.
+//! The active-run index is only ever touched outside the scripts, and has
+//! 16 parts so that no key is written by every run (a Cluster spreads them).
 //!
 //! `lce:{conv:C}:running` lives in its conversation's slot, not its run's,
 //! so no run script touches it: it is set (`SET PX`) after a successful
@@ -61,7 +63,7 @@
 //! [`RunLog::orphans`](lce_runlog::RunLog::orphans) and
 //! [`RunLog::claim`](lce_runlog::RunLog::claim) once its lease expires, and
 //! ended with the closure terminal (D9), which starts its retention; if no
-//! replica ever finds it (its owner died before it reached `lce:active`,
+//! replica ever finds it (its owner died before it reached the index,
 //! or no replica runs), its keys are gone the retention after the last
 //! renewal. A run the gateway reserved and abandoned (the upstream gave no
 //! run) is deleted at once ([`RunLog::abandon`](lce_runlog::RunLog::abandon)).
@@ -119,13 +121,25 @@
 //! hosts, keys or credentials, so none of it reaches an error or a log line
 //! (`tracing` records the operation and the error's kind only).
 //!
+//! # Topologies
+//!
+//! `redis://` is one server; `redis+sentinel://HOST:PORT[,...]/MASTER[/DB]`
+//! the primary Sentinel names, asked again at every reconnection (a
+//! connection that fails, or finds a replica, is replaced by one to the
+//! primary named then); `redis+cluster://HOST:PORT[,...]` a Redis Cluster
+//! (sharded wake-ups, see `wakeups`). With
+//! [`RedisLogOptions::with_replicas`] an append, a creation and a claim
+//! count only once `WAIT` confirms them, and readers see entries up to the
+//! confirmed position only (`docs/gateway.md`, "Replication, failover and
+//! shards").
+//!
 //! Needs Redis 6.2 or later (`XADD ... NOMKSTREAM`; Lua scripts that call
-//! `TIME`). A standalone server or a primary; not Redis Cluster's client protocol, no
-//! TLS (the crate is built without them).
+//! `TIME`), 7.0 on a Cluster (`SPUBLISH`). No TLS (the crate is built
+//! without it).
 //!
 //! May depend on: `lce-core` (the thread store trait), `lce-runlog` (the
 //! run log trait), `lce-types` (events), the `redis` client (tokio,
-//! `ConnectionManager`, scripts, pub/sub), `tokio` (timers, channels, one
+//! `ConnectionManager`, scripts, pub/sub, Sentinel, `cluster-async`), `tokio` (timers, channels, one
 //! task per handle), `futures` (the notices' stream) and `tracing`. Nothing
 //! above `lce-runlog`, and no HTTP stack: no lower crate depends on this
 //! one, so their users pull no Redis client.

@@ -4,7 +4,7 @@
 //! Conventions: `HGET meta sealed` is nil exactly when the run has no log
 //! (never created, or expired), so every script starts there. A script that
 //! takes a lease answers the engine's clock in milliseconds (`TIME`), from
-//! which the caller scores `lce:active`, so replicas with skewed clocks
+//! which the caller scores the active-run index, so replicas with skewed clocks
 //! agree on deadlines. A trailing `retry` argument (`1` when the same call
 //! is tried again after a lost answer) lets a script recognise its own
 //! earlier success instead of refusing it.

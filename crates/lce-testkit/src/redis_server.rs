@@ -163,6 +163,11 @@ impl RedisServer {
         );
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Sends the process `signal` (`STOP` freezes it, `CONT` lets it go on).
     pub fn signal(&self, signal: &str) {
         if let Some(child) = &self.child {

@@ -237,6 +237,71 @@ impl RedisCluster {
         Some(cluster)
     }
 
+    /// A Cluster of `shards` primaries (1 to 16) without replicas, its
+    /// slots split evenly (made by hand: `redis-cli --cluster create`
+    /// wants three primaries at least), for measurements. `None` when
+    /// `redis-server` is not installed (outside CI).
+    ///
+    /// # Panics
+    ///
+    /// When the Cluster does not come up in time.
+    #[allow(clippy::panic)]
+    pub fn start_shards(shards: usize) -> Option<RedisCluster> {
+        let shards = shards.clamp(1, 16);
+        let mut nodes = Vec::new();
+        for _ in 0..shards {
+            nodes.push(RedisServer::start_with(&[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "1000",
+            ])?);
+        }
+        let first = nodes[0].port();
+        for node in &nodes[1..] {
+            let port = node.port().to_string();
+            if cli(first, &["CLUSTER", "MEET", "127.0.0.1", &port]).is_none() {
+                panic!("CLUSTER MEET failed");
+            }
+        }
+        let per = 16384 / shards;
+        for (k, node) in nodes.iter().enumerate() {
+            let from = k * per;
+            let to = if k + 1 == shards {
+                16383
+            } else {
+                from + per - 1
+            };
+            let added = cli(
+                node.port(),
+                &[
+                    "CLUSTER",
+                    "ADDSLOTSRANGE",
+                    &from.to_string(),
+                    &to.to_string(),
+                ],
+            );
+            if !added.is_some_and(|a| a.starts_with("OK")) {
+                panic!("CLUSTER ADDSLOTSRANGE failed");
+            }
+        }
+        let cluster = RedisCluster { nodes };
+        let ok = settle(|| {
+            cluster.nodes.iter().all(|n| {
+                cli(n.port(), &["CLUSTER", "INFO"]).is_some_and(|i| {
+                    i.contains("cluster_state:ok")
+                        && i.contains(&format!("cluster_known_nodes:{shards}"))
+                })
+            })
+        });
+        if !ok {
+            panic!("the Cluster of {shards} shards never reached cluster_state:ok");
+        }
+        Some(cluster)
+    }
+
     /// `redis+cluster://` with every node's address.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self
