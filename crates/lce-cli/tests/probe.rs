@@ -67,10 +67,18 @@ impl Drop for PythonHarness {
     }
 }
 
-fn python_harness() -> Option<PythonHarness> {
+fn python_harness(framing: &str) -> Option<PythonHarness> {
     let spawned = Command::new("python3")
         .arg(root().join("examples/harness-python/harness.py"))
-        .args(["--port", "0", "--pace", "0.05", "--quiet"])
+        .args([
+            "--port",
+            "0",
+            "--pace",
+            "0.05",
+            "--quiet",
+            "--framing",
+            framing,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
@@ -98,8 +106,18 @@ fn python_harness() -> Option<PythonHarness> {
 }
 
 #[test]
+fn the_python_harness_passes_in_sse_too() {
+    let Some(harness) = python_harness("sse") else {
+        return;
+    };
+    let (code, out, err) = probe(&[&harness.url, "--json"]);
+    assert_eq!(checks(&out), Vec::<String>::new(), "{out}\n{err}");
+    assert_eq!(code, 0, "{out}\n{err}");
+}
+
+#[test]
 fn the_python_harness_passes() {
-    let Some(harness) = python_harness() else {
+    let Some(harness) = python_harness("ndjson") else {
         return;
     };
     let (code, out, err) = probe(&[
@@ -154,6 +172,10 @@ enum Fault {
     Html,
     /// A start asks for an approval; the resume is refused (404).
     Unresumable,
+    /// Every answer is SSE (`text/event-stream`), correctly framed.
+    Sse,
+    /// A start's NDJSON has a blank line between two events.
+    BlankLine,
 }
 
 /// The bearer token `Fault::LeakyError` leaks.
@@ -271,13 +293,33 @@ fn serve(mut conn: TcpStream, fault: Fault, running: &Mutex<HashSet<String>>) {
         );
         return;
     }
-    let _ = conn.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n",
+    let media = if fault == Fault::Sse {
+        "text/event-stream"
+    } else {
+        "application/x-ndjson"
+    };
+    let _ = write!(
+        conn,
+        "HTTP/1.1 200 OK\r\nContent-Type: {media}\r\nConnection: close\r\n\r\n"
     );
     let run_id = req["run_id"].as_str().unwrap_or("").to_owned();
     running.lock().unwrap().insert(run_id.clone());
     let message = req["message"].as_str().unwrap_or("");
-    let mut emit = |line: String| conn.write_all(line.as_bytes()).is_ok();
+    let mut emit = |line: String| {
+        let framed = match fault {
+            // A comment (a keep-alive), an event name, two data lines.
+            Fault::Sse => {
+                // Split between two members: the joining newline is JSON whitespace.
+                let line = line.trim_end();
+                let at = line.find(',').map_or(0, |i| i + 1);
+                let (head, tail) = line.split_at(at);
+                format!(": keep-alive\nevent: lce\ndata: {head}\ndata:{tail}\n\n")
+            }
+            Fault::BlankLine => format!("{line}\n"),
+            _ => line,
+        };
+        conn.write_all(framed.as_bytes()).is_ok()
+    };
     run_lines(&req, fault, message.contains("slow"), &mut emit, || {
         !running.lock().unwrap().contains(&run_id)
     });
@@ -415,6 +457,21 @@ fn a_correct_scripted_harness_passes() {
     let (code, checks, all) = probe_fault(Fault::None);
     assert_eq!(checks, Vec::<String>::new(), "{all}");
     assert_eq!(code, 0, "{all}");
+}
+
+#[test]
+fn sse_framing_is_read_as_the_spec_says() {
+    let (code, checks, all) = probe_fault(Fault::Sse);
+    assert_eq!(checks, Vec::<String>::new(), "{all}");
+    assert_eq!(code, 0, "{all}");
+}
+
+#[test]
+fn a_blank_line_in_ndjson_is_a_framing_finding() {
+    let (code, checks, all) = probe_fault(Fault::BlankLine);
+    assert_eq!(code, 1, "{all}");
+    assert!(checks.iter().any(|c| c == "ndjson_framing"), "{all}");
+    assert!(all.contains("a blank line"), "{all}");
 }
 
 #[test]
