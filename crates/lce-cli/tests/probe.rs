@@ -176,6 +176,8 @@ enum Fault {
     Sse,
     /// A start's NDJSON has a blank line between two events.
     BlankLine,
+    /// A start sends a line over the 4 MiB bound.
+    HugeLine,
 }
 
 /// The bearer token `Fault::LeakyError` leaks.
@@ -269,6 +271,18 @@ fn serve(mut conn: TcpStream, fault: Fault, running: &Mutex<HashSet<String>>) {
         .and_then(|p| p.strip_suffix("/cancel"))
     {
         let known = running.lock().unwrap().remove(run_id);
+        if !known && fault == Fault::LeakyError {
+            // An untyped error page with a trace and the token in it.
+            let page = format!(
+                "Traceback (most recent call last):\n  File \"h.py\", line 9, in cancel\nKeyError: run\n\nAuthorization: Bearer {LEAKED_TOKEN}\n"
+            );
+            let _ = write!(
+                conn,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            return;
+        }
         if known {
             json_answer(&mut conn, "200 OK", r#"{"cancelled": true}"#);
         } else {
@@ -316,6 +330,9 @@ fn serve(mut conn: TcpStream, fault: Fault, running: &Mutex<HashSet<String>>) {
                 format!(": keep-alive\nevent: lce\ndata: {head}\ndata:{tail}\n\n")
             }
             Fault::BlankLine => format!("{line}\n"),
+            Fault::HugeLine if line.contains("\"Hello.\"") => {
+                format!("{}\n{line}", "x".repeat(4 * 1024 * 1024 + 10))
+            }
             _ => line,
         };
         conn.write_all(framed.as_bytes()).is_ok()
@@ -475,6 +492,14 @@ fn a_blank_line_in_ndjson_is_a_framing_finding() {
 }
 
 #[test]
+fn a_line_over_4_mib_is_a_line_bound_finding() {
+    let (code, checks, all) = probe_fault(Fault::HugeLine);
+    assert_eq!(code, 1, "{all}");
+    assert!(checks.iter().any(|c| c == "line_bound"), "{all}");
+    assert!(!all.contains("xxxxxxxx"), "the line is not shown");
+}
+
+#[test]
 fn a_missing_terminal_is_rule_12() {
     let (code, checks, all) = probe_fault(Fault::MissingTerminal);
     assert_eq!(code, 1, "{all}");
@@ -514,6 +539,12 @@ fn a_leaked_traceback_and_token_are_found_and_not_shown() {
     let (code, checks, all) = probe_fault(Fault::LeakyError);
     assert_eq!(code, 1, "{all}");
     assert!(checks.iter().any(|c| c == "error_leak"), "{all}");
+    // The cancel of an unknown run answered a text/plain 500 with both.
+    assert!(checks.iter().any(|c| c == "error_untyped"), "{all}");
+    assert!(
+        all.contains("the 500 answer's body holds a stack trace"),
+        "{all}"
+    );
     assert!(all.contains("a stack trace"), "{all}");
     assert!(all.contains("bearer token"), "{all}");
     assert!(!all.contains(LEAKED_TOKEN), "the token was printed: {all}");

@@ -166,6 +166,12 @@ impl RunBody {
     fn line(&mut self, line: &[u8]) {
         self.lines += 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.len() > DEFAULT_MAX_LINE_BYTES {
+            let (n, lines) = (line.len(), self.lines);
+            let message = format!("line {lines}: {n} bytes, beyond the 4 MiB bound (D8)");
+            self.check.malformed("line_bound", message);
+            return;
+        }
         if self.lines == 1 && line.starts_with(&[0xEF, 0xBB, 0xBF]) {
             let check = if self.framing == Framing::Sse {
                 "sse_framing"
