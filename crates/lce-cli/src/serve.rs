@@ -212,14 +212,9 @@ struct LogArgs {
     /// development tool), to loopback peers only unless a token file is given.
     #[arg(long, env = "LCE_INSPECTOR")]
     inspector: bool,
-    /// With --inspector: every inspector data request, from any address,
-    /// needs `Authorization: Bearer` this file's token (at least 16 bytes).
-    #[arg(
-        long,
-        env = "LCE_INSPECTOR_TOKEN_FILE",
-        value_name = "FILE",
-        requires = "inspector"
-    )]
+    /// Turns the inspector on behind a token: every inspector data request,
+    /// from any address, needs `Authorization: Bearer` this file's token.
+    #[arg(long, env = "LCE_INSPECTOR_TOKEN_FILE", value_name = "FILE")]
     inspector_token_file: Option<PathBuf>,
 }
 
