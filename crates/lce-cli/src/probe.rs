@@ -42,8 +42,10 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: Args) -> Result<bool, crate::UsageError> {
     let secs = |s: f64, name: &str| {
-        Duration::try_from_secs_f64(s)
-            .map_err(|_| crate::UsageError(format!("--{name}: {s} is not a number of seconds")))
+        let d = Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero());
+        d.ok_or_else(|| {
+            crate::UsageError(format!("--{name}: {s} is not a positive number of seconds"))
+        })
     };
     let options = lce::probe::ProbeOptions::new(a.url)
         .messages(a.messages)

@@ -150,6 +150,9 @@ fn an_unreachable_harness_exits_2() {
     assert!(err.contains("could not be reached"), "{err}");
     let (code, _, err) = probe(&["https://127.0.0.1:1"]);
     assert_eq!(code, 2, "{err}");
+    let (code, _, err) = probe(&["http://127.0.0.1:1", "--timeout", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--timeout"), "{err}");
 }
 
 // ------------------------------------------------------------ broken harnesses

@@ -126,6 +126,12 @@ impl ProbeOptions {
         self
     }
 
+    /// Sets [`ProbeOptions::max_resumes`].
+    pub fn max_resumes(mut self, max: usize) -> Self {
+        self.max_resumes = max;
+        self
+    }
+
     /// Sets [`ProbeOptions::allow_gaps`].
     pub fn allow_gaps(mut self, allow: bool) -> Self {
         self.allow_gaps = allow;
