@@ -32,6 +32,9 @@ pub(crate) struct Args {
     /// Seconds an accepted cancel may take to end the run with run.cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     cancel_bound: f64,
+    /// Send `Authorization: Bearer` this file's token (never printed).
+    #[arg(long, value_name = "FILE")]
+    bearer_file: Option<std::path::PathBuf>,
     /// Accept gaps in sequence (D3 allows them).
     #[arg(long)]
     allow_gaps: bool,
@@ -47,7 +50,15 @@ pub(crate) fn run(a: Args) -> Result<bool, crate::UsageError> {
             crate::UsageError(format!("--{name}: {s} is not a positive number of seconds"))
         })
     };
+    let bearer = match &a.bearer_file {
+        Some(path) => Some(
+            String::from_utf8_lossy(&crate::serve::read_secret(path, "bearer token", 1)?)
+                .into_owned(),
+        ),
+        None => None,
+    };
     let options = lce::probe::ProbeOptions::new(a.url)
+        .bearer(bearer)
         .messages(a.messages)
         .cancel_message(a.cancel_message)
         .agent_id(a.agent_id)

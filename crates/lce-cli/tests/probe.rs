@@ -67,7 +67,7 @@ impl Drop for PythonHarness {
     }
 }
 
-fn python_harness(framing: &str) -> Option<PythonHarness> {
+fn python_harness(framing: &str, extra: &[&str]) -> Option<PythonHarness> {
     let spawned = Command::new("python3")
         .arg(root().join("examples/harness-python/harness.py"))
         .args([
@@ -79,6 +79,7 @@ fn python_harness(framing: &str) -> Option<PythonHarness> {
             "--framing",
             framing,
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
@@ -107,7 +108,7 @@ fn python_harness(framing: &str) -> Option<PythonHarness> {
 
 #[test]
 fn the_python_harness_passes_in_sse_too() {
-    let Some(harness) = python_harness("sse") else {
+    let Some(harness) = python_harness("sse", &[]) else {
         return;
     };
     let (code, out, err) = probe(&[&harness.url, "--json"]);
@@ -117,7 +118,7 @@ fn the_python_harness_passes_in_sse_too() {
 
 #[test]
 fn the_python_harness_passes() {
-    let Some(harness) = python_harness("ndjson") else {
+    let Some(harness) = python_harness("ndjson", &[]) else {
         return;
     };
     let (code, out, err) = probe(&[
@@ -136,6 +137,23 @@ fn the_python_harness_passes() {
     // disconnect and the run after it.
     assert!(report["runs"].as_u64().unwrap() >= 7, "{out}");
     assert!(err.contains("passed"), "{err}");
+}
+
+#[test]
+fn a_harness_that_checks_authorization_gets_the_bearer_file() {
+    const SECRET: &str = "probe-bearer-0123456789";
+    let Some(harness) = python_harness("ndjson", &["--require-auth", SECRET]) else {
+        return;
+    };
+    let (code, out, err) = probe(&[&harness.url, "--json"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(checks(&out).iter().any(|c| c == "status"), "{out}");
+    let file = std::env::temp_dir().join(format!("lce-probe-bearer-{}", std::process::id()));
+    std::fs::write(&file, format!("{SECRET}\n")).unwrap();
+    let (code, out, err) = probe(&[&harness.url, "--bearer-file", file.to_str().unwrap()]);
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains(SECRET) && !err.contains(SECRET));
 }
 
 #[test]

@@ -16,6 +16,8 @@ use crate::ProbeError;
 pub(crate) struct Target {
     authority: String,
     base_path: String,
+    /// `Authorization`'s value, when given.
+    authorization: Option<hyper::header::HeaderValue>,
 }
 
 /// Why a request got no answer.
@@ -51,8 +53,9 @@ pub(crate) enum Chunk {
 }
 
 impl Target {
-    /// `http://HOST:PORT[/PATH]`.
-    pub(crate) fn parse(url: &str) -> Result<Target, ProbeError> {
+    /// `http://HOST:PORT[/PATH]`, with `Authorization: Bearer bearer` on
+    /// every request when given.
+    pub(crate) fn parse(url: &str, bearer: Option<&str>) -> Result<Target, ProbeError> {
         let uri: Uri = url.parse().map_err(|_| ProbeError::BadUrl)?;
         if uri.scheme_str() != Some("http") || uri.query().is_some() {
             return Err(ProbeError::BadUrl);
@@ -62,9 +65,19 @@ impl Target {
             return Err(ProbeError::BadUrl);
         }
         let port = authority.port_u16().unwrap_or(80);
+        let authorization = match bearer {
+            Some(token) => {
+                let mut value = hyper::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| ProbeError::BadBearer)?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
         Ok(Target {
             authority: format!("{}:{port}", authority.host()),
             base_path: uri.path().trim_end_matches('/').to_owned(),
+            authorization,
         })
     }
 
@@ -88,7 +101,7 @@ impl Target {
                 let _ = connection.await;
             })
             .abort_handle();
-            let request = Request::builder()
+            let mut request = Request::builder()
                 .method(Method::POST)
                 .uri(format!("{}{path}", self.base_path))
                 .header(header::HOST, &self.authority)
@@ -96,6 +109,11 @@ impl Target {
                 .header(header::ACCEPT, "application/x-ndjson, text/event-stream")
                 .body(Full::new(Bytes::from(body)))
                 .map_err(|_| SendError::Unreachable)?;
+            if let Some(value) = &self.authorization {
+                request
+                    .headers_mut()
+                    .insert(header::AUTHORIZATION, value.clone());
+            }
             let response = sender.send_request(request).await;
             match response {
                 Ok(r) => Ok(Answer::new(r, connection)),

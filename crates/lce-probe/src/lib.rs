@@ -47,9 +47,10 @@ pub const DEFAULT_CANCEL_MESSAGE: &str = "Please give a slow, long answer.";
 /// The start's message when [`ProbeOptions::messages`] is empty.
 pub const DEFAULT_MESSAGE: &str = "Hello from lce probe.";
 
-/// What [`probe`] does; builder-style setters.
+/// What [`probe`] does; builder-style setters. Its `Debug` leaves the
+/// bearer token out.
 #[non_exhaustive]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ProbeOptions {
     /// The harness's base URL, `http://HOST:PORT[/PATH]`.
     pub url: String,
@@ -71,6 +72,25 @@ pub struct ProbeOptions {
     pub allow_gaps: bool,
     /// Resumes in a row after one start, at most.
     pub max_resumes: usize,
+    /// Sent as `Authorization: Bearer TOKEN` with every request, for a
+    /// harness that checks it (as lce forwards a client's); never printed.
+    pub bearer: Option<String>,
+}
+
+impl std::fmt::Debug for ProbeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeOptions")
+            .field("url", &self.url)
+            .field("messages", &self.messages.len())
+            .field("agent_id", &self.agent_id)
+            .field("request_timeout", &self.request_timeout)
+            .field("overall_timeout", &self.overall_timeout)
+            .field("cancel_bound", &self.cancel_bound)
+            .field("allow_gaps", &self.allow_gaps)
+            .field("max_resumes", &self.max_resumes)
+            .field("bearer", &self.bearer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ProbeOptions {
@@ -87,6 +107,7 @@ impl ProbeOptions {
             cancel_bound: Duration::from_secs(5),
             allow_gaps: false,
             max_resumes: 8,
+            bearer: None,
         }
     }
 
@@ -129,6 +150,12 @@ impl ProbeOptions {
     /// Sets [`ProbeOptions::max_resumes`].
     pub fn max_resumes(mut self, max: usize) -> Self {
         self.max_resumes = max;
+        self
+    }
+
+    /// Sets [`ProbeOptions::bearer`].
+    pub fn bearer(mut self, token: Option<String>) -> Self {
+        self.bearer = token;
         self
     }
 
@@ -228,6 +255,9 @@ pub enum ProbeError {
     /// The URL is not `http://HOST:PORT[/PATH]`.
     #[error("the harness URL must be http://HOST:PORT[/PATH] (no user, no query, no https)")]
     BadUrl,
+    /// The bearer token is not a header value (a control character, ...).
+    #[error("the bearer token cannot be sent in a header")]
+    BadBearer,
     /// The first request could not connect or got no answer in time.
     #[error("the harness at {0} could not be reached")]
     Unreachable(String),

@@ -42,7 +42,7 @@ struct Prober<'a> {
 
 /// Runs every step against `options.url`.
 pub(crate) async fn run(options: &ProbeOptions) -> Result<Report, ProbeError> {
-    let target = Target::parse(&options.url)?;
+    let target = Target::parse(&options.url, options.bearer.as_deref())?;
     let mut p = Prober {
         target,
         options,
