@@ -32,6 +32,9 @@ struct Driver {
     addr: String,
     session: String,
     profile: PathBuf,
+    /// The browser's process id (`goog:processID`), ended on drop even when
+    /// the session could not be closed.
+    browser: Option<u64>,
 }
 
 impl Drop for Driver {
@@ -40,6 +43,9 @@ impl Drop for Driver {
         let _ = std::panic::catch_unwind(|| wd(&self.addr, "DELETE", &path, &Value::Null));
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(pid) = self.browser {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
@@ -132,6 +138,7 @@ impl Driver {
             child,
             addr,
             session: String::new(),
+            browser: None,
             profile,
         };
         let args = [
@@ -151,6 +158,7 @@ impl Driver {
             "goog:chromeOptions": {"binary": chromium, "args": args}}}});
         let session = wd(&driver.addr, "POST", "/session", &caps);
         driver.session = session["sessionId"].as_str().unwrap().to_owned();
+        driver.browser = session["capabilities"]["goog:processID"].as_u64();
         Some(driver)
     }
 
