@@ -5,6 +5,7 @@
 //! lce encode --to FORMAT [FILE]     canonical events to SSE on stdout
 //! lce invoke [OPTIONS] [FILE]       DA's non-streaming invoke answer
 //! lce serve [OPTIONS]               the gateway (lce::gateway) over HTTP
+//! lce probe URL [OPTIONS]           certify a harness (lce::probe)
 //! lce token RUN_ID --token-secret-file FILE   a run's read token
 //! lce help [COMMAND]                help (also `--help` on every command)
 //! lce --version
@@ -34,6 +35,7 @@ mod check;
 mod encode;
 mod input;
 mod invoke;
+mod probe;
 mod serve;
 mod signals;
 mod usage;
@@ -69,6 +71,7 @@ enum Command {
     Encode(encode::Args),
     Invoke(invoke::Args),
     Serve(serve::Args),
+    Probe(probe::Args),
     Token(serve::TokenArgs),
 }
 
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
                 .and_then(|spans| serve::run(args, spans))
         }
         .map(accepted),
+        Command::Probe(args) => probe::run(args).map(accepted),
         Command::Token(args) => serve::print_token(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {

@@ -229,6 +229,14 @@ struct LogArgs {
     /// Accept pushed runs without a token (a local demo only).
     #[arg(long, env = "LCE_ALLOW_ANONYMOUS_INGEST")]
     allow_anonymous_ingest: bool,
+    /// Serve `GET /inspect`: this replica's runs live, payloads included (a
+    /// development tool), to loopback peers only unless a token file is given.
+    #[arg(long, env = "LCE_INSPECTOR")]
+    inspector: bool,
+    /// Turns the inspector on behind a token: every inspector data request,
+    /// from any address, needs `Authorization: Bearer` this file's token.
+    #[arg(long, env = "LCE_INSPECTOR_TOKEN_FILE", value_name = "FILE")]
+    inspector_token_file: Option<PathBuf>,
 }
 
 /// Limits on what a client may hold open, and how the server stops.
@@ -542,6 +550,10 @@ async fn with_log(
     }
     if let Some(path) = &args.ingest_token_file {
         builder = builder.ingest_token(read_text(path, "ingest token", MIN)?);
+    }
+    builder = builder.inspector(args.inspector);
+    if let Some(path) = &args.inspector_token_file {
+        builder = builder.inspector_token(read_text(path, "inspector token", MIN)?);
     }
     Ok(builder)
 }

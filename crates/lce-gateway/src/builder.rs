@@ -12,7 +12,7 @@ use lce_types::Limits;
 
 use axum::http::HeaderValue;
 
-use crate::gateway::{Cors, Gateway, Ingest, Settings};
+use crate::gateway::{Cors, Gateway, Ingest, InspectorGate, Settings};
 use crate::tokens::{NoRandomness, ReadTokens, random_id};
 use crate::upstream::{ScenarioError, ScenarioPlayer, Upstream};
 
@@ -80,6 +80,9 @@ pub enum BuildError {
     /// The ingest token is shorter than [`MIN_SECRET_BYTES`].
     #[error("the ingest token must hold at least {MIN_SECRET_BYTES} bytes")]
     IngestTokenTooShort,
+    /// The inspector's token is shorter than [`MIN_SECRET_BYTES`].
+    #[error("the inspector token must hold at least {MIN_SECRET_BYTES} bytes")]
+    InspectorTokenTooShort,
     /// The log is shared by replicas ([`RunLog::durable`]) and no token
     /// secret was given: every replica must sign with the same secret,
     /// given to each of them (a secret kept in the engine could be read
@@ -304,6 +307,36 @@ impl GatewayBuilder {
         self
     }
 
+    /// Turns the inspector on (default off: `/inspect` is a 404): `GET
+    /// /inspect`, a page listing the runs this replica drives (open first,
+    /// then the most recent) and showing one run's events live, with the
+    /// coordinator's interventions marked by rule. It shows payload
+    /// excerpts: a development tool. It answers only a loopback peer (the
+    /// server must give requests `ConnectInfo<SocketAddr>`, as
+    /// [`server::serve_http`](crate::server::serve_http) does; a host that
+    /// does not gets 403s) unless [`inspector_token`](Self::inspector_token)
+    /// is given. While on, the gateway keeps an index of the last
+    /// [`INSPECTOR_RUNS`](crate::INSPECTOR_RUNS) runs it drove, in this
+    /// process only (nothing is written to the run log for it).
+    pub fn inspector(mut self, on: bool) -> Self {
+        self.settings.inspector = match (on, &self.settings.inspector) {
+            (false, _) => InspectorGate::Off,
+            (true, InspectorGate::Token(t)) => InspectorGate::Token(t.clone()),
+            (true, _) => InspectorGate::Loopback,
+        };
+        self
+    }
+
+    /// Turns the inspector on behind `token` (at least [`MIN_SECRET_BYTES`]):
+    /// its data requests, from any address, need `Authorization: Bearer
+    /// TOKEN` (compared in constant time, never logged); its page (static
+    /// bytes, no data) loads from any address and takes the token from the
+    /// URL fragment `#token=...`.
+    pub fn inspector_token(mut self, token: impl Into<String>) -> Self {
+        self.settings.inspector = InspectorGate::Token(token.into());
+        self
+    }
+
     /// Idle time before an `agui-v1` keep-alive comment (default 15 s;
     /// zero: none).
     pub fn keepalive(mut self, every: Duration) -> Self {
@@ -343,6 +376,9 @@ impl GatewayBuilder {
             (None, false) => Ingest::Off,
         };
         let mut settings = self.settings;
+        if matches!(&settings.inspector, InspectorGate::Token(t) if t.len() < MIN_SECRET_BYTES) {
+            return Err(BuildError::InspectorTokenTooShort);
+        }
         settings.cors = match self.cors_origins {
             None => None,
             Some(origins) if origins.is_empty() => None,

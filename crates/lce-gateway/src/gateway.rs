@@ -45,6 +45,20 @@ pub(crate) struct Settings {
     pub(crate) metrics: Option<crate::metrics::MetricsRender>,
     pub(crate) body_idle_timeout: Duration,
     pub(crate) ingest_idle_timeout: Duration,
+    /// The inspector (`GET /inspect`): off, loopback only, or behind a token.
+    pub(crate) inspector: InspectorGate,
+}
+
+/// Whether the inspector is on, and who may use it.
+#[derive(Clone, Default)]
+pub(crate) enum InspectorGate {
+    /// No `/inspect` routes (404), no index.
+    #[default]
+    Off,
+    /// Loopback peers only.
+    Loopback,
+    /// Any peer with `Authorization: Bearer` this token.
+    Token(String),
 }
 
 impl std::fmt::Debug for Settings {
@@ -58,6 +72,7 @@ impl std::fmt::Debug for Settings {
             .field("run_deadline", &self.run_deadline)
             .field("cors", &self.cors)
             .field("metrics", &self.metrics.is_some())
+            .field("inspector", &!matches!(self.inspector, InspectorGate::Off))
             .finish_non_exhaustive()
     }
 }
@@ -80,6 +95,7 @@ impl Default for Settings {
             metrics: None,
             body_idle_timeout: Duration::from_secs(30),
             ingest_idle_timeout: Duration::from_secs(300),
+            inspector: InspectorGate::Off,
         }
     }
 }
@@ -133,6 +149,8 @@ pub(crate) struct Shared {
     pub(crate) store: Arc<dyn ThreadStore>,
     pub(crate) upstream: Arc<dyn Upstream>,
     pub(crate) audit: Arc<dyn AuditSink>,
+    /// The inspector's index, while it is on.
+    pub(crate) inspector: Option<Arc<crate::inspect::Inspector>>,
     pub(crate) tokens: ReadTokens,
     pub(crate) ingest: Ingest,
     /// This replica's id (random per gateway).
@@ -175,6 +193,20 @@ impl Gateway {
         });
         crate::metrics::build_info();
         let audit: Arc<dyn AuditSink> = Arc::new(crate::metrics::CountingAudit(audit));
+        let inspector = match &settings.inspector {
+            InspectorGate::Off => None,
+            InspectorGate::Loopback => Some(Arc::new(crate::inspect::Inspector::new(None))),
+            InspectorGate::Token(t) => {
+                Some(Arc::new(crate::inspect::Inspector::new(Some(t.clone()))))
+            }
+        };
+        let audit: Arc<dyn AuditSink> = match &inspector {
+            Some(inspector) => Arc::new(crate::inspect::InspectAudit {
+                inner: audit,
+                inspector: inspector.clone(),
+            }),
+            None => audit,
+        };
         let gateway = Gateway {
             shared: Arc::new(Shared {
                 log,
@@ -182,6 +214,7 @@ impl Gateway {
                 store,
                 upstream,
                 audit,
+                inspector,
                 tokens,
                 ingest,
                 replica,
@@ -446,6 +479,9 @@ impl Gateway {
     where
         S: futures::Stream<Item = Result<Event, LceError>> + Send + 'static,
     {
+        if let Some(inspector) = &self.shared.inspector {
+            inspector.begin(run_id, conversation_id);
+        }
         let options = CoordinatorOptions::new(run_id, conversation_id)
             .limits(self.shared.settings.limits.clone());
         let coordinator = Coordinator::new(options)

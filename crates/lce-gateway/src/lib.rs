@@ -36,6 +36,7 @@
 //! | `POST /api/v1/runs` | push ingest: a harness's canonical JSON Lines (ingest token required) |
 //! | `GET /healthz`, `GET /readyz` | the probes: alive; ready to take runs (503 when draining or when the log engine does not answer) |
 //! | `GET /metrics` | with [`GatewayBuilder::metrics_endpoint`]: what the `metrics` facade's recorder renders ([`metrics_router`] serves it alone) |
+//! | `GET /inspect` (and `/inspect/...`) | with [`GatewayBuilder::inspector`]: a development page showing this replica's runs live (loopback only, or [`GatewayBuilder::inspector_token`]) |
 //!
 //! Every run is written to the run log before a client sees a byte of it,
 //! and every client reads its run back from the log, so a client that
@@ -55,7 +56,7 @@
 //! invoke answer), `axum`, `hyper` and `hyper-util` (the routes, the
 //! upstream client, the accept loop), `tokio`, `tokio-util`, `futures`,
 //! `bytes`, `serde`, `serde_json`, `hmac`, `sha2`, `getrandom`, `memchr`,
-//! `tower-http` (CORS only), `metrics` (the facade, no recorder),
+//! `tower-http` (CORS only), `tower` (its `Layer`: the peer's `ConnectInfo`), `metrics` (the facade, no recorder),
 //! `pin-project-lite`, `thiserror`, `tracing`. No engine client: a Redis
 //! log comes in through [`GatewayBuilder::log`].
 
@@ -68,6 +69,7 @@ mod error;
 pub mod fuzzing;
 mod gateway;
 mod ids;
+mod inspect;
 mod invoke;
 mod metrics;
 mod owner;
@@ -83,6 +85,7 @@ pub use builder::{BuildError, GatewayBuilder, MIN_SECRET_BYTES};
 pub use error::{ApiError, UpstreamErrorKind};
 pub use gateway::{DEFAULT_RUN_DEADLINE, Gateway};
 pub use ids::{MAX_ID_BYTES, is_valid_id};
+pub use inspect::INSPECTOR_RUNS;
 pub use invoke::accumulate;
 pub use metrics::{MetricsRender, PROMETHEUS_TEXT, metrics_router};
 pub use tokens::{NoRandomness, ReadTokens, SecretFileError, random_id, read_secret_file};

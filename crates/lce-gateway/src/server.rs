@@ -45,6 +45,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::middleware::AddExtension;
 use futures::{Stream, StreamExt as _};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -116,7 +118,7 @@ enum Phase {
 /// One served connection.
 type Conn = hyper::server::conn::http1::Connection<
     TokioIo<TimedWrites<TcpStream>>,
-    TowerToHyperService<Router>,
+    TowerToHyperService<AddExtension<Router, ConnectInfo<SocketAddr>>>,
 >;
 
 /// Serves `router` on `listener` until `signals` yields (a signal's name),
@@ -139,7 +141,6 @@ pub async fn serve_http<S>(
 where
     S: Stream<Item = &'static str> + Unpin,
 {
-    let service = TowerToHyperService::new(router);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
@@ -190,7 +191,13 @@ where
         };
         let timed_out = Arc::new(AtomicBool::new(false));
         let io = TimedWrites::new(stream, limits.write_timeout, timed_out.clone());
-        let conn = http.serve_connection(TokioIo::new(io), service.clone());
+        // The peer's address for the routes that need it (the inspector's
+        // loopback gate): `ConnectInfo`, as axum's own `serve` gives it.
+        let service = TowerToHyperService::new(tower::Layer::layer(
+            &axum::Extension(ConnectInfo(peer)),
+            router.clone(),
+        ));
+        let conn = http.serve_connection(TokioIo::new(io), service);
         let held = Held {
             _permit: permit,
             _place: place,

@@ -30,6 +30,7 @@ mod error;
 mod event;
 pub mod excerpt;
 mod fast;
+mod last_line;
 mod limits;
 mod lines;
 mod opaque;
@@ -40,6 +41,7 @@ mod timestamp;
 
 pub use error::{ParseError, ParseErrorKind, safe_name};
 pub use event::{Event, EventParser, EventType, MAX_SEQUENCE, Payload, VERSION};
+pub use last_line::{KeptLine, LastLine};
 pub use limits::Limits;
 pub use lines::{DEFAULT_MAX_LINE_BYTES, EventLines, LineParser};
 pub use opaque::{JsonObject, MAX_OPAQUE_DEPTH, OpaqueJson};

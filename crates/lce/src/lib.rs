@@ -16,6 +16,7 @@
 //! | `runlog` | `lce-runlog`: a gateway's run log, its writer and subscription | `runlog` (not in `full`) |
 //! | `gateway` | `lce-gateway`: the gateway as an axum `Router` to nest | `gateway` (not in `full`) |
 //! | `redis` | `lce-redis`: the run log and thread store on Redis | `redis` (not in `full`) |
+//! | `probe` | `lce-probe`: `lce probe`, a harness driven over the upstream protocol and checked | `probe` (not in `full`) |
 //! | `telemetry` | `lce-telemetry`: a gateway process's logs, Prometheus recorder and (feature `otlp`) span export | `telemetry`, `otlp` (not in `full`) |
 //!
 //! May depend on: the lce crates above, nothing else.
@@ -76,6 +77,8 @@ pub use lce_encode_agui as agui;
 pub use lce_encode_custom as custom;
 #[cfg(feature = "gateway")]
 pub use lce_gateway as gateway;
+#[cfg(feature = "probe")]
+pub use lce_probe as probe;
 #[cfg(feature = "redis")]
 pub use lce_redis as redis;
 #[cfg(feature = "runlog")]

@@ -4,6 +4,7 @@
 mod agui;
 mod da;
 mod health;
+mod inspect;
 mod invoke;
 mod runs;
 mod shared;
@@ -28,6 +29,10 @@ where
         .route("/api/v1/runs/{run_id}/stream", get(runs::stream))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz));
+    let router = match &gateway.shared.inspector {
+        Some(_) => router.merge(inspect::routes()),
+        None => router,
+    };
     let router = match &gateway.shared.settings.metrics {
         Some(render) => router.merge(crate::metrics::metrics_router(render.clone())),
         None => router,
