@@ -526,7 +526,7 @@ impl Gateway {
     }
 }
 
-fn takeover(shared: &Shared) -> Takeover {
+pub(crate) fn takeover(shared: &Shared) -> Takeover {
     Takeover {
         claimant: shared.replica.clone(),
         lease: shared.settings.lease,

@@ -190,7 +190,7 @@ async fn events(
     }
     let log = gw.shared.log.clone();
     let subscription = match Subscription::open(log, &run_id, RowEncoder, None, true).await {
-        Ok(s) => s.take_over(gw.takeover()),
+        Ok(s) => s.take_over(crate::gateway::takeover(&gw.shared)),
         Err(e) => return subscribe_error(&e).into_response(),
     };
     let body = subscription
