@@ -232,6 +232,33 @@ fn runs_keep_every_frame_across<F: FnOnce() + Send + 'static>(
                 "{run_id}: replica {i} reads other bytes than the subscriber saw"
             );
         }
+        // Resumed after frames spread over the run (before, during and
+        // after the failover), on either replica: exactly the rest.
+        let frames: Vec<&str> = seen.split_inclusive("\n\n").collect();
+        let step = (frames.len() / 8).max(1);
+        let mut offset = 0;
+        for (k, frame) in frames.iter().enumerate() {
+            offset += frame.len();
+            let Some(id) = frame.lines().find_map(|l| l.strip_prefix("id: ")) else {
+                continue;
+            };
+            if k % step != 0 {
+                continue;
+            }
+            let resumed = request(
+                &gateway.replicas[k % 2].addr,
+                "GET",
+                &format!("/api/v1/runs/{run_id}/stream?protocol=agui-v1"),
+                &[("X-Run-Token", &token), ("Last-Event-ID", id)],
+                b"",
+            );
+            assert_eq!(resumed.status, 200);
+            assert_eq!(
+                String::from_utf8(resumed.body).unwrap(),
+                seen[offset..],
+                "{run_id}: resumed after {id}"
+            );
+        }
     }
 }
 

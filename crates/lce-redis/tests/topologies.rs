@@ -150,7 +150,9 @@ async fn cluster_runs_spread_over_shards_and_survive_a_shard_failover() {
         cluster.fail_over(first);
     })
     .await;
-    // Runs' keys landed on every shard: each primary holds some.
+    // Runs' keys landed on every shard: each primary holds some; and no
+    // key is shared by all runs beyond the 16 parts of the active index
+    // (every other key names its run's or conversation's slot).
     let cluster = cluster.lock().unwrap();
     for k in cluster.primaries() {
         let port = cluster.nodes[k].port();
@@ -159,6 +161,18 @@ async fn cluster_runs_spread_over_shards_and_survive_a_shard_failover() {
             keys.trim().parse::<u64>().unwrap() > 0,
             "the primary on {port} holds no key"
         );
+        let all = cli(port, &["KEYS", "*"]).unwrap();
+        for key in all.lines().filter(|k| !k.is_empty()) {
+            let per_run = key.starts_with("lce:{conformance-")
+                || key.starts_with("lce:{conv:")
+                || key.starts_with("lce:{thread:");
+            let shared = key
+                .strip_prefix("lce:active:{")
+                .and_then(|k| k.strip_suffix('}'))
+                .and_then(|k| k.parse::<u32>().ok())
+                .is_some_and(|k| k < 16);
+            assert!(per_run || shared, "a key of no run's slot: {key}");
+        }
     }
 }
 
