@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{HttpResponse, Server, lce, parse_response, request, root};
+use common::{HttpResponse, Server, SlowPush, lce, parse_response, request, root};
 use lce_testkit::RunBuilder;
 use lce_testkit::redis_topology::{RedisCluster, SentinelPair};
 
@@ -117,37 +117,6 @@ impl Drop for Gateway {
     }
 }
 
-/// A push whose body is sent line by line (chunked).
-struct SlowPush {
-    stream: TcpStream,
-}
-
-impl SlowPush {
-    fn open(addr: &str) -> SlowPush {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(BOUND)).unwrap();
-        write!(
-            stream,
-            "POST /api/v1/runs HTTP/1.1\r\nHost: lce\r\nAuthorization: Bearer {INGEST}\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
-        )
-        .unwrap();
-        SlowPush { stream }
-    }
-
-    fn send(&mut self, line: &str) {
-        let chunk = format!("{line}\n");
-        write!(self.stream, "{:x}\r\n{chunk}\r\n", chunk.len()).unwrap();
-        self.stream.flush().unwrap();
-    }
-
-    fn finish(mut self) -> HttpResponse {
-        self.stream.write_all(b"0\r\n\r\n").unwrap();
-        let mut raw = Vec::new();
-        let _ = self.stream.read_to_end(&mut raw);
-        parse_response(&raw)
-    }
-}
-
 /// The run's lines: its start, a text message of [`DELTAS`] deltas, its
 /// terminal.
 fn text_run(run_id: &str) -> Vec<String> {
@@ -178,7 +147,7 @@ fn runs_keep_every_frame_across<F: FnOnce() + Send + 'static>(
     for k in 0..runs {
         let run_id = format!("run-{label}-{k}-{}", std::process::id());
         let lines = text_run(&run_id);
-        let mut push = SlowPush::open(&gateway.replicas[0].addr);
+        let mut push = SlowPush::open(&gateway.replicas[0].addr, INGEST, BOUND);
         push.send(&lines[0]);
         let token = gateway.token(&run_id);
         // The subscriber on the other replica, reading as the run goes.

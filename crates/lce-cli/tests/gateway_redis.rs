@@ -13,7 +13,9 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{HttpResponse, Server, frame_ids, lce, parse_response, request, root, strip_ids};
+use common::{
+    HttpResponse, Server, SlowPush, frame_ids, lce, parse_response, request, root, strip_ids,
+};
 use lce_testkit::RunBuilder;
 use lce_testkit::redis_server::RedisServer;
 
@@ -149,38 +151,6 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.replicas.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A push whose body is sent line by line (chunked), while the test runs.
-struct SlowPush {
-    stream: TcpStream,
-}
-
-impl SlowPush {
-    fn open(addr: &str) -> SlowPush {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(BOUND)).unwrap();
-        write!(
-            stream,
-            "POST /api/v1/runs HTTP/1.1\r\nHost: lce\r\nAuthorization: Bearer {INGEST}\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
-        )
-        .unwrap();
-        SlowPush { stream }
-    }
-
-    fn send(&mut self, line: &str) {
-        let chunk = format!("{line}\n");
-        write!(self.stream, "{:x}\r\n{chunk}\r\n", chunk.len()).unwrap();
-        self.stream.flush().unwrap();
-    }
-
-    /// Ends the body and reads the answer.
-    fn finish(mut self) -> HttpResponse {
-        self.stream.write_all(b"0\r\n\r\n").unwrap();
-        let mut raw = Vec::new();
-        let _ = self.stream.read_to_end(&mut raw);
-        parse_response(&raw)
     }
 }
 
@@ -340,7 +310,7 @@ fn a_live_run_is_written_before_it_is_sent_and_survives_a_client_cut() {
         return;
     };
     let (lines, terminal) = text_run("run-live-1", 12, 40);
-    let mut push = SlowPush::open(cluster.addr(0));
+    let mut push = SlowPush::open(cluster.addr(0), INGEST, BOUND);
     push.send(&lines[0]);
     let token = cluster.token("run-live-1");
     // Wait for the log to exist before subscribing.
@@ -422,7 +392,7 @@ fn a_killed_owner_is_ended_by_another_replica_with_one_terminal() {
         return;
     };
     let (lines, _) = text_run("run-orphan", 5, 10);
-    let mut push = SlowPush::open(cluster.addr(0));
+    let mut push = SlowPush::open(cluster.addr(0), INGEST, BOUND);
     for line in &lines[..4] {
         push.send(line);
     }
@@ -454,7 +424,7 @@ fn an_orphan_nobody_reads_is_ended_by_the_sweep() {
         return;
     };
     let (lines, _) = text_run("run-unread", 3, 10);
-    let mut push = SlowPush::open(cluster.addr(0));
+    let mut push = SlowPush::open(cluster.addr(0), INGEST, BOUND);
     for line in &lines[..3] {
         push.send(line);
     }
@@ -548,7 +518,7 @@ fn a_slow_subscriber_never_slows_the_run() {
     };
     // About 8 MB of frames: far more than the sockets buffer.
     let (lines, terminal) = text_run("run-slow", 2000, 4000);
-    let mut push = SlowPush::open(cluster.addr(0));
+    let mut push = SlowPush::open(cluster.addr(0), INGEST, BOUND);
     push.send(&lines[0]);
     let deadline = Instant::now() + BOUND;
     while cluster.logged_entries("run-slow") == 0 {
@@ -595,7 +565,7 @@ fn a_replica_stopped_by_sigterm_releases_its_runs_to_another() {
         return;
     };
     let (lines, _) = text_run("run-released", 5, 10);
-    let mut push = SlowPush::open(cluster.addr(0));
+    let mut push = SlowPush::open(cluster.addr(0), INGEST, BOUND);
     for line in &lines[..3] {
         push.send(line);
     }
@@ -749,7 +719,7 @@ fn an_owner_killed_before_its_first_renewal_leaves_nothing_behind() {
         return;
     };
     let (lines, _) = text_run("run-ttl-kill", 3, 10);
-    let mut push = SlowPush::open(cluster.addr(0));
+    let mut push = SlowPush::open(cluster.addr(0), INGEST, BOUND);
     for line in &lines[..2] {
         push.send(line);
     }

@@ -288,16 +288,9 @@ impl Engine {
         retry_arg: bool,
     ) -> Result<Value, Failure> {
         self.attempts(op, |mut conn, retry| {
-            let command = |name: &str, body: &str| {
-                let mut cmd = redis::cmd(name);
-                cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
-                if retry_arg {
-                    cmd.arg(if retry { "1" } else { "0" });
-                }
-                cmd
-            };
-            let evalsha = command("EVALSHA", &script.hash);
-            let eval = command("EVAL", script.code);
+            let retry = retry_arg.then_some(retry);
+            let evalsha = script_call("EVALSHA", &script.hash, keys, args, retry);
+            let eval = script_call("EVAL", script.code, keys, args, retry);
             async move {
                 match evalsha.query_async(&mut conn).await {
                     Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
@@ -309,9 +302,21 @@ impl Engine {
         })
         .await
     }
-}
 
-impl Engine {
+    /// Runs the commands of `pipe` (not a transaction), each reply in
+    /// order; tried again as [`Engine::attempts`] says, so the commands are
+    /// ones that may be sent twice.
+    pub(crate) async fn pipeline(
+        &self,
+        op: &'static str,
+        pipe: &redis::Pipeline,
+    ) -> Result<Vec<Value>, Failure> {
+        self.attempts(op, |mut conn, _| async move {
+            pipe.query_async(&mut conn).await
+        })
+        .await
+    }
+
     /// [`Engine::eval`], and with `replicas` above 0 the script's writes
     /// confirmed by that many replicas (`WAIT`, in one transaction with
     /// the script sent whole), so that a failover keeps them: a run's
@@ -332,20 +337,31 @@ impl Engine {
         let replies = self
             .transaction(op, replicas, |retry| {
                 let mut pipe = redis::pipe();
-                let cmd = pipe
-                    .cmd("EVAL")
-                    .arg(script.code)
-                    .arg(keys.len())
-                    .arg(keys)
-                    .arg(args);
-                if retry_arg {
-                    cmd.arg(if retry { "1" } else { "0" });
-                }
+                let retry = retry_arg.then_some(retry);
+                pipe.add_command(script_call("EVAL", script.code, keys, args, retry));
                 pipe
             })
             .await?;
         replies.into_iter().next().ok_or(Failure::Failed)
     }
+}
+
+/// `EVAL` or `EVALSHA` of `body` (the code or its hash) with `keys` and
+/// `args`, and with `retry` one more argument: `1` on an attempt that
+/// follows a lost answer, else `0`.
+fn script_call(
+    name: &str,
+    body: &str,
+    keys: &[&str],
+    args: &[&str],
+    retry: Option<bool>,
+) -> redis::Cmd {
+    let mut cmd = redis::cmd(name);
+    cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+    if let Some(retry) = retry {
+        cmd.arg(if retry { "1" } else { "0" });
+    }
+    cmd
 }
 
 /// A Lua script: its code and its SHA-1 (the name `EVALSHA` calls it by).

@@ -395,14 +395,7 @@ impl Inner {
         pipe.cmd("PEXPIRE")
             .arg(&active)
             .arg(millis(self.options.retention));
-        let marked: Result<Vec<Value>, _> = self
-            .engine
-            .attempts(op, |mut conn, _| {
-                let pipe = &pipe;
-                async move { pipe.query_async(&mut conn).await }
-            })
-            .await;
-        if marked.is_err() {
+        if self.engine.pipeline(op, &pipe).await.is_err() {
             tracing::warn!(op, run_id, "redis: the active-run index was not updated");
         }
     }
@@ -432,16 +425,17 @@ impl Inner {
         format!("{}:active:{{{bucket}}}", self.options.prefix)
     }
 
-    /// A wake-up for the reads waiting on `run_id`, to end a transaction
-    /// with: `PUBLISH` on the handle's channel, or on a Cluster `SPUBLISH`
-    /// on the run's shard channel (its own slot).
-    fn publish(&self, pipe: &mut redis::Pipeline, run_id: &str) {
+    /// A wake-up for the reads waiting on `run_id` (`notice`: the run id,
+    /// or a cancel announcement), to end a transaction with: `PUBLISH` on
+    /// the handle's channel, or on a Cluster `SPUBLISH` on the run's shard
+    /// channel (its own slot).
+    fn publish(&self, pipe: &mut redis::Pipeline, run_id: &str, notice: &str) {
         if self.engine.topology.is_cluster() {
             pipe.cmd("SPUBLISH")
                 .arg(shard_channel(&self.options.prefix, run_id))
-                .arg(run_id);
+                .arg(notice);
         } else {
-            pipe.cmd("PUBLISH").arg(&self.appended).arg(run_id);
+            pipe.cmd("PUBLISH").arg(&self.appended).arg(notice);
         }
     }
 
@@ -607,7 +601,7 @@ impl Inner {
         // append wakes them for nothing: they look and wait again). With
         // replicas to wait for, the confirmation wakes them instead.
         if self.options.replicas == 0 {
-            self.publish(&mut pipe, run_id);
+            self.publish(&mut pipe, run_id, run_id);
         }
         pipe
     }
@@ -627,7 +621,7 @@ impl Inner {
                     .arg(1)
                     .arg(&keys.meta)
                     .arg(&last);
-                self.publish(&mut pipe, run_id);
+                self.publish(&mut pipe, run_id, run_id);
                 pipe
             })
             .await
@@ -874,22 +868,9 @@ impl Inner {
     /// announcement delays the cancel to the owner's next renewal, which
     /// answers the flag too.
     async fn announce_cancel(&self, run_id: &str) {
-        let notice = format!("{CANCEL_NOTICE}{run_id}");
         let mut pipe = redis::pipe();
-        if self.engine.topology.is_cluster() {
-            pipe.cmd("SPUBLISH")
-                .arg(shard_channel(&self.options.prefix, run_id))
-                .arg(&notice);
-        } else {
-            pipe.cmd("PUBLISH").arg(&self.appended).arg(&notice);
-        }
-        let announced: Result<Vec<Value>, _> = self
-            .engine
-            .attempts("cancel", |mut conn, _| {
-                let pipe = &pipe;
-                async move { pipe.query_async(&mut conn).await }
-            })
-            .await;
+        self.publish(&mut pipe, run_id, &format!("{CANCEL_NOTICE}{run_id}"));
+        let announced = self.engine.pipeline("cancel", &pipe).await;
         if announced.is_err() {
             tracing::debug!(run_id, "redis: a cancel request was not announced");
         }
@@ -999,15 +980,8 @@ impl Inner {
                 // An orphan from now on: its readers may take it over.
                 self.mark_active("release", run_id, now).await;
                 let mut publish = redis::pipe();
-                self.publish(&mut publish, run_id);
-                let published: Result<Vec<Value>, _> = self
-                    .engine
-                    .attempts("release", |mut conn, _| {
-                        let publish = &publish;
-                        async move { publish.query_async(&mut conn).await }
-                    })
-                    .await;
-                if published.is_err() {
+                self.publish(&mut publish, run_id, run_id);
+                if self.engine.pipeline("release", &publish).await.is_err() {
                     tracing::debug!(run_id, "redis: a release was not announced");
                 }
                 Ok(())
@@ -1092,11 +1066,7 @@ impl Inner {
         let engine = &self.engine;
         let mut states: Vec<Result<Vec<Value>, Failure>> = Vec::with_capacity(pipes.len());
         for chunk in pipes.chunks(16) {
-            let looks = chunk.iter().map(|pipe| {
-                engine.attempts("orphans", move |mut conn, _| async move {
-                    pipe.query_async(&mut conn).await
-                })
-            });
+            let looks = chunk.iter().map(|pipe| engine.pipeline("orphans", pipe));
             states.extend(futures::future::join_all(looks).await);
         }
         let mut orphans = Vec::new();

@@ -316,15 +316,26 @@ async fn listen(wakeups: Weak<Wakeups>, source: Arc<Source>, channel: String, ti
             }
             Err(_) => tracing::debug!("redis: could not subscribe for wake-ups in time"),
         }
-        let Some(current) = wakeups.upgrade() else {
+        if !went_down(&wakeups, &mut pause).await {
             return;
-        };
-        current.live.store(false, Ordering::Release);
-        current.wake_all();
-        drop(current);
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MAX_RECONNECT_PAUSE);
+        }
     }
+}
+
+/// After the subscription failed: marks it down, wakes every waiting read
+/// (a notice may have been lost), and pauses before the next try, each
+/// pause longer up to [`MAX_RECONNECT_PAUSE`]. `false` when the log
+/// handle is gone (the task ends).
+async fn went_down(wakeups: &Weak<Wakeups>, pause: &mut Duration) -> bool {
+    let Some(current) = wakeups.upgrade() else {
+        return false;
+    };
+    current.live.store(false, Ordering::Release);
+    current.wake_all();
+    drop(current);
+    tokio::time::sleep(*pause).await;
+    *pause = (*pause * 2).min(MAX_RECONNECT_PAUSE);
+    true
 }
 
 /// The sharded subscription's task (a Cluster): one RESP3 Cluster
@@ -387,14 +398,9 @@ async fn listen_sharded(
         } else {
             tracing::debug!("redis: could not connect for sharded wake-ups");
         }
-        let Some(current) = wakeups.upgrade() else {
+        if !went_down(&wakeups, &mut pause).await {
             return;
-        };
-        current.live.store(false, Ordering::Release);
-        current.wake_all();
-        drop(current);
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MAX_RECONNECT_PAUSE);
+        }
     }
 }
 

@@ -18,6 +18,19 @@ const SETTLE: Duration = Duration::from_secs(60);
 /// replicas to share one transfer).
 const QUICK_SYNC: [&str; 2] = ["--repl-diskless-sync-delay", "0"];
 
+/// A Cluster node: its state in its own folder, a node timeout of 1 s
+/// (failovers within seconds), a replica's first sync at once.
+const CLUSTER_NODE: [&str; 8] = [
+    QUICK_SYNC[0],
+    QUICK_SYNC[1],
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "1000",
+];
+
 /// The name Sentinel knows the primary by.
 pub const MASTER_NAME: &str = "lce";
 
@@ -202,16 +215,7 @@ impl RedisCluster {
     pub fn start() -> Option<RedisCluster> {
         let mut nodes = Vec::new();
         for _ in 0..6 {
-            nodes.push(RedisServer::start_with(&[
-                QUICK_SYNC[0],
-                QUICK_SYNC[1],
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-node-timeout",
-                "1000",
-            ])?);
+            nodes.push(RedisServer::start_with(&CLUSTER_NODE)?);
         }
         let addresses: Vec<String> = nodes
             .iter()
@@ -250,14 +254,7 @@ impl RedisCluster {
         let shards = shards.clamp(1, 16);
         let mut nodes = Vec::new();
         for _ in 0..shards {
-            nodes.push(RedisServer::start_with(&[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-node-timeout",
-                "1000",
-            ])?);
+            nodes.push(RedisServer::start_with(&CLUSTER_NODE)?);
         }
         let first = nodes[0].port();
         for node in &nodes[1..] {

@@ -258,3 +258,39 @@ pub fn lce(args: &[&str]) -> (i32, String, String) {
         String::from_utf8(out.stderr).unwrap(),
     )
 }
+
+/// A push (`POST /api/v1/runs`) whose body is sent line by line (chunked)
+/// while the test goes on.
+pub struct SlowPush {
+    stream: TcpStream,
+}
+
+impl SlowPush {
+    /// Opens the push on `addr` with the ingest token `bearer`; reads
+    /// wait at most `bound`.
+    pub fn open(addr: &str, bearer: &str, bound: Duration) -> SlowPush {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(bound)).unwrap();
+        write!(
+            stream,
+            "POST /api/v1/runs HTTP/1.1\r\nHost: lce\r\nAuthorization: Bearer {bearer}\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        .unwrap();
+        SlowPush { stream }
+    }
+
+    /// Sends one line (and its newline) as a chunk.
+    pub fn send(&mut self, line: &str) {
+        let chunk = format!("{line}\n");
+        write!(self.stream, "{:x}\r\n{chunk}\r\n", chunk.len()).unwrap();
+        self.stream.flush().unwrap();
+    }
+
+    /// Ends the body and reads the answer.
+    pub fn finish(mut self) -> HttpResponse {
+        self.stream.write_all(b"0\r\n\r\n").unwrap();
+        let mut raw = Vec::new();
+        let _ = self.stream.read_to_end(&mut raw);
+        parse_response(&raw)
+    }
+}
