@@ -61,17 +61,16 @@ async fn read_all(log: &RedisRunLog, run_id: &str) -> Vec<String> {
 
 /// Readers that follow runs live while the primary dies: what they saw
 /// before the failover is what the log holds after it.
-async fn live_readers_survive<F>(url: &str, runs: usize, fail_over: F)
+async fn live_readers_survive<F>(url: &str, run_ids: Vec<String>, fail_over: F)
 where
     F: FnOnce() + Send + 'static,
 {
     let writer = RedisRunLog::connect(url, options()).await.expect("writer");
     let reader = RedisRunLog::connect(url, options()).await.expect("reader");
     let mut tasks = Vec::new();
-    for k in 0..runs {
+    for run_id in run_ids {
         let (writer, reader) = (writer.clone(), reader.clone());
         tasks.push(tokio::spawn(async move {
-            let run_id = fresh_run_id(&format!("live-{k}"));
             let info = RunInfo {
                 conversation_id: format!("conv-{run_id}"),
                 run_id: run_id.clone(),
@@ -118,6 +117,38 @@ where
     }
 }
 
+/// `n` fresh run ids.
+fn fresh_ids(n: usize) -> Vec<String> {
+    (0..n).map(|k| fresh_run_id(&format!("live-{k}"))).collect()
+}
+
+/// Fresh run ids, `per_shard` in each of `shards` equal slot ranges (as
+/// `RedisCluster::start_shards` assigns them), their slots asked of the
+/// node on `port`.
+fn spread_ids(port: u16, shards: usize, per_shard: usize) -> Vec<String> {
+    let range = 16384 / shards;
+    let mut counts = vec![0; shards];
+    let mut ids = Vec::new();
+    for k in 0.. {
+        if counts.iter().all(|c| *c == per_shard) {
+            break;
+        }
+        assert!(k < 10_000, "no spread of run ids found");
+        let id = fresh_run_id(&format!("live-{k}"));
+        let slot: usize = cli(port, &["CLUSTER", "KEYSLOT", &id])
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let shard = (slot / range).min(shards - 1);
+        if counts[shard] < per_shard {
+            counts[shard] += 1;
+            ids.push(id);
+        }
+    }
+    ids
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_loses_no_entry_a_reader_saw() {
     let Some(pair) = SentinelPair::start() else {
@@ -126,14 +157,20 @@ async fn sentinel_failover_loses_no_entry_a_reader_saw() {
     let url = pair.url();
     let pair = std::sync::Arc::new(std::sync::Mutex::new(pair));
     let failing = std::sync::Arc::clone(&pair);
-    live_readers_survive(&url, 4, move || failing.lock().unwrap().fail_over()).await;
+    live_readers_survive(&url, fresh_ids(4), move || {
+        failing.lock().unwrap().fail_over()
+    })
+    .await;
     // The promoted node is the primary Sentinel names, and a new handle
     // writes there.
     let named = pair.lock().unwrap().named_primary();
     assert_eq!(named, Some(pair.lock().unwrap().primary.port()));
     // And back: the failed node, a replica now, is promoted in turn.
     let failing = std::sync::Arc::clone(&pair);
-    live_readers_survive(&url, 3, move || failing.lock().unwrap().fail_over()).await;
+    live_readers_survive(&url, fresh_ids(3), move || {
+        failing.lock().unwrap().fail_over()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,7 +181,14 @@ async fn cluster_runs_spread_over_shards_and_survive_a_shard_failover() {
     let url = cluster.url();
     let cluster = std::sync::Arc::new(std::sync::Mutex::new(cluster));
     let failing = std::sync::Arc::clone(&cluster);
-    live_readers_survive(&url, 9, move || {
+    // Three runs in each shard's slots (asked of the Cluster), so that
+    // every primary holds some: nine random ids miss a shard one time in
+    // thirteen.
+    let run_ids = {
+        let cluster = cluster.lock().unwrap();
+        spread_ids(cluster.nodes[0].port(), 3, 3)
+    };
+    live_readers_survive(&url, run_ids, move || {
         let mut cluster = failing.lock().unwrap();
         let first = cluster.primaries()[0];
         cluster.fail_over(first);
