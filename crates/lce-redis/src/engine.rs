@@ -216,7 +216,8 @@ impl Engine {
         .await
     }
 
-    /// Runs `build(retry)`'s commands as one transaction (`MULTI` ...
+    /// Runs the commands `build(pipe, retry)` adds to `pipe` as one
+    /// transaction (`MULTI` ...
     /// `EXEC`), and answers each command's reply in order. `retry` is as in
     /// [`Engine::attempts`]. A command that fails inside the transaction
     /// fails the whole call (the engine ran the others: a transaction is
@@ -236,16 +237,15 @@ impl Engine {
         build: F,
     ) -> Result<Vec<Value>, Failure>
     where
-        F: Fn(bool) -> redis::Pipeline,
+        F: Fn(&mut redis::Pipeline, bool),
     {
         let wait_ms = millis(self.waits);
         self.attempts(op, |mut conn, retry| {
-            let commands = build(retry);
+            // The commands go straight into the pipeline between `MULTI`
+            // and `EXEC` (no copy of each).
             let mut pipe = redis::pipe();
             pipe.cmd("MULTI");
-            for cmd in commands.cmd_iter() {
-                pipe.add_command(cmd.clone());
-            }
+            build(&mut pipe, retry);
             pipe.cmd("EXEC");
             if replicas > 0 {
                 pipe.cmd("WAIT").arg(replicas).arg(wait_ms);
@@ -335,11 +335,9 @@ impl Engine {
             return self.eval(op, script, keys, args, retry_arg).await;
         }
         let replies = self
-            .transaction(op, replicas, |retry| {
-                let mut pipe = redis::pipe();
+            .transaction(op, replicas, |pipe, retry| {
                 let retry = retry_arg.then_some(retry);
                 pipe.add_command(script_call("EVAL", script.code, keys, args, retry));
-                pipe
             })
             .await?;
         replies.into_iter().next().ok_or(Failure::Failed)

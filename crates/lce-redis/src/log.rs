@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lce_runlog::{LogBatch, LogEntry, LogError, LogFuture, Refusal, Renewal, RunInfo, RunLog};
-use lce_types::Event;
+use lce_types::EventParser;
 use redis::Value;
 use tokio::time::Instant;
 
@@ -502,8 +502,9 @@ impl Inner {
             let earlier_pending = in_flight.earlier_pending();
             let replies = self
                 .engine
-                .transaction("append", self.options.replicas, |retry| {
+                .transaction("append", self.options.replicas, |pipe, retry| {
                     self.append_transaction(
+                        pipe,
                         (run_id, &keys),
                         &guard_args,
                         &stored,
@@ -563,13 +564,13 @@ impl Inner {
     /// answer was lost may have landed).
     fn append_transaction(
         &self,
+        pipe: &mut redis::Pipeline,
         (run_id, keys): (&str, &RunKeys),
         guard_args: &[String],
-        stored: &[(&str, String)],
+        stored: &[Stored<'_>],
         position: u64,
         retry: bool,
-    ) -> redis::Pipeline {
-        let mut pipe = redis::pipe();
+    ) {
         let guard = pipe
             .cmd("EVAL")
             .arg(APPEND_GUARD)
@@ -580,17 +581,16 @@ impl Inner {
             .arg(&keys.fenced)
             .arg(guard_args);
         if retry {
-            guard.arg("1").arg(stored[0].0).arg(&stored[0].1);
+            guard.arg("1").arg(&stored[0]);
         } else {
             guard.arg("0");
         }
-        for (k, (field, value)) in stored.iter().enumerate() {
+        for (k, entry) in stored.iter().enumerate() {
             pipe.cmd("XADD")
                 .arg(&keys.log)
                 .arg("NOMKSTREAM")
-                .arg(format!("{}-0", position + k as u64))
-                .arg(*field)
-                .arg(value);
+                .arg(EntryId(position + k as u64))
+                .arg(entry);
         }
         pipe.cmd("EVAL")
             .arg(UNFENCE)
@@ -601,9 +601,8 @@ impl Inner {
         // append wakes them for nothing: they look and wait again). With
         // replicas to wait for, the confirmation wakes them instead.
         if self.options.replicas == 0 {
-            self.publish(&mut pipe, run_id, run_id);
+            self.publish(pipe, run_id, run_id);
         }
-        pipe
     }
 
     /// Records that the run's entries up to `last` are held by the
@@ -614,15 +613,13 @@ impl Inner {
         let last = last.to_string();
         let replies = self
             .engine
-            .transaction("append", self.options.replicas, |_retry| {
-                let mut pipe = redis::pipe();
+            .transaction("append", self.options.replicas, |pipe, _retry| {
                 pipe.cmd("EVAL")
                     .arg(CONFIRM)
                     .arg(1)
                     .arg(&keys.meta)
                     .arg(&last);
-                self.publish(&mut pipe, run_id, run_id);
-                pipe
+                self.publish(pipe, run_id, run_id);
             })
             .await
             .map_err(unavailable)?;
@@ -652,8 +649,7 @@ impl Inner {
         let count = u64::try_from(max).unwrap_or(u64::MAX).min(i64::MAX as u64);
         // A transaction, not a script: a script would copy every entry into
         // Lua and back (see `docs/performance.md`).
-        let snapshot = |_retry: bool| {
-            let mut pipe = redis::pipe();
+        let snapshot = |pipe: &mut redis::Pipeline, _retry: bool| {
             pipe.cmd("HMGET")
                 .arg(&keys.meta)
                 .arg("sealed")
@@ -667,7 +663,6 @@ impl Inner {
                 .arg("+")
                 .arg("COUNT")
                 .arg(count);
-            pipe
         };
         let parts = self
             .engine
@@ -699,12 +694,14 @@ impl Inner {
             }
         };
         let mut entries = Vec::with_capacity(stored.len());
+        // One parser for the batch: consecutive events share their ids.
+        let mut parser = EventParser::new();
         for (k, item) in stored.iter().enumerate() {
             let position = after.saturating_add(1).saturating_add(k as u64);
             if position > visible {
                 break;
             }
-            entries.push(decode(position, item)?);
+            entries.push(decode(&mut parser, position, item)?);
         }
         Ok(LogBatch {
             entries,
@@ -1101,7 +1098,7 @@ fn deadline(now_ms: i64, lease_ms: u64) -> i64 {
 }
 
 /// One stored stream entry, `[id, [field, value]]`, expected at `position`.
-fn decode(position: u64, item: &Value) -> Result<LogEntry, LogError> {
+fn decode(parser: &mut EventParser, position: u64, item: &Value) -> Result<LogEntry, LogError> {
     let corrupt = LogError::Corrupt { position };
     let Value::Array(parts) = item else {
         return Err(corrupt);
@@ -1109,7 +1106,7 @@ fn decode(position: u64, item: &Value) -> Result<LogEntry, LogError> {
     let [id, Value::Array(fields)] = parts.as_slice() else {
         return Err(corrupt);
     };
-    if text(id) != Some(format!("{position}-0").as_bytes()) {
+    if !text(id).is_some_and(|id| is_entry_id(id, position)) {
         return Err(corrupt);
     }
     let [name, value] = fields.as_slice() else {
@@ -1117,16 +1114,40 @@ fn decode(position: u64, item: &Value) -> Result<LogEntry, LogError> {
     };
     match text(name) {
         Some(b"event") => {
-            let json = text(value)
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .ok_or_else(|| corrupt.clone())?;
-            Event::from_json(json)
+            let json = text(value).ok_or_else(|| corrupt.clone())?;
+            parser
+                .parse_slice(json)
                 .map(LogEntry::Event)
                 .map_err(|_| corrupt)
         }
         Some(b"idle") => Ok(LogEntry::Idle),
         _ => Err(corrupt),
     }
+}
+
+/// `true` when `id` is the stream entry id `<position>-0`, compared
+/// without formatting the position.
+fn is_entry_id(id: &[u8], position: u64) -> bool {
+    let Some(digits) = id.strip_suffix(b"-0") else {
+        return false;
+    };
+    if digits.is_empty() || digits.len() > 20 || (digits.len() > 1 && digits[0] == b'0') {
+        return false;
+    }
+    let mut value: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return false;
+        }
+        let Some(next) = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+        else {
+            return false;
+        };
+        value = next;
+    }
+    value == position
 }
 
 impl RunLog for RedisRunLog {
@@ -1263,18 +1284,55 @@ fn check_batch(position: u64, entries: &[LogEntry]) -> Result<Option<bool>, LogE
     Ok(Some(last.is_terminal()))
 }
 
-/// Each entry as its stream field and value (`event` and its canonical
-/// JSON, or `idle`).
-fn stored_entries(
-    position: u64,
-    entries: &[LogEntry],
-) -> Result<Vec<(&'static str, String)>, LogError> {
+/// One entry as it is stored: its stream field and value (`event` and its
+/// canonical JSON, or `idle` and `1`), written straight into the command's
+/// buffer as two arguments.
+enum Stored<'a> {
+    Event(&'a lce_types::Event),
+    Idle,
+}
+
+impl redis::ToRedisArgs for Stored<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        match self {
+            Stored::Event(event) => {
+                out.write_arg(b"event");
+                // Writing our own event to a buffer cannot fail (see
+                // `Event::to_json`).
+                let _ = event.write_json(out.writer_for_next_arg());
+            }
+            Stored::Idle => {
+                out.write_arg(b"idle");
+                out.write_arg(b"1");
+            }
+        }
+    }
+
+    fn num_of_args(&self) -> usize {
+        2
+    }
+}
+
+/// A stream entry id, `<position>-0`, written without an intermediate
+/// string.
+struct EntryId(u64);
+
+impl redis::ToRedisArgs for EntryId {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        use std::io::Write as _;
+        // Writing to the command's buffer cannot fail.
+        let _ = write!(out.writer_for_next_arg(), "{}-0", self.0);
+    }
+}
+
+/// Each entry as it is stored (see [`Stored`]).
+fn stored_entries(position: u64, entries: &[LogEntry]) -> Result<Vec<Stored<'_>>, LogError> {
     entries
         .iter()
         .zip(position..)
         .map(|(entry, at)| match entry {
-            LogEntry::Event(event) => Ok(("event", event.to_json())),
-            LogEntry::Idle => Ok(("idle", "1".to_owned())),
+            LogEntry::Event(event) => Ok(Stored::Event(event)),
+            LogEntry::Idle => Ok(Stored::Idle),
             // An entry this version cannot store.
             _ => Err(LogError::Corrupt { position: at }),
         })
@@ -1294,4 +1352,27 @@ fn guard_answer(replies: &[Value]) -> Result<(Option<&[u8]>, Option<&Value>), Lo
         },
         other => (text(other), None),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_entry_id;
+
+    #[test]
+    fn entry_ids_are_recognised_without_formatting() {
+        assert!(is_entry_id(b"1-0", 1));
+        assert!(is_entry_id(b"18446744073709551615-0", u64::MAX));
+        for (id, position) in [
+            (&b"1-0"[..], 2),
+            (b"01-0", 1),
+            (b"1-1", 1),
+            (b"-0", 0),
+            (b"1", 1),
+            (b"1a-0", 1),
+            (b"18446744073709551616-0", 0),
+            (b"", 0),
+        ] {
+            assert!(!is_entry_id(id, position), "{id:?} at {position}");
+        }
+    }
 }

@@ -212,8 +212,10 @@ impl Event {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Appends the event as canonical JSON to `out`.
-    pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    /// Writes the event as canonical JSON (the bytes of [`Event::to_json`])
+    /// to `out`, a `&mut Vec<u8>` or any other writer: no intermediate
+    /// string. Fails only when `out` does.
+    pub fn write_json<W: std::io::Write>(&self, out: W) -> Result<(), serde_json::Error> {
         serde_json::to_writer(out, self)
     }
 }
