@@ -93,6 +93,11 @@ pub(crate) struct Args {
     /// Only the fan-out measurement (subscribers of one run).
     #[arg(long)]
     fanout_only: bool,
+    /// Only the throughput measurement under `appendfsync everysec`, side
+    /// by side with its references (raw pipelined `XADD`s, the memory
+    /// log): the figures of issue 33's Redis-path targets, in minutes.
+    #[arg(long, conflicts_with_all = ["fanout_only", "cluster"])]
+    throughput_only: bool,
     /// Only the topologies' measurement: one run, then `--runs` runs of
     /// `--events` events at once, on a Redis Cluster of 1 and of 3 shards
     /// (`--log redis+cluster://`) and on a primary with a replica behind
@@ -244,6 +249,18 @@ impl<'a> Bench<'a> {
                 }
             }
             report.push_str(&topology_table(&rows));
+            return Ok(report);
+        }
+        if args.throughput_only {
+            let mut replica = self.replica()?;
+            eprintln!("bench-gateway: throughput (appendfsync everysec)");
+            let through = self.throughput(&replica, args.runs, args.events, "everysec", 1);
+            replica
+                .stop()
+                .map_err(|e| format!("stopping the replica: {e}"))?;
+            eprintln!("bench-gateway: throughput with the memory log");
+            let memory_log = self.throughput_memory(args.runs, args.events)?;
+            report.push_str(&throughput_table(&[through?], &memory_log, args.runs));
             return Ok(report);
         }
         let fanout = self.fanout_all(&args.subscribers)?;
