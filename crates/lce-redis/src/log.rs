@@ -586,11 +586,15 @@ impl Inner {
             guard.arg("0");
         }
         for (k, entry) in stored.iter().enumerate() {
-            pipe.cmd("XADD")
+            // Room for the whole command at once (built from empty, its
+            // buffer grew by doubling: a reallocation each time).
+            let mut xadd = redis::Cmd::with_capacity(6, 48 + keys.log.len() + entry.size_hint());
+            xadd.arg("XADD")
                 .arg(&keys.log)
                 .arg("NOMKSTREAM")
                 .arg(EntryId(position + k as u64))
                 .arg(entry);
+            pipe.add_command(xadd);
         }
         pipe.cmd("EVAL")
             .arg(UNFENCE)
@@ -1290,6 +1294,22 @@ fn check_batch(position: u64, entries: &[LogEntry]) -> Result<Option<bool>, LogE
 enum Stored<'a> {
     Event(&'a lce_types::Event),
     Idle,
+}
+
+impl Stored<'_> {
+    /// About the bytes of the value: the text of a delta and room for its
+    /// envelope; for other events a size most fit in.
+    fn size_hint(&self) -> usize {
+        use lce_types::Payload;
+        match self {
+            Stored::Event(event) => match &event.payload {
+                Payload::TextDelta(d) | Payload::ReasoningDelta(d) => d.delta.len() + 384,
+                Payload::ToolArgumentsDelta(d) => d.delta.len() + 384,
+                _ => 1024,
+            },
+            Stored::Idle => 1,
+        }
+    }
 }
 
 impl redis::ToRedisArgs for Stored<'_> {
