@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lce_core::{AuditSink, ThreadStore};
-use lce_runlog::{MemoryRunLog, RunLog};
+use lce_runlog::{LocalTail, MemoryRunLog, RunLog};
 use lce_stream::{MemoryStore, TracingAudit};
 use lce_types::Limits;
 
@@ -355,9 +355,15 @@ impl GatewayBuilder {
             }
             (None, None) => return Err(BuildError::NoUpstream),
         };
-        let log = self
-            .log
-            .unwrap_or_else(|| Arc::new(MemoryRunLog::with_retention(self.settings.retention)));
+        let log = match self.log {
+            // Readers of the runs this replica writes take their entries
+            // from memory, not back from the engine (docs/gateway.md).
+            Some(log) if log.durable() => {
+                Arc::new(LocalTail::new(log, self.settings.retention)) as Arc<dyn RunLog>
+            }
+            Some(log) => log,
+            None => Arc::new(MemoryRunLog::with_retention(self.settings.retention)),
+        };
         let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let secret = match self.token_secret {
             Some(secret) if secret.len() < MIN_SECRET_BYTES => {

@@ -50,6 +50,9 @@ async fn conformance() {
     check_run_log(&log).await;
     // Twice on the same engine: the suite's runs never collide.
     check_run_log(&log).await;
+    // And through the local tail a gateway wraps it in.
+    let tail = lce_runlog::LocalTail::new(Arc::new(log), Duration::from_secs(3600));
+    check_run_log(&tail).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

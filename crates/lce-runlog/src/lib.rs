@@ -14,6 +14,9 @@
 //! - [`Subscription`]: reads a run back from the log and encodes it with
 //!   SSE ids ([`FrameId`]), from its start or after any frame, then follows
 //!   the live tail; [`end_orphan`] ends a run whose owner died (D9).
+//! - [`LocalTail`]: a log wrapper that answers a replica's readers from
+//!   memory with the entries it just appended (acknowledged), the rest
+//!   from the wrapped log: subscribers of a run owned here skip the engine.
 //! - [`Fanout`]: one shared reader per run and encoding on a replica, so
 //!   that an entry is read and encoded once whatever the number of
 //!   subscribers (guarantee 8), each subscriber's bytes those of a lone
@@ -29,12 +32,14 @@
 //! log lives in `lce-redis`, serving in `lce-gateway`.
 
 mod fanout;
+mod local_tail;
 mod log;
 mod logged;
 mod memory;
 mod subscription;
 
 pub use fanout::{Fanout, FrameStream, KEPT_BYTES, TAIL_BYTES, WINDOW_BYTES};
+pub use local_tail::{LOCAL_TAIL_BYTES, LOCAL_TAIL_RUNS, LocalTail, SEALED_KEPT};
 pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, Renewal, RunInfo, RunLog};
 pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
 pub use memory::{DEFAULT_RETENTION, MemoryRunLog};
