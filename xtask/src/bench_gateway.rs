@@ -410,7 +410,7 @@ impl<'a> Bench<'a> {
         let mut m = self.load(replica, bodies)?;
         m.redis_cpu = cpu_secs(self.redis_pid)? - redis0;
         let stats = info(&mut conn, "commandstats")?;
-        m.per_call = ["evalsha", "xadd", "xread", "xrange"]
+        m.per_call = ["eval", "evalsha", "exec", "xadd", "xread", "xrange"]
             .iter()
             .filter_map(|c| command_stat(&stats, c))
             .collect();

@@ -39,7 +39,7 @@ mod memory;
 mod subscription;
 
 pub use fanout::{Fanout, FrameStream, KEPT_BYTES, TAIL_BYTES, WINDOW_BYTES};
-pub use local_tail::{LOCAL_TAIL_BYTES, LOCAL_TAIL_RUNS, LocalTail, SEALED_KEPT};
+pub use local_tail::{IDLE_KEPT, LOCAL_TAIL_BYTES, LOCAL_TAIL_RUNS, LocalTail, SEALED_KEPT};
 pub use log::{LogBatch, LogEntry, LogError, LogFuture, Refusal, Renewal, RunInfo, RunLog};
 pub use logged::{LogWriter, Logged, LoggedRun, MAX_BATCH, RunLogStreamExt, WriteError};
 pub use memory::{DEFAULT_RETENTION, MemoryRunLog};

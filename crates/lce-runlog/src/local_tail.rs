@@ -36,6 +36,12 @@ pub const LOCAL_TAIL_RUNS: usize = 256;
 /// later ones from the wrapped log.
 pub const SEALED_KEPT: Duration = Duration::from_secs(1);
 
+/// The longest an unended run's tail is kept after its last append (a
+/// shorter retention shortens it as for [`SEALED_KEPT`]): the tail of a
+/// run whose writer went quiet, or went away without a word, makes room
+/// for others; its readers read from the wrapped log meanwhile.
+pub const IDLE_KEPT: Duration = Duration::from_secs(60);
+
 /// A [`RunLog`] that keeps the last acknowledged entries of the runs
 /// appended through it ([`LOCAL_TAIL_ENTRIES`] per run, for at most
 /// [`LOCAL_TAIL_RUNS`] runs) and answers reads of them from memory; every
@@ -49,7 +55,9 @@ pub const SEALED_KEPT: Duration = Duration::from_secs(1);
 /// [`RunLog::create`], [`RunLog::claim`], [`RunLog::release`] and
 /// [`RunLog::abandon`]; an ended run's tail is dropped after
 /// [`SEALED_KEPT`] or a quarter of the retention, whichever is shorter, so
-/// that no read is answered from memory for a run its log no longer holds.
+/// that no read is answered from memory for a run its log no longer holds,
+/// and an unended run's [`IDLE_KEPT`] (or that quarter) after its last
+/// append.
 pub struct LocalTail {
     inner: Arc<dyn RunLog>,
     state: Arc<Tails>,
@@ -67,6 +75,7 @@ impl std::fmt::Debug for LocalTail {
 struct Tails {
     runs: Mutex<HashMap<String, Tail>>,
     sealed_kept: Duration,
+    idle_kept: Duration,
 }
 
 /// One run's last acknowledged entries.
@@ -80,6 +89,8 @@ struct Tail {
     bytes: usize,
     /// When the terminal was acknowledged.
     sealed_at: Option<Instant>,
+    /// When the last append was acknowledged.
+    appended_at: Instant,
     /// Woken at each acknowledged append.
     appended: Arc<Notify>,
 }
@@ -90,9 +101,12 @@ impl Tail {
         self.first + self.entries.len() as u64
     }
 
-    fn fresh(&self, sealed_kept: Duration, now: Instant) -> bool {
-        self.sealed_at
-            .is_none_or(|at| now.duration_since(at) < sealed_kept)
+    fn fresh(&self, kept: (Duration, Duration), now: Instant) -> bool {
+        let (sealed_kept, idle_kept) = kept;
+        match self.sealed_at {
+            Some(at) => now.duration_since(at) < sealed_kept,
+            None => now.duration_since(self.appended_at) < idle_kept,
+        }
     }
 }
 
@@ -112,6 +126,10 @@ impl Tails {
         self.runs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn kept(&self) -> (Duration, Duration) {
+        (self.sealed_kept, self.idle_kept)
+    }
+
     fn forget(&self, run_id: &str) {
         if let Some(tail) = self.lock().remove(run_id) {
             tail.appended.notify_waiters();
@@ -123,7 +141,7 @@ impl Tails {
         let now = Instant::now();
         let mut runs = self.lock();
         if !runs.contains_key(run_id) {
-            runs.retain(|_, t| t.fresh(self.sealed_kept, now));
+            runs.retain(|_, t| t.fresh(self.kept(), now));
             if runs.len() >= LOCAL_TAIL_RUNS {
                 return;
             }
@@ -134,6 +152,7 @@ impl Tails {
             sizes: VecDeque::new(),
             bytes: 0,
             sealed_at: None,
+            appended_at: now,
             appended: Arc::new(Notify::new()),
         });
         if tail.next() != position || tail.sealed_at.is_some() {
@@ -154,6 +173,7 @@ impl Tails {
             tail.sizes.push_back(size);
             tail.bytes += size;
         }
+        tail.appended_at = now;
         while tail.bytes > LOCAL_TAIL_BYTES && tail.entries.len() > 1 {
             tail.entries.pop_front();
             tail.bytes -= tail.sizes.pop_front().unwrap_or(0);
@@ -169,7 +189,7 @@ impl Tails {
         let Some(tail) = runs.get(run_id) else {
             return Found::Elsewhere;
         };
-        if !tail.fresh(self.sealed_kept, now) {
+        if !tail.fresh(self.kept(), now) {
             runs.remove(run_id);
             return Found::Elsewhere;
         }
@@ -247,6 +267,7 @@ impl LocalTail {
             state: Arc::new(Tails {
                 runs: Mutex::new(HashMap::new()),
                 sealed_kept: SEALED_KEPT.min(retention / 4),
+                idle_kept: IDLE_KEPT.min(retention / 4),
             }),
         }
     }

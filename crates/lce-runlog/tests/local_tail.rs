@@ -286,6 +286,37 @@ async fn an_ended_run_is_kept_briefly_then_read_from_the_log() {
 }
 
 #[tokio::test]
+async fn a_quiet_run_is_read_from_the_log_once_its_tail_went_stale() {
+    let counted = Arc::new(Counted::default());
+    // Retention 400 ms: an unended run's tail is kept 100 ms after its
+    // last append.
+    let tail = LocalTail::new(
+        Arc::clone(&counted) as Arc<dyn RunLog>,
+        Duration::from_millis(400),
+    );
+    tail.create(info("run-q"), LEASE).await.unwrap();
+    let all = entries("run-q", 3);
+    tail.append_batch("run-q", "owner", 1, all[..2].to_vec())
+        .await
+        .unwrap();
+    let fresh = tail.read("run-q", 0, 10, Duration::ZERO).await.unwrap();
+    assert_eq!(fresh.entries, all[..2]);
+    assert_eq!(counted.reads.load(Ordering::SeqCst), 0);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let stale = tail.read("run-q", 0, 10, Duration::ZERO).await.unwrap();
+    assert_eq!(stale.entries, all[..2]);
+    assert_eq!(counted.reads.load(Ordering::SeqCst), 1);
+    assert_eq!(tail.runs_kept(), 0);
+    // The next append starts a tail again, read from memory.
+    tail.append_batch("run-q", "owner", 3, all[2..].to_vec())
+        .await
+        .unwrap();
+    let next = tail.read("run-q", 2, 10, Duration::ZERO).await.unwrap();
+    assert_eq!(next.entries, all[2..]);
+    assert_eq!(counted.reads.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn a_run_keeps_a_bounded_tail_and_older_entries_come_from_the_log() {
     let (counted, tail) = wrapped();
     tail.create(info("run-b"), LEASE).await.unwrap();
