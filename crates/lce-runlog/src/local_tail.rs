@@ -277,31 +277,6 @@ impl LocalTail {
         self.state.lock().len()
     }
 
-    /// Appends through the wrapped log and keeps what it acknowledged.
-    fn append_kept(
-        &self,
-        run_id: &str,
-        owner: &str,
-        position: u64,
-        entries: Vec<LogEntry>,
-    ) -> LogFuture<()> {
-        let kept = entries.clone();
-        let append = self.inner.append_batch(run_id, owner, position, entries);
-        let (state, run_id) = (Arc::clone(&self.state), run_id.to_owned());
-        Box::pin(async move {
-            match append.await {
-                Ok(()) => {
-                    state.record(&run_id, position, kept);
-                    Ok(())
-                }
-                Err(e) => {
-                    state.forget(&run_id);
-                    Err(e)
-                }
-            }
-        })
-    }
-
     /// `call` (a renewal), and the run's tail dropped unless `held` says the
     /// lease is still this handle's: the run may be appended elsewhere.
     fn unless_held<T: Send + 'static>(
@@ -340,9 +315,10 @@ impl RunLog for LocalTail {
     }
 
     fn append(&self, run_id: &str, owner: &str, position: u64, entry: LogEntry) -> LogFuture<()> {
-        self.append_kept(run_id, owner, position, vec![entry])
+        self.append_batch(run_id, owner, position, vec![entry])
     }
 
+    /// Appends through the wrapped log and keeps what it acknowledged.
     fn append_batch(
         &self,
         run_id: &str,
@@ -350,7 +326,21 @@ impl RunLog for LocalTail {
         position: u64,
         entries: Vec<LogEntry>,
     ) -> LogFuture<()> {
-        self.append_kept(run_id, owner, position, entries)
+        let kept = entries.clone();
+        let append = self.inner.append_batch(run_id, owner, position, entries);
+        let (state, run_id) = (Arc::clone(&self.state), run_id.to_owned());
+        Box::pin(async move {
+            match append.await {
+                Ok(()) => {
+                    state.record(&run_id, position, kept);
+                    Ok(())
+                }
+                Err(e) => {
+                    state.forget(&run_id);
+                    Err(e)
+                }
+            }
+        })
     }
 
     fn read(&self, run_id: &str, after: u64, max: usize, wait: Duration) -> LogFuture<LogBatch> {
