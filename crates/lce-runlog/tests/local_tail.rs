@@ -347,6 +347,23 @@ async fn a_run_keeps_a_bounded_tail_and_older_entries_come_from_the_log() {
     const { assert!(LOCAL_TAIL_BYTES < 1000 * 1000) };
 }
 
+#[tokio::test]
+async fn an_empty_append_keeps_nothing() {
+    let (counted, tail) = wrapped();
+    tail.create(info("run-e"), LEASE).await.unwrap();
+    // Empty: the log takes it, and the tail has nothing to keep.
+    tail.append_batch("run-e", "owner", 1, Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(tail.runs_kept(), 0);
+    let all = entries("run-e", 1);
+    tail.append_batch("run-e", "owner", 1, all.clone())
+        .await
+        .unwrap();
+    assert_eq!(read_all(&tail, "run-e", 0, 10).await, all);
+    assert_eq!(counted.reads.load(Ordering::SeqCst), 0);
+}
+
 /// The run log conformance suite through the wrapper.
 #[tokio::test]
 async fn local_tail_conforms() {
