@@ -170,7 +170,7 @@ async fn a_hundred_subscribers_cost_one_encode_per_entry_per_protocol() {
         let fanout = Fanout::<WireFormat>::new(log.clone());
         let counts = [Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0))];
         let formats = [WireFormat::Custom, WireFormat::AguiV1];
-        let mut readers = Vec::new();
+        let mut opened = Vec::new();
         for (format, count) in formats.into_iter().zip(&counts) {
             for _ in 0..100 {
                 let count = count.clone();
@@ -182,10 +182,16 @@ async fn a_hundred_subscribers_cost_one_encode_per_entry_per_protocol() {
                     .open(&run_id, format, false, make, None)
                     .await
                     .unwrap();
-                readers.push((format, tokio::spawn(collect(frames))));
+                opened.push((format, frames));
             }
         }
+        // All 200 open before any is read: a replay read as soon as it
+        // opens could end, and its reader with it, before the next opens.
         assert_eq!(fanout.readers(), 2, "{phase}: one reader per protocol");
+        let readers: Vec<_> = opened
+            .into_iter()
+            .map(|(format, frames)| (format, tokio::spawn(collect(frames))))
+            .collect();
         if phase == "live" {
             write(&log, &events).await;
         }
