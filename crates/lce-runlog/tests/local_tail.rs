@@ -267,10 +267,11 @@ async fn a_release_a_claim_or_a_new_create_drops_the_tail() {
 #[tokio::test]
 async fn an_ended_run_is_kept_briefly_then_read_from_the_log() {
     let counted = Arc::new(Counted::default());
-    // Retention 400 ms: an ended run's tail is kept 100 ms.
+    // Retention 4 s: an ended run's tail is kept 1 s (a margin for a
+    // stalled test thread on a busy machine, both ways).
     let tail = LocalTail::new(
         Arc::clone(&counted) as Arc<dyn RunLog>,
-        Duration::from_millis(400),
+        Duration::from_secs(4),
     );
     tail.create(info("run-s"), LEASE).await.unwrap();
     let all = entries("run-s", 2);
@@ -279,7 +280,7 @@ async fn an_ended_run_is_kept_briefly_then_read_from_the_log() {
         .unwrap();
     assert_eq!(read_all(&tail, "run-s", 0, 10).await, all);
     assert_eq!(counted.reads.load(Ordering::SeqCst), 0);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
     assert_eq!(read_all(&tail, "run-s", 0, 10).await, all);
     assert!(counted.reads.load(Ordering::SeqCst) > 0);
     assert_eq!(tail.runs_kept(), 0);
@@ -288,11 +289,11 @@ async fn an_ended_run_is_kept_briefly_then_read_from_the_log() {
 #[tokio::test]
 async fn a_quiet_run_is_read_from_the_log_once_its_tail_went_stale() {
     let counted = Arc::new(Counted::default());
-    // Retention 400 ms: an unended run's tail is kept 100 ms after its
-    // last append.
+    // Retention 4 s: an unended run's tail is kept 1 s after its last
+    // append.
     let tail = LocalTail::new(
         Arc::clone(&counted) as Arc<dyn RunLog>,
-        Duration::from_millis(400),
+        Duration::from_secs(4),
     );
     tail.create(info("run-q"), LEASE).await.unwrap();
     let all = entries("run-q", 3);
@@ -302,7 +303,7 @@ async fn a_quiet_run_is_read_from_the_log_once_its_tail_went_stale() {
     let fresh = tail.read("run-q", 0, 10, Duration::ZERO).await.unwrap();
     assert_eq!(fresh.entries, all[..2]);
     assert_eq!(counted.reads.load(Ordering::SeqCst), 0);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
     let stale = tail.read("run-q", 0, 10, Duration::ZERO).await.unwrap();
     assert_eq!(stale.entries, all[..2]);
     assert_eq!(counted.reads.load(Ordering::SeqCst), 1);
