@@ -88,8 +88,13 @@ fn entries(run_id: &str, deltas: usize) -> Vec<LogEntry> {
 }
 
 fn wrapped() -> (Arc<Counted>, LocalTail) {
+    wrapped_for(RETENTION)
+}
+
+/// [`wrapped`] with the log's `retention`.
+fn wrapped_for(retention: Duration) -> (Arc<Counted>, LocalTail) {
     let counted = Arc::new(Counted::default());
-    let tail = LocalTail::new(Arc::clone(&counted) as Arc<dyn RunLog>, RETENTION);
+    let tail = LocalTail::new(Arc::clone(&counted) as Arc<dyn RunLog>, retention);
     (counted, tail)
 }
 
@@ -266,13 +271,9 @@ async fn a_release_a_claim_or_a_new_create_drops_the_tail() {
 
 #[tokio::test]
 async fn an_ended_run_is_kept_briefly_then_read_from_the_log() {
-    let counted = Arc::new(Counted::default());
     // Retention 4 s: an ended run's tail is kept 1 s (a margin for a
     // stalled test thread on a busy machine, both ways).
-    let tail = LocalTail::new(
-        Arc::clone(&counted) as Arc<dyn RunLog>,
-        Duration::from_secs(4),
-    );
+    let (counted, tail) = wrapped_for(Duration::from_secs(4));
     tail.create(info("run-s"), LEASE).await.unwrap();
     let all = entries("run-s", 2);
     tail.append_batch("run-s", "owner", 1, all.clone())
@@ -288,13 +289,9 @@ async fn an_ended_run_is_kept_briefly_then_read_from_the_log() {
 
 #[tokio::test]
 async fn a_quiet_run_is_read_from_the_log_once_its_tail_went_stale() {
-    let counted = Arc::new(Counted::default());
     // Retention 4 s: an unended run's tail is kept 1 s after its last
     // append.
-    let tail = LocalTail::new(
-        Arc::clone(&counted) as Arc<dyn RunLog>,
-        Duration::from_secs(4),
-    );
+    let (counted, tail) = wrapped_for(Duration::from_secs(4));
     tail.create(info("run-q"), LEASE).await.unwrap();
     let all = entries("run-q", 3);
     tail.append_batch("run-q", "owner", 1, all[..2].to_vec())
