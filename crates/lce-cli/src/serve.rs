@@ -206,6 +206,12 @@ struct LogArgs {
     /// password in the --log url is used only when neither is.
     #[arg(long, env = "LCE_LOG_PASSWORD_FILE", value_name = "FILE")]
     log_password_file: Option<PathBuf>,
+    /// A file holding the Sentinels' own password (their `requirepass`),
+    /// for a `redis+sentinel://` --log; the environment variable
+    /// LCE_LOG_SENTINEL_PASSWORD is read when this option is not given.
+    /// Without either, Sentinels are asked without a password.
+    #[arg(long, env = "LCE_LOG_SENTINEL_PASSWORD_FILE", value_name = "FILE")]
+    log_sentinel_password_file: Option<PathBuf>,
     /// Add `id:` lines to the DA and AG-UI POST routes too (for clients
     /// that reconnect with `Last-Event-ID`); without it their bytes stay
     /// exactly DA's. `GET /api/v1/runs/{id}/stream` always has them.
@@ -530,9 +536,11 @@ async fn with_log(
             .with_thread_retention(args.thread_retention)
             .with_timeout(args.log_timeout)
             .with_replicas(args.log_replicas, replica_timeout);
-        if let Some(password) = password(args.log_password_file.as_deref())? {
-            options = options.with_password(password);
-        }
+        options = with_passwords(
+            options,
+            args.log_password_file.as_deref(),
+            args.log_sentinel_password_file.as_deref(),
+        )?;
         // The engine's words and the url (it may hold a password) stay out
         // of the message.
         let log = lce::redis::RedisRunLog::connect(&args.log, options)
@@ -558,14 +566,35 @@ async fn with_log(
     Ok(builder)
 }
 
-/// The Redis password from `file` (--log-password-file), else from the
-/// environment variable `LCE_LOG_PASSWORD`; `None` when neither gives one.
-fn password(file: Option<&Path>) -> Result<Option<String>, UsageError> {
+/// `options` with the Redis password from `node_file`
+/// (--log-password-file), else from the environment variable
+/// `LCE_LOG_PASSWORD`, and the Sentinels' from `sentinel_file`
+/// (--log-sentinel-password-file), else from `LCE_LOG_SENTINEL_PASSWORD`.
+fn with_passwords(
+    mut options: lce::redis::RedisLogOptions,
+    node_file: Option<&Path>,
+    sentinel_file: Option<&Path>,
+) -> Result<lce::redis::RedisLogOptions, UsageError> {
+    if let Some(password) = password(node_file, "LCE_LOG_PASSWORD", "log password")? {
+        options = options.with_password(password);
+    }
+    let sentinel = password(
+        sentinel_file,
+        "LCE_LOG_SENTINEL_PASSWORD",
+        "log sentinel password",
+    )?;
+    if let Some(password) = sentinel {
+        options = options.with_sentinel_password(password);
+    }
+    Ok(options)
+}
+
+/// A password from `file`, else from the environment variable `var`;
+/// `None` when neither gives one.
+fn password(file: Option<&Path>, var: &str, what: &str) -> Result<Option<String>, UsageError> {
     match file {
-        Some(path) => read_text(path, "log password", 1).map(Some),
-        None => Ok(std::env::var("LCE_LOG_PASSWORD")
-            .ok()
-            .filter(|p| !p.is_empty())),
+        Some(path) => read_text(path, what, 1).map(Some),
+        None => Ok(std::env::var(var).ok().filter(|p| !p.is_empty())),
     }
 }
 
@@ -614,6 +643,11 @@ pub(crate) struct TokenArgs {
     /// `lce serve --log-password-file`.
     #[arg(long, value_name = "FILE")]
     log_password_file: Option<PathBuf>,
+    /// A file holding the Sentinels' own password (else
+    /// LCE_LOG_SENTINEL_PASSWORD), as `lce serve
+    /// --log-sentinel-password-file`.
+    #[arg(long, value_name = "FILE")]
+    log_sentinel_password_file: Option<PathBuf>,
 }
 
 /// `lce token`: prints the run's read token on stdout.
@@ -625,10 +659,11 @@ pub(crate) fn print_token(args: &TokenArgs) -> Result<(), UsageError> {
             "--log must be the replicas' redis url".to_owned(),
         ));
     }
-    let mut options = lce::redis::RedisLogOptions::new();
-    if let Some(password) = password(args.log_password_file.as_deref())? {
-        options = options.with_password(password);
-    }
+    let options = with_passwords(
+        lce::redis::RedisLogOptions::new(),
+        args.log_password_file.as_deref(),
+        args.log_sentinel_password_file.as_deref(),
+    )?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -827,3 +827,113 @@ fn readiness_follows_the_engine() {
     cluster.redis.restart();
     assert_eq!(until(&cluster, 200)["status"], "ready");
 }
+
+/// Sentinels with a password of their own in front of a primary with
+/// another: `lce serve` asks the Sentinels with
+/// `--log-sentinel-password-file` (or `LCE_LOG_SENTINEL_PASSWORD`) and
+/// writes with `--log-password-file`; `lce token` reads the run's nonce the
+/// same way. Without the Sentinels' password it does not start, and no
+/// password shows in an error or a log line.
+#[test]
+fn sentinels_with_their_own_password_are_asked_with_it() {
+    let (node, sentinel_password) = ("node-password-5d1c", "sentinel-password-9b2e");
+    let Some(primary) = RedisServer::start_with(&["--requirepass", node]) else {
+        return;
+    };
+    let Some(sentinel) = RedisServer::start_sentinel(&format!(
+        "sentinel monitor lce 127.0.0.1 {} 1\nsentinel auth-pass lce {node}\nrequirepass {sentinel_password}\n",
+        primary.port()
+    )) else {
+        return;
+    };
+    let url = format!("redis+sentinel://127.0.0.1:{}/lce", sentinel.port());
+    let dir = primary.dir();
+    let (secret, node_file, sentinel_file) = (
+        dir.join("token-secret"),
+        dir.join("redis-password"),
+        dir.join("sentinel-password"),
+    );
+    std::fs::write(&secret, "s".repeat(48)).unwrap();
+    std::fs::write(&node_file, format!("{node}\n")).unwrap();
+    std::fs::write(&sentinel_file, format!("{sentinel_password}\n")).unwrap();
+    let scenarios = root().join("fixtures/scenarios");
+    let base = [
+        "--speed",
+        "0",
+        "--scenarios",
+        scenarios.to_str().unwrap(),
+        "--log",
+        &url,
+        "--token-secret-file",
+        secret.to_str().unwrap(),
+        "--log-password-file",
+        node_file.to_str().unwrap(),
+        "--log-timeout",
+        "3",
+    ];
+
+    // Without the Sentinels' password: a start-up error, no password in it.
+    let mut args = vec!["serve", "--addr", "127.0.0.1:0"];
+    args.extend(base);
+    let (code, _, stderr) = lce(&args);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot use the run log"), "{stderr}");
+    assert!(!stderr.contains("password-"), "{stderr}");
+
+    // From a file, then from the environment: a run is served and logged,
+    // and `lce token` signs what the start answer gave.
+    let file_arg = [
+        "--log-sentinel-password-file",
+        sentinel_file.to_str().unwrap(),
+    ];
+    for (extra, env) in [
+        (&file_arg[..], None),
+        (
+            &[][..],
+            Some(("LCE_LOG_SENTINEL_PASSWORD", sentinel_password)),
+        ),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let env: Vec<(&str, &str)> = env.into_iter().collect();
+        let server = Server::start_with_env(&args, &env, std::process::Stdio::piped());
+        let answer = common::post(
+            &server.addr,
+            "/api/v1/chat/stream/start",
+            r#"{"message":"m","conversation_id":"conv-sp","agent_id":"plain-text-answer","protocol":"custom"}"#,
+        );
+        assert_eq!(answer.status, 200);
+        let run_id = answer.header("x-run-id").unwrap().to_owned();
+        let keys = redis_cli(
+            primary.port(),
+            Some(node),
+            &["KEYS", &format!("lce:{{{run_id}}}:*")],
+        );
+        assert!(keys.contains(":meta"), "the run was not logged: {keys}");
+        let mut token = vec![
+            "token",
+            run_id.as_str(),
+            "--token-secret-file",
+            secret.to_str().unwrap(),
+            "--log",
+            &url,
+            "--log-password-file",
+            node_file.to_str().unwrap(),
+        ];
+        token.extend(file_arg);
+        let (code, out, err) = lce(&token);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(Some(out.trim_end()), answer.header("x-run-token"));
+        let mut server = server;
+        server.child.kill().unwrap();
+        let mut logs = String::new();
+        server
+            .child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut logs)
+            .unwrap();
+        assert!(!logs.contains("password-"), "a password reached a log line");
+    }
+}

@@ -10,7 +10,7 @@ use redis::aio::ConnectionManagerConfig;
 use redis::{ErrorKind, RedisError, RedisResult, RetryMethod, ServerErrorKind, Value};
 use tokio::time::Instant;
 
-use crate::topology::{Conn, Source, Topology};
+use crate::topology::{Conn, Passwords, Source, Topology};
 
 /// Why an operation did not happen (the engine's own words are dropped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,15 +71,16 @@ struct Slot {
 
 impl Engine {
     /// Connects to the engine `url` names (see [`Topology`]),
-    /// authenticating with `password` when given (it replaces one the url
-    /// holds); the first connections must succeed within `timeout`.
+    /// authenticating with `passwords` when given (the data nodes' replaces
+    /// one the url holds); the first connections must succeed within
+    /// `timeout`.
     pub(crate) async fn connect(
         url: &str,
-        password: Option<&str>,
+        passwords: Passwords<'_>,
         timeout: Duration,
         waits: Duration,
     ) -> Result<Engine, Failure> {
-        let topology = Topology::parse(url, password).map_err(|e| {
+        let topology = Topology::parse(url, passwords).map_err(|e| {
             tracing::warn!(error = %e, "redis: the url was not accepted");
             Failure::Failed
         })?;
@@ -486,7 +487,7 @@ mod tests {
     /// (`None` where no `redis-server` is installed, outside CI).
     async fn engine(timeout: Duration) -> Option<(RedisServer, Engine)> {
         let server = RedisServer::start()?;
-        let engine = Engine::connect(&server.url(), None, timeout, Duration::ZERO)
+        let engine = Engine::connect(&server.url(), Passwords::default(), timeout, Duration::ZERO)
             .await
             .unwrap();
         Some((server, engine))

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::engine::{Engine, Failure, int, millis, text};
 use crate::scripts::{APPEND_GUARD, CONFIRM, Scripts, UNFENCE};
+use crate::topology::Passwords;
 use crate::wakeups::{CANCEL_NOTICE, Waiting, Wakeups, shard_channel};
 
 /// How long a thread's revisions are kept after its last commit when no
@@ -48,6 +49,9 @@ pub struct RedisLogOptions {
     /// The engine's password ([`RedisLogOptions::with_password`]), so that
     /// it need not be written in a url on a command line.
     pub(crate) password: Option<EnginePassword>,
+    /// The Sentinels' own password
+    /// ([`RedisLogOptions::with_sentinel_password`]).
+    pub(crate) sentinel_password: Option<EnginePassword>,
 }
 
 /// A password that never shows in a `Debug` output or a log line.
@@ -55,9 +59,12 @@ pub struct RedisLogOptions {
 pub(crate) struct EnginePassword(pub(crate) String);
 
 impl EnginePassword {
-    /// The password of `options`, if any.
-    pub(crate) fn of(options: &RedisLogOptions) -> Option<&str> {
-        options.password.as_ref().map(|p| p.0.as_str())
+    /// The passwords of `options`: the data nodes' and the Sentinels'.
+    pub(crate) fn of(options: &RedisLogOptions) -> Passwords<'_> {
+        Passwords {
+            node: options.password.as_ref().map(|p| p.0.as_str()),
+            sentinel: options.sentinel_password.as_ref().map(|p| p.0.as_str()),
+        }
     }
 }
 
@@ -77,6 +84,7 @@ impl Default for RedisLogOptions {
             replicas: 0,
             replica_timeout: Duration::from_secs(1),
             password: None,
+            sentinel_password: None,
         }
     }
 }
@@ -110,6 +118,16 @@ impl RedisLogOptions {
     /// Kept out of every `Debug` output, log line and error.
     pub fn with_password(mut self, password: impl Into<String>) -> Self {
         self.password = Some(EnginePassword(password.into()));
+        self
+    }
+
+    /// Authenticates with `password` to the Sentinels of a
+    /// `redis+sentinel://` url (Sentinel's own `requirepass`; without it
+    /// they are asked without a password). The data nodes' password is
+    /// [`RedisLogOptions::with_password`]. Kept out of every `Debug`
+    /// output, log line and error.
+    pub fn with_sentinel_password(mut self, password: impl Into<String>) -> Self {
+        self.sentinel_password = Some(EnginePassword(password.into()));
         self
     }
 

@@ -9,7 +9,9 @@
 //! | `redis+cluster://HOST:PORT[,HOST:PORT...]` | a Redis Cluster; the nodes given are where its map of slots is first read |
 //!
 //! The password ([`RedisLogOptions::with_password`](crate::RedisLogOptions::with_password))
-//! is the data nodes'; Sentinels are asked without one.
+//! is the data nodes'; the Sentinels' own is
+//! [`RedisLogOptions::with_sentinel_password`](crate::RedisLogOptions::with_sentinel_password)
+//! (without it they are asked without one).
 
 use std::fmt;
 use std::time::Duration;
@@ -22,6 +24,15 @@ use redis::{
     Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline, RedisConnectionInfo,
     RedisFuture, Value,
 };
+
+/// The passwords a connection authenticates with (never shown).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Passwords<'a> {
+    /// The data nodes' (it replaces one the url holds).
+    pub(crate) node: Option<&'a str>,
+    /// The Sentinels' own.
+    pub(crate) sentinel: Option<&'a str>,
+}
 
 /// A `--log` url that names no topology lce knows, or names it wrongly.
 /// Never holds the url (it may hold a password).
@@ -69,9 +80,10 @@ pub(crate) enum Topology {
 }
 
 impl Topology {
-    /// Reads `url`; `password` (when given) replaces one the url holds.
-    pub(crate) fn parse(url: &str, password: Option<&str>) -> Result<Topology, UrlError> {
-        let with_password = |settings: RedisConnectionInfo| match password {
+    /// Reads `url`; the nodes' password (when given) replaces one the url
+    /// holds, the Sentinels' is used for the Sentinels of a Sentinel url.
+    pub(crate) fn parse(url: &str, passwords: Passwords<'_>) -> Result<Topology, UrlError> {
+        let with_password = |settings: RedisConnectionInfo| match passwords.node {
             Some(p) => settings.set_password(p),
             None => settings,
         };
@@ -84,7 +96,14 @@ impl Topology {
             if master.is_empty() {
                 return Err(UrlError::Master);
             }
-            let sentinels = addresses(hosts)?;
+            let mut sentinels = addresses(hosts)?;
+            if let Some(password) = passwords.sentinel {
+                let auth = RedisConnectionInfo::default().set_password(password);
+                sentinels = sentinels
+                    .into_iter()
+                    .map(|info| info.set_redis_settings(auth.clone()))
+                    .collect();
+            }
             let node = with_password(RedisConnectionInfo::default()).set_db(db);
             return Ok(Topology::Sentinel {
                 sentinels,
@@ -249,14 +268,18 @@ mod tests {
 
     #[test]
     fn urls_name_their_topology() {
-        let server = Topology::parse("redis://127.0.0.1:6379/2", None).unwrap();
+        let server = Topology::parse("redis://127.0.0.1:6379/2", Passwords::default()).unwrap();
         let Topology::Server(info) = &server else {
             panic!("not a server")
         };
         assert_eq!(info.redis_settings().db(), 2);
 
+        let passwords = Passwords {
+            node: Some("pw"),
+            sentinel: Some("spw"),
+        };
         let sentinel =
-            Topology::parse("redis+sentinel://a:26379,b:26380/mymaster/3", Some("pw")).unwrap();
+            Topology::parse("redis+sentinel://a:26379,b:26380/mymaster/3", passwords).unwrap();
         let Topology::Sentinel {
             sentinels,
             master,
@@ -269,9 +292,16 @@ mod tests {
         assert_eq!(master, "mymaster");
         assert_eq!(node.db(), 3);
         assert_eq!(node.password(), Some("pw"));
+        for info in sentinels {
+            assert_eq!(info.redis_settings().password(), Some("spw"));
+        }
         assert!(!sentinel.is_cluster());
 
-        let cluster = Topology::parse("redis+cluster://h1:7000,h2:7001,h3:7002", None).unwrap();
+        let cluster = Topology::parse(
+            "redis+cluster://h1:7000,h2:7001,h3:7002",
+            Passwords::default(),
+        )
+        .unwrap();
         assert!(cluster.is_cluster());
         let Topology::Cluster { nodes, .. } = cluster else {
             panic!("not a cluster")
@@ -292,7 +322,7 @@ mod tests {
             ("redis+cluster://user:secret@a:1", UrlError::Address),
         ] {
             assert!(
-                matches!(Topology::parse(url, None), Err(e) if e == error),
+                matches!(Topology::parse(url, Passwords::default()), Err(e) if e == error),
                 "{url}"
             );
             assert!(!error.to_string().contains("secret"));

@@ -13,8 +13,9 @@
 use std::time::Duration;
 
 use lce_redis::{RedisLogOptions, RedisRunLog};
-use lce_runlog::{LogEntry, RunInfo, RunLog};
+use lce_runlog::{LogEntry, LogError, RunInfo, RunLog};
 use lce_testkit::RunBuilder;
+use lce_testkit::redis_server::RedisServer;
 use lce_testkit::redis_topology::{RedisCluster, SentinelPair, cli};
 use lce_testkit::run_log::fresh_run_id;
 
@@ -333,4 +334,78 @@ async fn a_cancel_is_announced_to_the_owner_on_one_server_and_on_a_cluster() {
         return;
     };
     cancel_reaches_the_owner(&cluster.url()).await;
+}
+
+/// Sentinels with a password of their own (`requirepass` in their
+/// configuration, as deployments that protect Sentinel set it) in front of
+/// a primary with another: the log asks the Sentinels with theirs and
+/// writes to the primary with the nodes'; without the Sentinels' password
+/// it cannot find the primary, and says so without either password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_with_a_password_of_their_own() {
+    let Some(primary) = RedisServer::start_with(&["--requirepass", "node-password-1"]) else {
+        return;
+    };
+    let Some(sentinel) = RedisServer::start_sentinel(&format!(
+        "sentinel monitor lce 127.0.0.1 {} 1\n\
+         sentinel auth-pass lce node-password-1\n\
+         requirepass sentinel-password-2\n",
+        primary.port()
+    )) else {
+        return;
+    };
+    let url = format!("redis+sentinel://127.0.0.1:{}/lce", sentinel.port());
+    let options = RedisLogOptions::new()
+        .with_timeout(Duration::from_secs(2))
+        .with_password("node-password-1");
+
+    let refused = RedisRunLog::connect(&url, options.clone()).await;
+    let Err(error) = refused else {
+        panic!("the Sentinels answered without their password");
+    };
+    assert_eq!(error, LogError::Unavailable);
+    let message = format!("{error} {error:?}");
+    assert!(!message.contains("password-"), "{message}");
+
+    let log = RedisRunLog::connect(
+        &url,
+        options
+            .with_timeout(Duration::from_secs(10))
+            .with_sentinel_password("sentinel-password-2"),
+    )
+    .await
+    .expect("the log with the Sentinels' password");
+    assert!(!format!("{log:?}").contains("password-"));
+    let run_id = fresh_run_id("sentinel-auth");
+    let info = RunInfo {
+        conversation_id: format!("conv-{run_id}"),
+        run_id: run_id.clone(),
+        owner: "owner-s".to_owned(),
+        nonce: "n".to_owned(),
+    };
+    log.create(info, LEASE).await.expect("create");
+    let mut run = RunBuilder::new(run_id.as_str(), format!("conv-{run_id}"));
+    let entries = vec![
+        LogEntry::Event(run.run_started()),
+        LogEntry::Event(run.text_delta("m", "hello")),
+        LogEntry::Event(run.run_finished()),
+    ];
+    log.append_batch(&run_id, "owner-s", 1, entries.clone())
+        .await
+        .expect("append");
+    let want: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            LogEntry::Event(e) => e.to_json(),
+            _ => "idle".to_owned(),
+        })
+        .collect();
+    assert_eq!(read_all(&log, &run_id).await, want);
+    // The primary holds the run (written with the nodes' password).
+    let keys = cli(
+        primary.port(),
+        &["--no-auth-warning", "-a", "node-password-1", "KEYS", "*"],
+    )
+    .unwrap_or_default();
+    assert!(keys.contains(&run_id), "{keys}");
 }

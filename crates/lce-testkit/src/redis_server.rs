@@ -281,7 +281,8 @@ fn ping(port: u16) -> bool {
             Ok(n) => got += n,
         }
     }
-    answer[..got].starts_with(b"+PONG")
+    // A server with `requirepass` answers before any `AUTH`: it is up.
+    answer[..got].starts_with(b"+PONG") || answer[..got].starts_with(b"-NOAUTH")
 }
 
 /// Kills the servers (and removes the folders) that test processes which
