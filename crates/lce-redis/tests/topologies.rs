@@ -409,3 +409,113 @@ async fn sentinels_with_a_password_of_their_own() {
     .unwrap_or_default();
     assert!(keys.contains(&run_id), "{keys}");
 }
+
+/// A Cluster whose nodes have a password: the log reaches every shard with
+/// it (the slot map, the runs' commands and the sharded wake-ups'
+/// connection), so a reader waiting on a run in any shard is woken by its
+/// append; without it the log does not start, and says so without the
+/// password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_with_a_password() {
+    let Some(cluster) = RedisCluster::start_shards(3) else {
+        return;
+    };
+    // One run in each shard's slots (asked before the password is set).
+    let run_ids = spread_ids(cluster.nodes[0].port(), 3, 1);
+    let password = "cluster-password-3e7a";
+    for node in &cluster.nodes {
+        let set = cli(node.port(), &["CONFIG", "SET", "requirepass", password]);
+        assert!(set.is_some_and(|s| s.starts_with("OK")), "requirepass");
+    }
+    let url = cluster.url();
+    let options = RedisLogOptions::new().with_timeout(Duration::from_secs(2));
+
+    let refused = RedisRunLog::connect(&url, options.clone()).await;
+    let Err(error) = refused else {
+        panic!("the Cluster answered without its password");
+    };
+    assert_eq!(error, LogError::Unavailable);
+    assert!(!format!("{error} {error:?}").contains(password));
+
+    let log = RedisRunLog::connect(
+        &url,
+        options
+            .with_timeout(Duration::from_secs(10))
+            .with_password(password),
+    )
+    .await
+    .expect("the log with the nodes' password");
+    let reader = RedisRunLog::connect(
+        &url,
+        RedisLogOptions::new()
+            .with_timeout(Duration::from_secs(10))
+            .with_password(password),
+    )
+    .await
+    .expect("a reader with the nodes' password");
+    // Each read waits for the run's append (a sharded wake-up on another
+    // handle), then gets it.
+    for run_id in run_ids {
+        let info = RunInfo {
+            conversation_id: format!("conv-{run_id}"),
+            run_id: run_id.clone(),
+            owner: "owner-c".to_owned(),
+            nonce: "n".to_owned(),
+        };
+        log.create(info, LEASE).await.expect("create");
+        let waiting = {
+            let (reader, run_id) = (reader.clone(), run_id.clone());
+            tokio::spawn(async move { reader.read(&run_id, 0, 8, Duration::from_secs(30)).await })
+        };
+        // The reader's handle subscribes to the run's shard channel, on its
+        // own connection, with the password.
+        let channel = format!("lce:{{{run_id}}}:appended");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let subscribers: u64 = cluster
+                .nodes
+                .iter()
+                .filter_map(|node| {
+                    let out = cli(
+                        node.port(),
+                        &[
+                            "--no-auth-warning",
+                            "-a",
+                            password,
+                            "PUBSUB",
+                            "SHARDNUMSUB",
+                            &channel,
+                        ],
+                    )?;
+                    out.lines().nth(1)?.trim().parse::<u64>().ok()
+                })
+                .sum();
+            if subscribers > 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sharded wake-ups never subscribed to {channel}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut run = RunBuilder::new(run_id.as_str(), format!("conv-{run_id}"));
+        let started = LogEntry::Event(run.run_started());
+        log.append(&run_id, "owner-c", 1, started.clone())
+            .await
+            .expect("append");
+        let batch = waiting.await.expect("reader task").expect("read");
+        assert_eq!(batch.entries, [started], "{run_id}");
+    }
+    for node in &cluster.nodes {
+        let keys = cli(
+            node.port(),
+            &["--no-auth-warning", "-a", password, "DBSIZE"],
+        )
+        .unwrap();
+        assert!(
+            keys.trim().parse::<u64>().unwrap() > 0,
+            "a shard holds no key"
+        );
+    }
+}
