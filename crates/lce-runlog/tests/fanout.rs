@@ -5,6 +5,10 @@
 //! hold a fast one back; the shared reader stops with its last subscriber.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{info, replay};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,8 +17,8 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use lce_core::FrameEncoder;
 use lce_runlog::{
-    Fanout, FrameId, FrameStream, LogEntry, LogWriter, MemoryRunLog, RunInfo, RunLog,
-    RunLogStreamExt, SubscribeError, Subscription,
+    Fanout, FrameId, FrameStream, LogEntry, LogWriter, MemoryRunLog, RunLog, RunLogStreamExt,
+    SubscribeError,
 };
 use lce_stream::{
     Coordinator, CoordinatorOptions, LifecycleStreamExt, WireEncoder, WireFormat, source,
@@ -25,15 +29,6 @@ const FORMATS: [WireFormat; 3] = [WireFormat::Custom, WireFormat::Agui, WireForm
 const LEASE: Duration = Duration::from_secs(30);
 /// A bound on waits that only a hang reaches (never a speed assertion).
 const HANG: Duration = Duration::from_secs(120);
-
-fn info(run_id: &str, conversation_id: &str) -> RunInfo {
-    RunInfo {
-        run_id: run_id.to_owned(),
-        conversation_id: conversation_id.to_owned(),
-        owner: "replica-a".to_owned(),
-        nonce: "nonce-1".to_owned(),
-    }
-}
 
 /// A [`WireEncoder`] that counts the entries it encodes.
 struct Counting {
@@ -92,30 +87,6 @@ async fn entries(log: &Arc<dyn RunLog>, run_id: &str) -> usize {
 
 async fn collect(frames: FrameStream) -> Vec<u8> {
     let chunks: Vec<Result<Bytes, _>> = frames.collect().await;
-    chunks
-        .into_iter()
-        .flat_map(|c| c.unwrap().to_vec())
-        .collect()
-}
-
-/// Today's replay: a lone subscription.
-async fn lone(
-    log: &Arc<dyn RunLog>,
-    run_id: &str,
-    format: WireFormat,
-    after: Option<FrameId>,
-    ids: bool,
-) -> Vec<u8> {
-    let sub = Subscription::open(
-        log.clone(),
-        run_id,
-        WireEncoder::new(format, None),
-        after,
-        ids,
-    )
-    .await
-    .unwrap();
-    let chunks: Vec<Result<Bytes, _>> = sub.into_stream().collect().await;
     chunks
         .into_iter()
         .flat_map(|c| c.unwrap().to_vec())
@@ -196,8 +167,8 @@ async fn a_hundred_subscribers_cost_one_encode_per_entry_per_protocol() {
             write(&log, &events).await;
         }
         let want = [
-            lone(&log, &run_id, formats[0], None, false).await,
-            lone(&log, &run_id, formats[1], None, false).await,
+            replay(&log, &run_id, formats[0], None, false).await,
+            replay(&log, &run_id, formats[1], None, false).await,
         ];
         for (format, reader) in readers {
             let got = tokio::time::timeout(HANG, reader).await.unwrap().unwrap();
@@ -227,7 +198,7 @@ async fn shared_bytes_are_a_lone_subscriptions_for_every_scenario() {
         let run_id = log_run(&log, &events).await;
         for format in FORMATS {
             for ids in [false, true] {
-                let want = lone(&log, &run_id, format, None, ids).await;
+                let want = replay(&log, &run_id, format, None, ids).await;
                 let mut opened = Vec::new();
                 for _ in 0..3 {
                     opened.push(shared(&fanout, &run_id, format, None, ids).await.unwrap());
@@ -261,7 +232,7 @@ async fn resuming_after_any_frame_is_exact() {
     for (name, events) in lce_testkit::fixtures::scenarios() {
         let run_id = log_run(&log, &events).await;
         for format in FORMATS {
-            let full = String::from_utf8(lone(&log, &run_id, format, None, true).await).unwrap();
+            let full = String::from_utf8(replay(&log, &run_id, format, None, true).await).unwrap();
             // Holds the reader, so that resumes find it mid-way or done.
             let holder = shared(&fanout, &run_id, format, None, true).await.unwrap();
             let mut ids = Vec::new();
@@ -342,7 +313,7 @@ async fn a_slow_subscriber_does_not_hold_a_fast_one_back() {
         inner: WireEncoder::new(WireFormat::Custom, None),
         count: counted.clone(),
     };
-    let want = lone(&log, "run-big", WireFormat::Custom, None, true).await;
+    let want = replay(&log, "run-big", WireFormat::Custom, None, true).await;
     let open = || fanout.open("run-big", WireFormat::Custom, true, make.clone(), None);
     let mut slow = open().await.unwrap();
     let first = slow.next().await.unwrap().unwrap();
@@ -433,7 +404,7 @@ fn outside_a_runtime_a_subscriber_reads_alone() {
         .unwrap();
     let log: Arc<dyn RunLog> = Arc::new(MemoryRunLog::new());
     let run_id = rt.block_on(log_run(&log, &events));
-    let want = rt.block_on(lone(&log, &run_id, WireFormat::Agui, None, true));
+    let want = rt.block_on(replay(&log, &run_id, WireFormat::Agui, None, true));
     let fanout = Fanout::<WireFormat>::new(log.clone());
     let frames =
         futures::executor::block_on(shared(&fanout, &run_id, WireFormat::Agui, None, true))
@@ -503,7 +474,7 @@ async fn a_late_subscriber_catches_up_alone_then_shares() {
         .unwrap();
     a.extend(tokio::time::timeout(HANG, rest_a).await.unwrap().unwrap());
     b.extend(tokio::time::timeout(HANG, rest_b).await.unwrap().unwrap());
-    let want = lone(&log, "run-late", WireFormat::Agui, None, true).await;
+    let want = replay(&log, "run-late", WireFormat::Agui, None, true).await;
     assert_eq!(a, want);
     assert_eq!(b, want);
     assert_eq!(

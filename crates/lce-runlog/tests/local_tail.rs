@@ -5,6 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::to_inner;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -25,15 +29,6 @@ struct Counted {
     inner: MemoryRunLog,
     reads: AtomicUsize,
     fail_at: std::sync::Mutex<Option<u64>>,
-}
-
-/// Methods that go to the inner log as they are.
-macro_rules! to_inner {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
-        $(fn $name(&self, $($arg: $ty),*) -> LogFuture<$out> {
-            self.inner.$name($($arg),*)
-        })*
-    };
 }
 
 impl RunLog for Counted {

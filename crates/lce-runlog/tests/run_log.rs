@@ -5,6 +5,10 @@
 //! marked where it waited (D13a).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{info, replay, to_inner};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,15 +26,6 @@ use lce_types::{Event, EventType};
 
 const FORMATS: [WireFormat; 3] = [WireFormat::Custom, WireFormat::Agui, WireFormat::AguiV1];
 const LEASE: Duration = Duration::from_secs(30);
-
-fn info(run_id: &str, conversation_id: &str) -> RunInfo {
-    RunInfo {
-        run_id: run_id.to_owned(),
-        conversation_id: conversation_id.to_owned(),
-        owner: "replica-a".to_owned(),
-        nonce: "nonce-1".to_owned(),
-    }
-}
 
 fn coordinator(events: &[Event]) -> Coordinator {
     let first = events.first().cloned().map(Ok);
@@ -80,29 +75,6 @@ async fn scenario_log(log: &Arc<dyn RunLog>, name: &str) -> (Vec<Event>, String,
     (events, run_id, writer)
 }
 
-async fn read_all(
-    log: &Arc<dyn RunLog>,
-    run_id: &str,
-    format: WireFormat,
-    after: Option<FrameId>,
-    ids: bool,
-) -> Vec<u8> {
-    let sub = Subscription::open(
-        log.clone(),
-        run_id,
-        WireEncoder::new(format, None),
-        after,
-        ids,
-    )
-    .await
-    .unwrap();
-    let chunks: Vec<Result<Bytes, _>> = sub.into_stream().collect().await;
-    chunks
-        .into_iter()
-        .flat_map(|c| c.unwrap().to_vec())
-        .collect()
-}
-
 /// The frame ids of an SSE text with `id:` lines, in order, with the byte
 /// offset where each frame ends.
 fn ids_and_ends(text: &str) -> Vec<(FrameId, usize)> {
@@ -133,14 +105,14 @@ async fn a_logged_run_reads_back_as_the_direct_chain_encodes_it() {
         let run_id = log_run(&log, &events).await;
         for format in FORMATS {
             let want = direct(&events, format).await;
-            let got = read_all(&log, &run_id, format, None, false).await;
+            let got = replay(&log, &run_id, format, None, false).await;
             assert_eq!(
                 String::from_utf8(got).unwrap(),
                 String::from_utf8(want.clone()).unwrap(),
                 "{name} {format:?}"
             );
             let with_ids =
-                String::from_utf8(read_all(&log, &run_id, format, None, true).await).unwrap();
+                String::from_utf8(replay(&log, &run_id, format, None, true).await).unwrap();
             assert_eq!(
                 strip_ids(&with_ids).as_bytes(),
                 &want[..],
@@ -158,14 +130,13 @@ async fn resuming_after_any_frame_yields_exactly_what_followed_it() {
     for (name, events) in lce_testkit::fixtures::scenarios() {
         let run_id = log_run(&log, &events).await;
         for format in FORMATS {
-            let full =
-                String::from_utf8(read_all(&log, &run_id, format, None, true).await).unwrap();
+            let full = String::from_utf8(replay(&log, &run_id, format, None, true).await).unwrap();
             let frames = ids_and_ends(&full);
             let mut last = None;
             for (id, end) in &frames {
                 assert!(last < Some(*id), "{name}: ids grow ({last:?} then {id})");
                 last = Some(*id);
-                let rest = read_all(&log, &run_id, format, Some(*id), true).await;
+                let rest = replay(&log, &run_id, format, Some(*id), true).await;
                 assert_eq!(
                     String::from_utf8(rest).unwrap(),
                     full[*end..],
@@ -359,11 +330,11 @@ async fn an_idle_upstream_is_marked_where_it_waited() {
     // A live read of the same run released the tool start at the wait:
     // replaying the log gives the same frames in the same order as the
     // direct chain whose upstream waited at the same point.
-    let replay = read_all(&log, &run_id, WireFormat::Custom, None, false).await;
-    assert_eq!(replay, direct(&events, WireFormat::Custom).await);
+    let replayed = replay(&log, &run_id, WireFormat::Custom, None, false).await;
+    assert_eq!(replayed, direct(&events, WireFormat::Custom).await);
     // With frame ids, the frame released at the wait carries the idle
     // marker's position: the replay encoded the marker where it stands.
-    let with_ids = read_all(&log, &run_id, WireFormat::Custom, None, true).await;
+    let with_ids = replay(&log, &run_id, WireFormat::Custom, None, true).await;
     let with_ids = String::from_utf8(with_ids).unwrap();
     assert!(
         with_ids.contains(&format!("id: {}.0\nevent: tool_start\n", started + 2)),
@@ -430,15 +401,6 @@ struct Recorded {
     inner: MemoryRunLog,
     sizes: std::sync::Mutex<Vec<usize>>,
     reads: Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
-}
-
-/// Methods that go to the inner log as they are.
-macro_rules! to_inner {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
-        $(fn $name(&self, $($arg: $ty),*) -> lce_runlog::LogFuture<$out> {
-            self.inner.$name($($arg),*)
-        })*
-    };
 }
 
 impl RunLog for Recorded {
@@ -613,7 +575,7 @@ async fn a_subscriber_holds_a_bounded_number_of_bytes() {
     let whole: Vec<u8> = chunks.iter().flat_map(|c| c.to_vec()).collect();
     assert_eq!(
         whole,
-        read_all(&log, "run-big", WireFormat::Custom, None, false).await,
+        replay(&log, "run-big", WireFormat::Custom, None, false).await,
         "chunking changed the bytes"
     );
     let one_entry = big + 1024;
