@@ -14,57 +14,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{HttpResponse, Server, request, root};
+use common::{HttpResponse, PythonHarness, Server, request};
 use lce_testkit::redis_server::RedisServer;
-
-struct Harness {
-    child: Child,
-    url: String,
-}
-
-impl Harness {
-    fn start() -> Option<Harness> {
-        let script = root().join("examples/harness-python/harness.py");
-        let spawned = Command::new("python3")
-            .arg(script)
-            .args(["--port", "0", "--pace", "0.05", "--quiet"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "python3 is required in CI: {e}"
-                );
-                eprintln!("SKIPPED: python3 not found");
-                return None;
-            }
-        };
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("{line}"))
-            .to_owned();
-        Some(Harness { child, url })
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn da(server: &Server, route: &str, body: &serde_json::Value) -> HttpResponse {
     request(
@@ -88,7 +41,7 @@ fn start_interrupt_resume_and_cancel_across_replicas() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let Some(harness) = Harness::start() else {
+    let Some(harness) = PythonHarness::start(&["--pace", "0.05"]) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("lce-harness-e2e-{}", std::process::id()));

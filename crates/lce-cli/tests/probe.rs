@@ -22,12 +22,12 @@ mod common;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::root;
+use common::PythonHarness;
 use serde_json::json;
 
 /// `lce probe ARGS`: (exit code, stdout, stderr).
@@ -54,56 +54,11 @@ fn checks(json: &str) -> Vec<String> {
         .map(|f| f["check"].as_str().unwrap().to_owned())
         .collect()
 }
-
-struct PythonHarness {
-    child: Child,
-    url: String,
-}
-
-impl Drop for PythonHarness {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// The Python harness, paced, in `framing`, with `extra` options.
 fn python_harness(framing: &str, extra: &[&str]) -> Option<PythonHarness> {
-    let spawned = Command::new("python3")
-        .arg(root().join("examples/harness-python/harness.py"))
-        .args([
-            "--port",
-            "0",
-            "--pace",
-            "0.05",
-            "--quiet",
-            "--framing",
-            framing,
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "python3 is required in CI: {e}"
-            );
-            eprintln!("SKIPPED: python3 not found");
-            return None;
-        }
-    };
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_owned();
-    Some(PythonHarness { child, url })
+    let mut args = vec!["--pace", "0.05", "--framing", framing];
+    args.extend(extra);
+    PythonHarness::start(&args)
 }
 
 #[test]

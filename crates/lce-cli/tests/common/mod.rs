@@ -35,6 +35,58 @@ pub fn scenario_files() -> Vec<PathBuf> {
     v
 }
 
+/// The Python harness example (`examples/harness-python/harness.py`) on a
+/// free loopback port; killed on drop.
+pub struct PythonHarness {
+    pub child: Child,
+    /// Its base url, as it printed it.
+    pub url: String,
+}
+
+impl PythonHarness {
+    /// Starts the harness with `--port 0 --quiet ARGS...` and reads its
+    /// url from its first stdout line; `None` (the test is skipped) when
+    /// `python3` is not installed, outside CI only.
+    #[allow(clippy::print_stderr)]
+    pub fn start(args: &[&str]) -> Option<PythonHarness> {
+        let spawned = Command::new("python3")
+            .arg(root().join("examples/harness-python/harness.py"))
+            .args(["--port", "0", "--quiet"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "python3 is required in CI: {e}"
+                );
+                eprintln!("SKIPPED: python3 not found");
+                return None;
+            }
+        };
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_owned();
+        Some(PythonHarness { child, url })
+    }
+}
+
+impl Drop for PythonHarness {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A running `lce serve` on a free loopback port; killed on drop.
 pub struct Server {
     pub child: Child,
