@@ -1315,16 +1315,10 @@ enum Stored<'a> {
 }
 
 impl Stored<'_> {
-    /// About the bytes of the value: the text of a delta and room for its
-    /// envelope; for other events a size most fit in.
+    /// The bytes of the value: the event's canonical JSON.
     fn size_hint(&self) -> usize {
-        use lce_types::Payload;
         match self {
-            Stored::Event(event) => match &event.payload {
-                Payload::TextDelta(d) | Payload::ReasoningDelta(d) => d.delta.len() + 384,
-                Payload::ToolArgumentsDelta(d) => d.delta.len() + 384,
-                _ => 1024,
-            },
+            Stored::Event(event) => lce_validate::canonical_json_len(event),
             Stored::Idle => 1,
         }
     }

@@ -16,7 +16,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use lce_types::Payload;
 use tokio::sync::Notify;
 
 use crate::log::{LogBatch, LogEntry, LogFuture, Renewal, RunInfo, RunLog};
@@ -43,7 +42,7 @@ pub const SEALED_KEPT: Duration = Duration::from_secs(1);
 pub const IDLE_KEPT: Duration = Duration::from_secs(60);
 
 /// A [`RunLog`] that keeps the last acknowledged entries of the runs
-/// appended through it ([`LOCAL_TAIL_ENTRIES`] per run, for at most
+/// appended through it ([`LOCAL_TAIL_BYTES`] per run, for at most
 /// [`LOCAL_TAIL_RUNS`] runs) and answers reads of them from memory; every
 /// other call goes to the wrapped log unchanged. A read that would wait
 /// for the live tail wakes as soon as an append through this handle is
@@ -82,10 +81,9 @@ struct Tails {
 struct Tail {
     /// The position of `entries[0]`.
     first: u64,
-    entries: VecDeque<LogEntry>,
-    /// The size of each entry kept, in the same order.
-    sizes: VecDeque<usize>,
-    /// Their sum.
+    /// Each entry kept, with its size.
+    entries: VecDeque<(LogEntry, usize)>,
+    /// The sum of their sizes.
     bytes: usize,
     /// When the terminal was acknowledged.
     sealed_at: Option<Instant>,
@@ -154,7 +152,6 @@ impl Tails {
         let tail = runs.entry(run_id.to_owned()).or_insert_with(|| Tail {
             first: position,
             entries: VecDeque::new(),
-            sizes: VecDeque::new(),
             bytes: 0,
             sealed_at: None,
             appended_at: now,
@@ -165,7 +162,6 @@ impl Tails {
             // not see acknowledged came between): start again from here.
             tail.first = position;
             tail.entries.clear();
-            tail.sizes.clear();
             tail.bytes = 0;
             tail.sealed_at = None;
         }
@@ -174,15 +170,15 @@ impl Tails {
                 tail.sealed_at = Some(now);
             }
             let size = entry_size(&entry);
-            tail.entries.push_back(entry);
-            tail.sizes.push_back(size);
+            tail.entries.push_back((entry, size));
             tail.bytes += size;
         }
         tail.appended_at = now;
         while tail.bytes > LOCAL_TAIL_BYTES && tail.entries.len() > 1 {
-            tail.entries.pop_front();
-            tail.bytes -= tail.sizes.pop_front().unwrap_or(0);
-            tail.first += 1;
+            if let Some((_, size)) = tail.entries.pop_front() {
+                tail.bytes -= size;
+                tail.first += 1;
+            }
         }
         tail.appended.notify_waiters();
     }
@@ -218,7 +214,7 @@ impl Tails {
             .iter()
             .skip(skip)
             .take(max.max(1))
-            .cloned()
+            .map(|(entry, _)| entry.clone())
             .collect();
         Found::Batch(LogBatch {
             entries,
@@ -228,39 +224,13 @@ impl Tails {
     }
 }
 
-/// About the bytes an entry holds: for the deltas that make most of a run,
-/// their strings' lengths (no serialization); for any other event its
-/// canonical JSON's length (counted, not written).
+/// The bytes an entry holds: its event's canonical JSON.
 fn entry_size(entry: &LogEntry) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(std::mem::size_of::<LogEntry>());
-    let LogEntry::Event(event) = entry else {
-        return count.0;
+    let json = match entry {
+        LogEntry::Event(event) => lce_validate::canonical_json_len(event),
+        _ => 0,
     };
-    let strings = |strings: &[&str]| -> usize {
-        let namespace: usize = event.namespace.iter().map(String::len).sum();
-        strings.iter().map(|s| s.len()).sum::<usize>() + namespace
-    };
-    match &event.payload {
-        Payload::TextDelta(d) | Payload::ReasoningDelta(d) => {
-            count.0 + strings(&[&d.delta, &d.message_id])
-        }
-        Payload::ToolArgumentsDelta(d) => count.0 + strings(&[&d.delta, &d.tool_call_id]),
-        _ => {
-            // Counting cannot fail.
-            let _ = event.write_json(&mut count);
-            count.0
-        }
-    }
+    std::mem::size_of::<LogEntry>() + json
 }
 
 impl LocalTail {

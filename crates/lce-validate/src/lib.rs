@@ -54,6 +54,7 @@ mod validator;
 pub use options::{DEFAULT_CLOSED_WINDOW, Mode, ValidatorOptions};
 pub use rule::{Rule, Violation};
 pub use schemas::{SCHEMA_FILE_SUFFIX, SchemaError, ToolSchemas};
+pub use size::canonical_json_len;
 pub use validator::RunValidator;
 
 /// Validates a whole run in one call: every event, then the end of input.

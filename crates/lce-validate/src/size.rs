@@ -54,6 +54,13 @@ pub(crate) fn canonical_size(event: &Event, identity: Option<u64>) -> u64 {
     }
 }
 
+/// The length in bytes of [`Event::to_json`] (compact canonical JSON),
+/// computed without writing it: what the D19 bounds count, and what a
+/// log keeping events in memory may account them by.
+pub fn canonical_json_len(event: &Event) -> usize {
+    usize::try_from(canonical_size(event, None)).unwrap_or(usize::MAX)
+}
+
 /// The size of the payload as the envelope's `data` value, as `lce_types`
 /// serializes it (serde derive: members in declaration order, `None`
 /// members skipped); `None` for a payload type this function does not know.
