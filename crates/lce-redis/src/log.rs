@@ -1150,26 +1150,11 @@ fn decode(parser: &mut EventParser, position: u64, item: &Value) -> Result<LogEn
 /// `true` when `id` is the stream entry id `<position>-0`, compared
 /// without formatting the position.
 fn is_entry_id(id: &[u8], position: u64) -> bool {
-    let Some(digits) = id.strip_suffix(b"-0") else {
-        return false;
-    };
-    if digits.is_empty() || digits.len() > 20 || (digits.len() > 1 && digits[0] == b'0') {
-        return false;
-    }
-    let mut value: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return false;
-        }
-        let Some(next) = value
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(d - b'0')))
-        else {
-            return false;
-        };
-        value = next;
-    }
-    value == position
+    id.strip_suffix(b"-0")
+        .and_then(|digits| std::str::from_utf8(digits).ok())
+        // The engine's own form: no sign, no leading zero.
+        .filter(|digits| *digits == "0" || !digits.starts_with(['+', '0']))
+        .is_some_and(|digits| digits.parse::<u64>() == Ok(position))
 }
 
 impl RunLog for RedisRunLog {
