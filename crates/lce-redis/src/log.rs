@@ -58,16 +58,6 @@ pub struct RedisLogOptions {
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct EnginePassword(pub(crate) String);
 
-impl EnginePassword {
-    /// The passwords of `options`: the data nodes' and the Sentinels'.
-    pub(crate) fn of(options: &RedisLogOptions) -> Passwords<'_> {
-        Passwords {
-            node: options.password.as_ref().map(|p| p.0.as_str()),
-            sentinel: options.sentinel_password.as_ref().map(|p| p.0.as_str()),
-        }
-    }
-}
-
 impl std::fmt::Debug for EnginePassword {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("EnginePassword(..)")
@@ -129,6 +119,15 @@ impl RedisLogOptions {
     pub fn with_sentinel_password(mut self, password: impl Into<String>) -> Self {
         self.sentinel_password = Some(EnginePassword(password.into()));
         self
+    }
+
+    /// The passwords a connection authenticates with: the data nodes' and
+    /// the Sentinels'.
+    pub(crate) fn passwords(&self) -> Passwords<'_> {
+        Passwords {
+            node: self.password.as_ref().map(|p| p.0.as_str()),
+            sentinel: self.sentinel_password.as_ref().map(|p| p.0.as_str()),
+        }
     }
 
     /// Bounds each operation by `timeout`.
@@ -300,7 +299,7 @@ impl RedisRunLog {
         } else {
             Duration::ZERO
         };
-        let engine = Engine::connect(url, EnginePassword::of(&options), options.timeout, waits)
+        let engine = Engine::connect(url, options.passwords(), options.timeout, waits)
             .await
             .map_err(unavailable)?;
         let scripts = Scripts::new();

@@ -53,7 +53,7 @@ impl RedisStore {
     pub async fn connect(url: &str, options: &RedisLogOptions) -> Result<Self, CommitError> {
         let engine = Engine::connect(
             url,
-            crate::log::EnginePassword::of(options),
+            options.passwords(),
             options.timeout,
             std::time::Duration::ZERO,
         )
