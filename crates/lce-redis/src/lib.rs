@@ -138,7 +138,8 @@
 //! without it).
 //!
 //! May depend on: `lce-core` (the thread store trait), `lce-runlog` (the
-//! run log trait), `lce-types` (events), the `redis` client (tokio,
+//! run log trait), `lce-types` (events), `lce-validate` (an event's
+//! canonical JSON size, the room an `XADD` is built with), the `redis` client (tokio,
 //! `ConnectionManager`, scripts, pub/sub, Sentinel, `cluster-async`), `tokio` (timers, channels, one
 //! task per handle), `futures` (the notices' stream) and `tracing`. Nothing
 //! above `lce-runlog`, and no HTTP stack: no lower crate depends on this

@@ -23,7 +23,8 @@
 //!   [`Subscription`].
 //!
 //! May depend on: `lce-types`, `lce-core`, `lce-wire`, `lce-stream` (the
-//! coordinator's closure terminal, the chain's items), `futures`, `tokio`
+//! coordinator's closure terminal, the chain's items), `lce-validate` (an
+//! event's canonical JSON size, for the local tail's bound), `futures`, `tokio`
 //! (timers, `Notify`, and the spawn of a shared reader's task), `bytes`,
 //! `memchr`, `pin-project-lite`,
 //! `thiserror`, `tracing`, `metrics` (the facade: `lce_log_append_seconds`,
